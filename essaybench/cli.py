@@ -1,0 +1,150 @@
+"""The ``essaybench`` command line: runs the same Prefect flows a deployment runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from essaybench.curate.funnel import CURATE_STAGES
+from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+
+app = typer.Typer(help="essaybench: benchmark LLMs on Chinese essay writing.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+promptset_app = typer.Typer(help="Inspect and export published prompt sets.",
+                            no_args_is_help=True)
+app.add_typer(promptset_app, name="promptset")
+console = Console()
+
+ConfigOpt = Annotated[Path, typer.Option("--config", help="Curate config (YAML).")]
+StoreOpt = Annotated[Path, typer.Option("--store", help="Store folder (catalog + snapshots).")]
+
+
+def _quiet_prefect() -> None:
+    # No network here or on most CI machines: keep Prefect from phoning home.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+@app.command()
+def curate(
+    config: ConfigOpt = Path(DEFAULT_CURATE_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    from_stage: Annotated[str, typer.Option(
+        "--from-stage", help=f"Start at this stage: {', '.join(CURATE_STAGES)}.")] = "collect",
+    base_run: Annotated[str | None, typer.Option(
+        "--run", help="With --from-stage: read upstream snapshots of this run.")] = None,
+) -> None:
+    """Rebuild the prompt set from raw sources (or rerun from one stage)."""
+    if from_stage not in CURATE_STAGES:
+        raise typer.BadParameter(f"{from_stage!r}; choose one of {', '.join(CURATE_STAGES)}",
+                                 param_hint="--from-stage")
+    _quiet_prefect()
+    from flows.curate import curate_flow  # Prefect import is slow; only when needed
+
+    started = time.perf_counter()
+    stages = CURATE_STAGES[CURATE_STAGES.index(from_stage):]
+    console.print(f"[bold]curate[/]: stages {' → '.join(stages)}; store {store}")
+    with console.status("starting Prefect and running the curation stages…"):
+        summary = curate_flow(str(config), str(store.resolve()), from_stage, base_run)
+    print_curate_summary(summary, time.perf_counter() - started)
+
+
+def print_curate_summary(summary: dict[str, Any], seconds: float) -> None:
+    funnel = Table(title=f"Funnel (run {summary['run_id']})")
+    funnel.add_column("step")
+    funnel.add_column("removed", justify="right")
+    funnel.add_column("remaining", justify="right")
+    for step, removed, remaining in summary["steps"]:
+        funnel.add_row(step, str(removed) if removed else "", str(remaining))
+    console.print(funnel)
+    f = summary["funnel"]
+    console.print(
+        f"raw {f['raw']} = final {f['final']} + filtered {f['filtered']} + quarantined "
+        f"{f['quarantined']} + duplicates {f['duplicates']} + unclassified {f['unclassified']}"
+        f" → {'balanced' if f['balanced'] else '[red]NOT BALANCED[/]'}")
+    console.print(counts_table(summary["counts"], f"Prompt set {summary['version']}"))
+    console.print(f"prompt set files: {summary['folder']}")
+    console.print(f"done in {seconds:.1f} s")
+
+
+def counts_table(counts: dict[str, dict[str, int]], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("genre", "open", "constrained", "total"):
+        table.add_column(col, justify="left" if col == "genre" else "right")
+    for genre, row in counts.items():
+        table.add_row(genre, *(str(row.get(c, 0)) for c in ("open", "constrained", "total")),
+                      style="bold" if genre == "total" else None)
+    return table
+
+
+@app.command()
+def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+    """The main job on the embedded defaults: rebuild the prompt set from the bundled sources."""
+    curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None)
+    console.print(f"store (catalog + snapshots): {store}; list runs with: essaybench runs")
+
+
+@app.command()
+def runs(
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    run_id: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
+    limit: int = 50,
+) -> None:
+    """List stage runs in the catalog, newest first."""
+    from essaybench.store import Store
+
+    table = Table(title=f"Stage runs in {store}")
+    for col in ("run", "stage", "status", "snapshot", "in", "kept", "started", "error"):
+        table.add_column(col)
+    for r in Store(store).stage_runs(run_id, limit):
+        table.add_row(r.run_id, r.stage, r.status, r.snapshot_id or "", str(r.rows_in or ""),
+                      str(r.rows_out if r.rows_out is not None else ""),
+                      f"{r.started_at:%Y-%m-%d %H:%M:%S}",
+                      (r.error or "").splitlines()[0] if r.error else "")
+    console.print(table)
+
+
+@promptset_app.command("show")
+def promptset_show(version: str, store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+    """Counts and funnel of a published prompt set."""
+    from essaybench.store import Store
+
+    record = Store(store).get_prompt_set(version)
+    if record is None:
+        raise typer.BadParameter(f"no prompt set {version!r} in {store}", param_hint="VERSION")
+    console.print(counts_table(record["counts"], f"Prompt set {version}"))
+    console.print_json(json.dumps(record["funnel"]))
+    console.print(f"files: {store / record['jsonl_path']}, {store / record['parquet_path']}")
+
+
+@promptset_app.command("export")
+def promptset_export(
+    version: str,
+    to: Annotated[Path, typer.Option("--to", help="Destination file (.jsonl or .parquet).")],
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Copy a published prompt set to a JSONL or Parquet file."""
+    from essaybench.store import Store
+
+    record = Store(store).get_prompt_set(version)
+    if record is None:
+        raise typer.BadParameter(f"no prompt set {version!r} in {store}", param_hint="VERSION")
+    suffix = to.suffix.lower()
+    if suffix not in (".jsonl", ".parquet"):
+        raise typer.BadParameter("destination must end in .jsonl or .parquet", param_hint="--to")
+    src = store / record["jsonl_path" if suffix == ".jsonl" else "parquet_path"]
+    to.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, to)
+    console.print(f"wrote {to} ({record['n_prompts']} prompts)")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,7 @@
+"""Curation: raw writing requests to a versioned essay prompt set.
+
+Stages, in order: collect → filter → dedup → rouge → classify. Each stage is
+a pure function from the kept rows of its upstream snapshot to a
+:class:`~essaybench.curate.table.StageOutput` that holds *every* input row with
+its decision, so the funnel always balances.
+"""

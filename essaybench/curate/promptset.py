@@ -1,0 +1,86 @@
+"""Freeze the classified prompts into a versioned prompt set.
+
+The version is a content hash of the prompts and their labels, so the same
+prompts with the same labels always get the same version, wherever and
+whenever they were curated; provenance and evidence travel with each prompt
+but do not change the version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from essaybench.curate.funnel import Funnel
+from essaybench.curate.table import kept_rows
+from essaybench.hashing import canonical_json, sha256_hex
+
+GENRES = ("argumentative", "narrative", "descriptive", "expository")
+SETS = ("open", "constrained")
+
+EXPORT_COLUMNS = [
+    "prompt_id", "text", "genre", "prompt_set", "genre_source", "set_source",
+    "genre_evidence", "set_evidence", "constraints",
+    "record_id", "source", "file", "locator", "source_ref",
+]
+IDENTITY_COLUMNS = ["prompt_id", "text", "genre", "prompt_set"]
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    version: str
+    prompts: pl.DataFrame
+    counts: dict[str, dict[str, int]]  # genre -> set -> n, with "total" rows and columns
+
+    @property
+    def n_prompts(self) -> int:
+        return self.prompts.height
+
+
+def genre_set_counts(prompts: pl.DataFrame) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {g: dict.fromkeys(SETS, 0) for g in GENRES}
+    for genre, pset, n in prompts.group_by("genre", "prompt_set").len().iter_rows():
+        counts.setdefault(str(genre), dict.fromkeys(SETS, 0))[str(pset)] = int(n)
+    for row in counts.values():
+        row["total"] = sum(row[s] for s in SETS)
+    counts["total"] = {s: sum(counts[g][s] for g in counts if g != "total")
+                       for s in (*SETS, "total")}
+    return counts
+
+
+def freeze_prompt_set(classified: pl.DataFrame) -> PromptSet:
+    prompts = (kept_rows(classified)
+               .select(EXPORT_COLUMNS)
+               .sort("genre", "prompt_set", "prompt_id"))
+    unlabeled = prompts.filter(pl.col("genre").is_null() | pl.col("prompt_set").is_null())
+    if unlabeled.height:
+        raise ValueError(f"{unlabeled.height} kept prompts lack a genre or set label, e.g. "
+                         f"{unlabeled['prompt_id'][0]}; classify must mark them unclassified")
+    identity = prompts.select(IDENTITY_COLUMNS).rows()
+    version = "ps-" + sha256_hex(canonical_json(identity))[:12]
+    return PromptSet(version, prompts, genre_set_counts(prompts))
+
+
+def export_prompt_set(
+    prompt_set: PromptSet, folder: Path, manifest: dict[str, Any], funnel: Funnel
+) -> dict[str, Path]:
+    """Write prompts.jsonl, prompts.parquet and manifest.json; never overwrite a version."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"jsonl": folder / "prompts.jsonl", "parquet": folder / "prompts.parquet",
+             "manifest": folder / "manifest.json"}
+    if all(p.is_file() for p in paths.values()):
+        return paths  # a version's files are immutable; same version means same content
+    with paths["jsonl"].open("w", encoding="utf-8") as fh:
+        for row in prompt_set.prompts.iter_rows(named=True):
+            row["constraints"] = json.loads(row["constraints"]) if row["constraints"] else []
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    prompt_set.prompts.write_parquet(paths["parquet"])
+    paths["manifest"].write_text(json.dumps({
+        "version": prompt_set.version, "n_prompts": prompt_set.n_prompts,
+        "counts": prompt_set.counts, "funnel": funnel.to_dict(), **manifest,
+    }, ensure_ascii=False, indent=2, default=str) + "\n", encoding="utf-8")
+    return paths

@@ -1,0 +1,1 @@
+"""Raw sources: a validated config and one reader per format."""

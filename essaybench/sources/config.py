@@ -1,0 +1,72 @@
+"""The sources config: which raw files feed the curate flow, validated on load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SourceKind = Literal["chat_jsonl", "csv", "numbered_text", "parquet"]
+Encoding = Literal["auto", "utf-8", "utf-8-sig", "gb18030", "utf-16"]
+
+
+class SourceConfigError(ValueError):
+    """The sources config itself is wrong: names the file and the entry."""
+
+
+class SourceSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="Unique name, stored as each record's source.")
+    kind: SourceKind = Field(description="Format of the file.")
+    path: str = Field(min_length=1, description="File path, relative to the config file.")
+    encoding: Encoding = Field("auto", description="Text encoding; auto detects BOM/UTF-8/GB18030.")
+    text_field: str = Field("query", description="chat_jsonl: field holding a single query.")
+    messages_field: str = Field("messages", description="chat_jsonl: field holding a conversation.")
+    id_field: str = Field("id", description="chat_jsonl: field holding the record's own id.")
+    text_column: str | None = Field(None, description="csv/parquet: column holding the prompt.")
+    id_column: str | None = Field(None, description="csv/parquet: column holding the record id.")
+
+    @model_validator(mode="after")
+    def _columns_for_tables(self) -> SourceSpec:
+        if self.kind in ("csv", "parquet") and not self.text_column:
+            raise ValueError(f"source {self.name!r}: kind {self.kind} needs text_column")
+        return self
+
+
+class SourcesConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sources: list[SourceSpec] = Field(min_length=1)
+    base_dir: Path = Field(Path("."), description="Folder the paths are relative to.")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SourcesConfig:
+        names = [s.name for s in self.sources]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"source names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def resolve(self, spec: SourceSpec) -> Path:
+        path = Path(spec.path)
+        return path if path.is_absolute() else self.base_dir / path
+
+
+def load_sources(path: Path | str) -> SourcesConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise SourceConfigError(f"sources config not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SourceConfigError(f"sources config {path} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SourceConfigError(f"sources config {path}: expected a mapping with 'sources'")
+    raw.setdefault("base_dir", str(path.resolve().parent))
+    try:
+        return SourcesConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise SourceConfigError(f"sources config {path} is invalid:\n{exc}") from exc

@@ -1,0 +1,214 @@
+"""One reader per raw format. Each yields every record it finds, good or bad.
+
+A record that cannot be read as a prompt is yielded with a ``reason`` (and no
+text) so it is quarantined, never silently skipped; only a file that cannot be
+opened or decoded at all is fatal (``SourceReadError``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from essaybench.sources.config import SourceSpec
+from essaybench.sources.encoding import SourceReadError, decode, read_bytes
+
+EXCERPT_CHARS = 120
+
+
+@dataclass(frozen=True)
+class RawItem:
+    locator: str
+    text: str | None
+    source_ref: str | None = None
+    reason: str | None = None  # set: quarantine this record
+    detail: str | None = None
+
+
+def _excerpt(s: str) -> str:
+    s = s.replace("\n", "\\n")
+    return s if len(s) <= EXCERPT_CHARS else s[:EXCERPT_CHARS] + "…"
+
+
+def _bad(locator: str, reason: str, detail: str, source_ref: str | None = None) -> RawItem:
+    return RawItem(locator, None, source_ref, reason, detail)
+
+
+# -- chat logs (JSONL) -------------------------------------------------------
+
+
+def read_chat_jsonl(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
+    text, _ = decode(read_bytes(path), path, spec.encoding)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue  # blank lines hold no record
+        loc = f"line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield _bad(loc, "invalid_json", f"{exc.msg} at column {exc.colno}: {_excerpt(line)}")
+            continue
+        if not isinstance(obj, dict):
+            yield _bad(loc, "not_an_object",
+                       f"expected a JSON object, got {type(obj).__name__}: {_excerpt(line)}")
+            continue
+        yield from _chat_record(obj, loc, spec)
+
+
+def _chat_record(obj: dict[str, Any], loc: str, spec: SourceSpec) -> Iterator[RawItem]:
+    ref_value = obj.get(spec.id_field)
+    ref = None if ref_value is None else str(ref_value)
+    if spec.text_field in obj:
+        query = obj[spec.text_field]
+        if isinstance(query, str):
+            yield RawItem(loc, query, ref)
+        else:
+            yield _bad(loc, "bad_field_type",
+                       f"field {spec.text_field!r} is {type(query).__name__}, not a string", ref)
+        return
+    if spec.messages_field not in obj:
+        yield _bad(loc, "missing_field",
+                   f"object has neither {spec.text_field!r} nor {spec.messages_field!r}; "
+                   f"keys: {sorted(obj)}", ref)
+        return
+    messages = obj[spec.messages_field]
+    if not isinstance(messages, list):
+        yield _bad(loc, "bad_field_type", f"{spec.messages_field!r} is not a list", ref)
+        return
+    n_user = 0
+    for turn, msg in enumerate(messages, start=1):
+        tloc = f"{loc} turn {turn}"
+        if not isinstance(msg, dict) or "role" not in msg:
+            yield _bad(tloc, "bad_message", f"message is not an object with a role: "
+                       f"{_excerpt(json.dumps(msg, ensure_ascii=False))}", ref)
+            continue
+        if msg["role"] != "user":
+            continue  # assistant and system turns are not raw prompts
+        n_user += 1
+        content = msg.get("content")
+        if isinstance(content, str):
+            yield RawItem(tloc, content, ref)
+        else:
+            yield _bad(tloc, "bad_field_type", "user message content is not a string", ref)
+    if n_user == 0:
+        yield _bad(loc, "no_user_turn", "conversation has no user message", ref)
+
+
+# -- exam materials (CSV) ----------------------------------------------------
+
+
+def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
+    text, _ = decode(read_bytes(path), path, spec.encoding)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise SourceReadError(f"{path}: CSV file is empty (no header row)") from None
+    except csv.Error as exc:
+        raise SourceReadError(f"{path}: CSV header unreadable: {exc}") from exc
+    header = [h.strip() for h in header]
+    assert spec.text_column is not None  # guaranteed by SourceSpec validation
+    if spec.text_column not in header:
+        raise SourceReadError(
+            f"{path}: text column {spec.text_column!r} not in CSV header {header}")
+    if spec.id_column and spec.id_column not in header:
+        raise SourceReadError(f"{path}: id column {spec.id_column!r} not in CSV header {header}")
+    text_idx = header.index(spec.text_column)
+    id_idx = header.index(spec.id_column) if spec.id_column else None
+    row_no = 0
+    while True:
+        first_line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            row_no += 1
+            yield _bad(f"row {row_no} (line {first_line})", "csv_error", str(exc))
+            continue
+        if not row or all(not cell.strip() for cell in row):
+            continue  # blank line between rows
+        row_no += 1
+        lines = (f"line {first_line}" if reader.line_num == first_line
+                 else f"lines {first_line}-{reader.line_num}")
+        loc = f"row {row_no} ({lines})"
+        ref = row[id_idx] if id_idx is not None and id_idx < len(row) else None
+        if len(row) != len(header):
+            yield _bad(loc, "wrong_field_count",
+                       f"expected {len(header)} fields, got {len(row)}: "
+                       f"{_excerpt(','.join(row))}", ref)
+            continue
+        yield RawItem(loc, row[text_idx], ref)
+
+
+# -- exam booklets (plain text or Markdown with numbered prompts) -------------
+
+# "1. " "2、" "（3）" "(4)" "5．" "第6题"; a Chinese-numeral "一、" line is a section heading.
+_ITEM = re.compile(r"^\s*(?:\d{1,3}\s*[.、．](?!\d)|[（(]\s*\d{1,3}\s*[)）]|第\s*\d{1,3}\s*题[.:：、]?)\s*")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s|[一二三四五六七八九十]{1,3}\s*、)")
+
+
+def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
+    text, _ = decode(read_bytes(path), path, spec.encoding)
+    current: list[str] = []
+    start = 0
+    number = 0
+
+    def flush() -> Iterator[RawItem]:
+        body = "\n".join(current).strip()
+        yield RawItem(f"item {number} (line {start})", body)
+
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        item = _ITEM.match(line)
+        if item or _HEADING.match(line):
+            if current:
+                yield from flush()
+            current = []
+            if item:
+                number += 1
+                start = lineno
+                current = [line[item.end():]]
+        elif current:
+            current.append(line)
+    if current:
+        yield from flush()
+
+
+# -- Parquet ------------------------------------------------------------------
+
+
+def read_parquet(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
+    read_bytes(path)  # same clear error for a missing or unreadable file
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:
+        raise SourceReadError(f"{path}: not a readable Parquet file: {exc}") from exc
+    assert spec.text_column is not None
+    if spec.text_column not in frame.columns:
+        raise SourceReadError(
+            f"{path}: text column {spec.text_column!r} not in Parquet columns {frame.columns}")
+    ids = (frame[spec.id_column].cast(pl.Utf8).to_list()
+           if spec.id_column and spec.id_column in frame.columns else [None] * frame.height)
+    for i, (value, ref) in enumerate(zip(frame[spec.text_column].to_list(), ids, strict=True)):
+        loc = f"row {i + 1}"
+        if isinstance(value, str):
+            yield RawItem(loc, value, ref)
+        else:
+            yield _bad(loc, "bad_field_type",
+                       f"{spec.text_column!r} is {type(value).__name__}, not a string", ref)
+
+
+READERS: dict[str, Callable[[Path, SourceSpec], Iterator[RawItem]]] = {
+    "chat_jsonl": read_chat_jsonl,
+    "csv": read_csv,
+    "numbered_text": read_numbered_text,
+    "parquet": read_parquet,
+}

@@ -1,0 +1,235 @@
+"""Immutable, content-addressed Parquet snapshots and the DuckDB catalog.
+
+Layout under the store root::
+
+    catalog.duckdb              stage runs, snapshots, prompt sets
+    catalog.lock                one writer at a time (see lock.py)
+    snapshots/<stage>/<snapshot_id>.parquet
+
+A snapshot's id is ``<stage>-<hash>`` where the hash covers the stage name,
+the upstream snapshot ids and the rows, so the same computation always lands
+on the same file and a rerun that changes nothing writes nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+from essaybench.hashing import canonical_json, sha256_hex
+from essaybench.sql import statement
+from essaybench.store.lock import exclusive_lock
+
+META_KEY = b"essaybench.meta"
+SNAPSHOT_KEY = b"essaybench.snapshot_id"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: str
+    stage: str
+    path: Path
+    content_hash: str
+    n_rows: int
+    upstream_snapshot_ids: tuple[str, ...]
+    meta: dict[str, Any]
+    created_at: datetime
+
+    def read(self) -> pl.DataFrame:
+        if not self.path.is_file():
+            raise FileNotFoundError(
+                f"snapshot {self.snapshot_id} is in the catalog but its file is missing: {self.path}"
+            )
+        return pl.read_parquet(self.path)
+
+
+@dataclass(frozen=True)
+class StageRun:
+    run_id: str
+    stage: str
+    status: str
+    snapshot_id: str | None
+    rows_in: int | None
+    rows_out: int | None
+    started_at: datetime
+    ended_at: datetime | None
+    code_version: str
+    error: str | None
+
+
+def new_run_id() -> str:
+    """Sortable and readable: UTC time plus a random suffix."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def table_hash(stage: str, table: pl.DataFrame, upstream: Sequence[str]) -> str:
+    header = canonical_json({"stage": stage, "upstream": list(upstream),
+                             "schema": {k: str(v) for k, v in table.schema.items()}})
+    # NDJSON of the rows is a stable, library-version-independent rendering of the data.
+    return sha256_hex(header.encode() + b"\n" + table.write_ndjson().encode())
+
+
+class Store:
+    def __init__(self, root: Path | str, lock_timeout_s: float = 120.0) -> None:
+        self.root = Path(root)
+        self.catalog_path = self.root / "catalog.duckdb"
+        self.lock_timeout_s = lock_timeout_s
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A catalog connection held under the store's exclusive lock."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s):
+            con = duckdb.connect(str(self.catalog_path))
+            try:
+                con.execute(statement("catalog_schema"))
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    yield con
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")
+            finally:
+                con.close()
+
+    # -- snapshots ---------------------------------------------------------
+
+    def write_snapshot(
+        self,
+        stage: str,
+        table: pl.DataFrame,
+        upstream: Sequence[str] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> Snapshot:
+        meta = meta or {}
+        content_hash = table_hash(stage, table, upstream)
+        snapshot_id = f"{stage}-{content_hash[:16]}"
+        rel = Path("snapshots") / stage / f"{snapshot_id}.parquet"
+        path = self.root / rel
+        if not path.is_file():
+            self._write_parquet_atomically(path, table, snapshot_id, meta)
+        created = datetime.now(UTC)
+        with self.connect() as con:
+            con.execute(statement("insert_snapshot"), {
+                "snapshot_id": snapshot_id, "stage": stage, "path": str(rel),
+                "content_hash": content_hash, "n_rows": table.height,
+                "upstream_snapshot_ids": list(upstream), "meta": canonical_json(meta),
+                "created_at": created,
+            })
+        return self.get_snapshot(snapshot_id)
+
+    @staticmethod
+    def _write_parquet_atomically(
+        path: Path, table: pl.DataFrame, snapshot_id: str, meta: dict[str, Any]
+    ) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrow = table.to_arrow()
+        arrow = arrow.replace_schema_metadata({
+            **(arrow.schema.metadata or {}),
+            META_KEY: canonical_json(meta).encode(),
+            SNAPSHOT_KEY: snapshot_id.encode(),
+        })
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
+        os.close(fd)
+        try:
+            pq.write_table(arrow, tmp)
+            os.replace(tmp, path)  # atomic: readers never see a half-written snapshot
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def get_snapshot(self, snapshot_id: str) -> Snapshot:
+        with self.connect() as con:
+            row = con.execute(statement("get_snapshot"), {"snapshot_id": snapshot_id}).fetchone()
+        if row is None:
+            raise KeyError(f"no snapshot {snapshot_id!r} in the catalog {self.catalog_path}")
+        sid, stage, rel, chash, n_rows, upstream, meta, created = row
+        return Snapshot(sid, stage, self.root / rel, chash, int(n_rows), tuple(upstream),
+                        json.loads(meta) if meta else {}, created)
+
+    def latest_ok_snapshot(self, stage: str, run_id: str | None = None) -> Snapshot | None:
+        with self.connect() as con:
+            row = con.execute(statement("latest_ok_stage_run"),
+                              {"stage": stage, "run_id": run_id}).fetchone()
+        return None if row is None else self.get_snapshot(row[1])
+
+    def lineage(self, snapshot_id: str) -> dict[str, Snapshot]:
+        """Every snapshot this one was computed from, by stage, itself included."""
+        found: dict[str, Snapshot] = {}
+        todo = [snapshot_id]
+        while todo:
+            snap = self.get_snapshot(todo.pop())
+            found.setdefault(snap.stage, snap)
+            todo.extend(snap.upstream_snapshot_ids)
+        return found
+
+    # -- stage runs --------------------------------------------------------
+
+    def start_stage_run(
+        self, run_id: str, stage: str, upstream: Sequence[str], params: dict[str, Any],
+        code_version: str, rows_in: int | None = None,
+    ) -> str:
+        stage_run_id = f"{run_id}:{stage}:{secrets.token_hex(3)}"
+        with self.connect() as con:
+            con.execute(statement("start_stage_run"), {
+                "stage_run_id": stage_run_id, "run_id": run_id, "stage": stage,
+                "upstream_snapshot_ids": list(upstream), "params": canonical_json(params),
+                "code_version": code_version, "rows_in": rows_in,
+                "started_at": datetime.now(UTC),
+            })
+        return stage_run_id
+
+    def finish_stage_run(
+        self, stage_run_id: str, *, status: str, snapshot_id: str | None = None,
+        rows_in: int | None = None, rows_out: int | None = None,
+        meta: dict[str, Any] | None = None, error: str | None = None,
+    ) -> None:
+        with self.connect() as con:
+            con.execute(statement("finish_stage_run"), {
+                "stage_run_id": stage_run_id, "status": status, "snapshot_id": snapshot_id,
+                "rows_in": rows_in, "rows_out": rows_out,
+                "meta": canonical_json(meta) if meta is not None else None,
+                "ended_at": datetime.now(UTC), "error": error,
+            })
+
+    def stage_runs(self, run_id: str | None = None, limit: int = 100) -> list[StageRun]:
+        with self.connect() as con:
+            rows = con.execute(statement("list_stage_runs"),
+                               {"run_id": run_id, "limit": limit}).fetchall()
+        return [StageRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+                for r in rows]
+
+    # -- prompt sets -------------------------------------------------------
+
+    def record_prompt_set(self, record: dict[str, Any]) -> None:
+        with self.connect() as con:
+            con.execute(statement("insert_prompt_set"), {
+                **record, "counts": canonical_json(record["counts"]),
+                "funnel": canonical_json(record["funnel"]),
+                "created_at": datetime.now(UTC),
+            })
+
+    def get_prompt_set(self, version: str) -> dict[str, Any] | None:
+        with self.connect() as con:
+            cur = con.execute(statement("get_prompt_set"), {"version": version})
+            row = cur.fetchone()
+            names = [d[0] for d in cur.description] if cur.description else []
+        if row is None:
+            return None
+        record = dict(zip(names, row, strict=True))
+        record["counts"] = json.loads(record["counts"])
+        record["funnel"] = json.loads(record["funnel"])
+        return record

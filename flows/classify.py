@@ -1,0 +1,20 @@
+"""The ``classify`` stage as its own flow, rerunnable from its upstream snapshot."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from flows._stage import run_one_stage
+
+
+@flow(name="classify")
+def classify_flow(
+    config_path: str = DEFAULT_CURATE_CONFIG,
+    store_root: str = DEFAULT_STORE_ROOT,
+    run_id: str | None = None,
+    upstream_snapshot_id: str | None = None,
+    base_run: str | None = None,
+) -> str:
+    """Run classify; returns the id of the snapshot it wrote."""
+    return run_one_stage("classify", config_path, store_root, run_id, upstream_snapshot_id, base_run)

@@ -1,0 +1,18 @@
+"""The ``collect`` stage as its own flow: reads the configured raw sources."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from flows._stage import run_one_stage
+
+
+@flow(name="collect")
+def collect_flow(
+    config_path: str = DEFAULT_CURATE_CONFIG,
+    store_root: str = DEFAULT_STORE_ROOT,
+    run_id: str | None = None,
+) -> str:
+    """Run collect; returns the id of the snapshot it wrote."""
+    return run_one_stage("collect", config_path, store_root, run_id, None, None)

@@ -1,0 +1,40 @@
+-- The catalog: one row per stage run and per snapshot, one per published prompt set.
+CREATE TABLE IF NOT EXISTS snapshots (
+    snapshot_id VARCHAR PRIMARY KEY,  -- "<stage>-<content hash>"
+    stage VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,            -- relative to the store root
+    content_hash VARCHAR NOT NULL,    -- sha256 of the canonical rows and meta
+    n_rows BIGINT NOT NULL,
+    upstream_snapshot_ids VARCHAR[] NOT NULL,
+    meta JSON,
+    created_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS stage_runs (
+    stage_run_id VARCHAR PRIMARY KEY,
+    run_id VARCHAR NOT NULL,
+    stage VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,          -- running | ok | failed
+    snapshot_id VARCHAR,              -- null until the stage succeeds
+    upstream_snapshot_ids VARCHAR[] NOT NULL,
+    params JSON NOT NULL,
+    code_version VARCHAR NOT NULL,
+    rows_in BIGINT,
+    rows_out BIGINT,                  -- rows the stage kept
+    meta JSON,                        -- facts of this run (timings, counts)
+    started_at TIMESTAMPTZ NOT NULL,
+    ended_at TIMESTAMPTZ,
+    error VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS prompt_sets (
+    version VARCHAR PRIMARY KEY,      -- content hash of prompts and labels
+    snapshot_id VARCHAR NOT NULL,     -- the classify snapshot it was frozen from
+    run_id VARCHAR NOT NULL,
+    n_prompts BIGINT NOT NULL,
+    counts JSON NOT NULL,             -- genre x set
+    funnel JSON NOT NULL,
+    jsonl_path VARCHAR NOT NULL,
+    parquet_path VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);

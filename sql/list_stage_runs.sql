@@ -1,0 +1,6 @@
+SELECT run_id, stage, status, snapshot_id, rows_in, rows_out, started_at, ended_at,
+       code_version, error
+FROM stage_runs
+WHERE ($run_id IS NULL OR run_id = $run_id)
+ORDER BY started_at DESC
+LIMIT $limit;

@@ -1,0 +1,1 @@
+"""Thin Prefect tasks: each body calls one library function."""

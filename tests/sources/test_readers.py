@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from essaybench.curate.collect import run_collect
+from essaybench.sources.config import SourceConfigError, SourcesConfig, SourceSpec, load_sources
+from essaybench.sources.encoding import SourceReadError, decode
+from essaybench.sources.readers import (
+    read_chat_jsonl,
+    read_csv,
+    read_numbered_text,
+    read_parquet,
+)
+
+
+def _spec(kind: str, **kw: str) -> SourceSpec:
+    return SourceSpec.model_validate({"name": "s", "kind": kind, "path": "x", **kw})
+
+
+def test_chat_jsonl_queries_conversations_and_quarantine(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": "a", "query": "写一篇议论文"}, ensure_ascii=False),
+        "",
+        json.dumps({"id": "b", "messages": [
+            {"role": "user", "content": "写作文"}, {"role": "assistant", "content": "好"},
+            {"role": "user", "content": "改成记叙文"}]}, ensure_ascii=False),
+        '{"id": "c", "query": "写一篇',  # truncated
+        "not json at all",
+        "[1, 2]",
+        json.dumps({"id": "d", "text": "x"}),
+        json.dumps({"id": "e", "query": 42}),
+        json.dumps({"id": "f", "messages": [{"role": "assistant", "content": "hi"}]}),
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    items = list(read_chat_jsonl(path, _spec("chat_jsonl")))
+    good = [(i.locator, i.text, i.source_ref) for i in items if i.reason is None]
+    assert good == [("line 1", "写一篇议论文", "a"), ("line 3 turn 1", "写作文", "b"),
+                    ("line 3 turn 3", "改成记叙文", "b")]
+    bad = [(i.locator, i.reason) for i in items if i.reason]
+    assert bad == [("line 4", "invalid_json"), ("line 5", "invalid_json"),
+                   ("line 6", "not_an_object"), ("line 7", "missing_field"),
+                   ("line 8", "bad_field_type"), ("line 9", "no_user_turn")]
+    assert all(i.detail for i in items if i.reason)
+
+
+def test_csv_bom_multiline_and_malformed_rows(tmp_path: Path) -> None:
+    body = ('id,prompt,year\n'
+            '1,"阅读下面的材料，\n根据要求写作。",2024\n'
+            '2,以《门》为题写一篇记叙文,2023\n'
+            '3,too,many,fields\n'
+            '4,too few\n'
+            '\n'
+            '5,,2022\n')
+    path = tmp_path / "exam.csv"
+    path.write_bytes(codecs.BOM_UTF8 + body.encode("utf-8"))
+    items = list(read_csv(path, _spec("csv", text_column="prompt", id_column="id")))
+    assert [(i.locator, i.reason) for i in items] == [
+        ("row 1 (lines 2-3)", None), ("row 2 (line 4)", None),
+        ("row 3 (line 5)", "wrong_field_count"), ("row 4 (line 6)", "wrong_field_count"),
+        ("row 5 (line 8)", None)]
+    assert items[0].text == "阅读下面的材料，\n根据要求写作。" and items[0].source_ref == "1"
+    assert items[4].text == ""  # empty prompts are the filter's to judge, with reason "empty"
+
+
+def test_csv_missing_text_column_names_file(tmp_path: Path) -> None:
+    path = tmp_path / "exam.csv"
+    path.write_text("id,question\n1,x\n", encoding="utf-8")
+    with pytest.raises(SourceReadError, match=r"exam\.csv.*'prompt'"):
+        list(read_csv(path, _spec("csv", text_column="prompt")))
+
+
+def test_numbered_text_styles_headings_and_gb18030(tmp_path: Path) -> None:
+    text = ("# 模拟考试\n说明：以下每题任选其一。\n## 一、议论文\n"
+            "1. 以“诚信”为话题写一篇议论文。\n不少于800字。\n"
+            "2、描写你家乡的春天。\n（3）介绍一种你熟悉的传统手工艺。\n"
+            "(4) 讲述一次难忘的经历。\n5．题目：喆喆的小院\n"
+            "二、附加题\n第6题：写一篇说明文，介绍堃山的地貌。\n")
+    path = tmp_path / "exam.txt"
+    path.write_bytes(text.encode("gb18030"))
+    items = list(read_numbered_text(path, _spec("numbered_text")))
+    assert [(i.locator, i.text) for i in items] == [
+        ("item 1 (line 4)", "以“诚信”为话题写一篇议论文。\n不少于800字。"),
+        ("item 2 (line 6)", "描写你家乡的春天。"),
+        ("item 3 (line 7)", "介绍一种你熟悉的传统手工艺。"),
+        ("item 4 (line 8)", "讲述一次难忘的经历。"),
+        ("item 5 (line 9)", "题目：喆喆的小院"),
+        ("item 6 (line 11)", "写一篇说明文，介绍堃山的地貌。"),
+    ]
+
+
+def test_numbered_text_does_not_split_decimals() -> None:
+    from essaybench.sources.readers import _ITEM
+
+    assert _ITEM.match("3.5万字的材料") is None
+    assert _ITEM.match("12. 题目") is not None
+
+
+@pytest.mark.parametrize("encoding,bom", [("utf-8", b""), ("utf-8-sig", b""),
+                                          ("gb18030", b""), ("utf-16", b"")])
+def test_encoding_detection(encoding: str, bom: bytes) -> None:
+    text = "以《堃》为题，写一篇不少于800字的文章。"
+    data = bom + text.encode(encoding)
+    decoded, used = decode(data, Path("f.txt"))
+    assert decoded.lstrip("\ufeff") == text
+    assert used == ("utf-16" if encoding == "utf-16" else
+                    "utf-8-sig" if encoding == "utf-8-sig" else encoding)
+
+
+def test_undecodable_file_is_named() -> None:
+    with pytest.raises(SourceReadError, match=r"bad\.txt.*neither UTF-8 nor GB18030"):
+        decode(b"\x81\x30\xff\xff\xfe", Path("bad.txt"))
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SourceReadError, match=r"not found: .*nope\.jsonl"):
+        list(read_chat_jsonl(tmp_path / "nope.jsonl", _spec("chat_jsonl")))
+
+
+def test_parquet_source(tmp_path: Path) -> None:
+    path = tmp_path / "p.parquet"
+    pl.DataFrame({"uid": [1, 2], "prompt": ["写一篇说明文", None]}).write_parquet(path)
+    items = list(read_parquet(path, _spec("parquet", text_column="prompt", id_column="uid")))
+    assert [(i.locator, i.text, i.source_ref, i.reason) for i in items] == [
+        ("row 1", "写一篇说明文", "1", None), ("row 2", None, "2", "bad_field_type")]
+
+
+def test_sources_config_validation(tmp_path: Path) -> None:
+    cfg = tmp_path / "sources.yaml"
+    cfg.write_text("sources:\n  - {name: a, kind: csv, path: a.csv}\n", encoding="utf-8")
+    with pytest.raises(SourceConfigError, match="needs text_column"):
+        load_sources(cfg)
+    cfg.write_text("sources:\n  - {name: a, kind: tsv, path: a.tsv}\n", encoding="utf-8")
+    with pytest.raises(SourceConfigError, match=r"sources\.yaml is invalid"):
+        load_sources(cfg)
+    cfg.write_text("sources:\n  - {name: a, kind: chat_jsonl, path: a, colour: red}\n",
+                   encoding="utf-8")
+    with pytest.raises(SourceConfigError, match="colour"):
+        load_sources(cfg)
+
+
+def test_collect_accounts_for_every_record(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"query": "写作文"}\n{bad\n', encoding="utf-8")
+    (tmp_path / "b.txt").write_text("1. 写一篇议论文\n2. 写一篇记叙文\n", encoding="utf-8")
+    config = SourcesConfig(base_dir=tmp_path, sources=[
+        SourceSpec(name="log", kind="chat_jsonl", path="a.jsonl"),
+        SourceSpec(name="exam", kind="numbered_text", path="b.txt")])
+    out = run_collect(config)
+    assert out.table.height == 4
+    assert out.counts() == {"kept": 3, "quarantined": 1}
+    assert out.table["record_id"].n_unique() == 4
+    assert out.meta["per_source"] == {"log": {"records": 2, "quarantined": 1},
+                                      "exam": {"records": 2, "quarantined": 0}}
+    again = run_collect(config)
+    assert again.table.equals(out.table)  # record ids are content hashes: stable

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import multiprocessing as mp
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from essaybench.store import Store, StoreBusyError
+
+
+def _table(n: int, tag: str = "x") -> pl.DataFrame:
+    return pl.DataFrame({"i": list(range(n)), "text": [f"{tag}{i}中文" for i in range(n)]})
+
+
+def test_snapshot_roundtrip_and_meta(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    snap = store.write_snapshot("filter", _table(3), upstream=["collect-abc"], meta={"k": [1, 2]})
+    assert snap.snapshot_id.startswith("filter-")
+    assert snap.n_rows == 3 and snap.upstream_snapshot_ids == ("collect-abc",)
+    assert snap.read().equals(_table(3))
+    assert store.get_snapshot(snap.snapshot_id).meta == {"k": [1, 2]}
+    import pyarrow.parquet as pq
+
+    assert b"essaybench.meta" in (pq.read_schema(snap.path).metadata or {})
+
+
+def test_snapshot_is_content_addressed_and_immutable(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    a = store.write_snapshot("dedup", _table(5))
+    mtime = a.path.stat().st_mtime_ns
+    b = store.write_snapshot("dedup", _table(5))
+    assert a.snapshot_id == b.snapshot_id and a.path.stat().st_mtime_ns == mtime
+    c = store.write_snapshot("dedup", _table(5, tag="y"))
+    d = store.write_snapshot("dedup", _table(5), upstream=["other"])
+    assert len({a.snapshot_id, c.snapshot_id, d.snapshot_id}) == 3
+    with duckdb.connect(str(store.catalog_path)) as con:
+        assert con.execute("select count(*) from snapshots").fetchall() == [(3,)]
+
+
+def test_stage_run_lifecycle_and_latest(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    snap = store.write_snapshot("collect", _table(2))
+    sr = store.start_stage_run("run1", "collect", [], {"p": 1}, "0.1.0+gabc", rows_in=None)
+    assert store.stage_runs("run1")[0].status == "running"
+    assert store.latest_ok_snapshot("collect") is None  # a running stage is not a result
+    store.finish_stage_run(sr, status="ok", snapshot_id=snap.snapshot_id, rows_in=2, rows_out=2)
+    bad = store.start_stage_run("run2", "collect", [], {}, "v")
+    store.finish_stage_run(bad, status="failed", error="ValueError: boom")
+    runs = {r.run_id: r for r in store.stage_runs()}
+    assert runs["run1"].status == "ok" and runs["run1"].rows_out == 2
+    assert runs["run2"].status == "failed" and runs["run2"].error == "ValueError: boom"
+    latest = store.latest_ok_snapshot("collect")
+    assert latest is not None and latest.snapshot_id == snap.snapshot_id
+    assert store.latest_ok_snapshot("collect", run_id="run2") is None
+
+
+def test_lineage_follows_upstream(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    a = store.write_snapshot("collect", _table(3))
+    b = store.write_snapshot("filter", _table(2), [a.snapshot_id])
+    c = store.write_snapshot("dedup", _table(1), [b.snapshot_id])
+    assert {k: v.snapshot_id for k, v in store.lineage(c.snapshot_id).items()} == {
+        "collect": a.snapshot_id, "filter": b.snapshot_id, "dedup": c.snapshot_id}
+
+
+def test_missing_snapshot_file_is_named(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    snap = store.write_snapshot("collect", _table(1))
+    snap.path.unlink()
+    with pytest.raises(FileNotFoundError, match=snap.snapshot_id):
+        store.get_snapshot(snap.snapshot_id).read()
+    with pytest.raises(KeyError, match="no snapshot"):
+        store.get_snapshot("collect-nope")
+
+
+_HOLDER = """
+import sys, time
+from essaybench.store import Store
+with Store(sys.argv[1]).connect():
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold_lock(root: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_second_writer_gets_clear_error(tmp_path: Path) -> None:
+    proc = _hold_lock(tmp_path, 5)
+    try:
+        with pytest.raises(StoreBusyError, match=r"is busy: process pid \d+"):
+            Store(tmp_path, lock_timeout_s=0.3).write_snapshot("collect", _table(1))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_second_writer_waits_for_the_first(tmp_path: Path) -> None:
+    proc = _hold_lock(tmp_path, 1.0)
+    t0 = time.monotonic()
+    snap = Store(tmp_path, lock_timeout_s=30).write_snapshot("collect", _table(1))
+    assert time.monotonic() - t0 > 0.5
+    assert proc.wait(timeout=10) == 0
+    assert snap.read().height == 1
+
+
+def _writer(root: str, tag: str, n: int) -> None:
+    store = Store(root, lock_timeout_s=60)
+    for i in range(n):
+        snap = store.write_snapshot("collect", _table(i + 1, tag))
+        sr = store.start_stage_run(f"run-{tag}", "collect", [], {"i": i}, "v")
+        store.finish_stage_run(sr, status="ok", snapshot_id=snap.snapshot_id, rows_out=i + 1)
+
+
+def test_concurrent_writers_never_corrupt_the_catalog(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), tag, 8)) for tag in "ab"]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    store = Store(tmp_path)
+    runs = store.stage_runs(limit=100)
+    assert len(runs) == 16 and all(r.status == "ok" for r in runs)
+    for r in runs:
+        assert r.snapshot_id is not None
+        assert store.get_snapshot(r.snapshot_id).read().height == r.rows_out

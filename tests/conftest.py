@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Prefect reads its settings on import: give the whole test session a private,
+# throwaway Prefect home and no telemetry before any test module imports it.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="essaybench-prefect-")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["DO_NOT_TRACK"] = "1"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"

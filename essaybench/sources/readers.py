@@ -154,6 +154,9 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
 # "1. " "2、" "（3）" "(4)" "5．" "第6题"; a Chinese-numeral "一、" line is a section heading.
 _ITEM = re.compile(r"^\s*(?:\d{1,3}\s*[.、．](?!\d)|[（(]\s*\d{1,3}\s*[)）]|第\s*\d{1,3}\s*题[.:：、]?)\s*")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|[一二三四五六七八九十]{1,3}\s*、)")
+# A paragraph wholly in brackets after a blank line is an editorial note
+# ("（本试卷作文部分任选一题作答。）"), not part of the prompt above it.
+_NOTE = re.compile(r"^\s*[（(].*[)）]\s*$")
 
 
 def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
@@ -166,9 +169,12 @@ def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
         body = "\n".join(current).strip()
         yield RawItem(f"item {number} (line {start})", body)
 
+    previous_blank = False
     for lineno, line in enumerate(text.splitlines(), start=1):
         item = _ITEM.match(line)
-        if item or _HEADING.match(line):
+        is_note = previous_blank and bool(_NOTE.match(line))
+        previous_blank = not line.strip()
+        if item or _HEADING.match(line) or is_note:
             if current:
                 yield from flush()
             current = []

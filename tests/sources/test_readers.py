@@ -80,7 +80,8 @@ def test_numbered_text_styles_headings_and_gb18030(tmp_path: Path) -> None:
             "1. 以“诚信”为话题写一篇议论文。\n不少于800字。\n"
             "2、描写你家乡的春天。\n（3）介绍一种你熟悉的传统手工艺。\n"
             "(4) 讲述一次难忘的经历。\n5．题目：喆喆的小院\n"
-            "二、附加题\n第6题：写一篇说明文，介绍堃山的地貌。\n")
+            "二、附加题\n第6题：写一篇说明文，介绍堃山的地貌。\n（不少于300字）\n"
+            "\n（本卷作文任选一题作答。）\n")
     path = tmp_path / "exam.txt"
     path.write_bytes(text.encode("gb18030"))
     items = list(read_numbered_text(path, _spec("numbered_text")))
@@ -90,7 +91,7 @@ def test_numbered_text_styles_headings_and_gb18030(tmp_path: Path) -> None:
         ("item 3 (line 7)", "介绍一种你熟悉的传统手工艺。"),
         ("item 4 (line 8)", "讲述一次难忘的经历。"),
         ("item 5 (line 9)", "题目：喆喆的小院"),
-        ("item 6 (line 11)", "写一篇说明文，介绍堃山的地貌。"),
+        ("item 6 (line 11)", "写一篇说明文，介绍堃山的地貌。\n（不少于300字）"),
     ]
 
 

@@ -27,10 +27,13 @@ ConfigOpt = Annotated[Path, typer.Option("--config", help="Curate config (YAML).
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store folder (catalog + snapshots).")]
 
 
-def _quiet_prefect() -> None:
+def _prefect_env() -> None:
     # No network here or on most CI machines: keep Prefect from phoning home.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # The ephemeral API server's 20 s default start-up budget is too tight on a loaded
+    # 2-core machine (measured: it timed out at load average 5).
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 @app.command()
@@ -46,7 +49,7 @@ def curate(
     if from_stage not in CURATE_STAGES:
         raise typer.BadParameter(f"{from_stage!r}; choose one of {', '.join(CURATE_STAGES)}",
                                  param_hint="--from-stage")
-    _quiet_prefect()
+    _prefect_env()
     from flows.curate import curate_flow  # Prefect import is slow; only when needed
 
     started = time.perf_counter()

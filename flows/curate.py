@@ -6,6 +6,7 @@ snapshot (of ``base_run`` if given); nothing upstream of it is recomputed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from prefect import flow
@@ -22,8 +23,10 @@ from flows.filter import filter_flow
 from flows.rouge import rouge_flow
 from tasks.curate import publish_task
 
-STAGE_FLOWS = {"collect": collect_flow, "filter": filter_flow, "dedup": dedup_flow,
-               "rouge": rouge_flow, "classify": classify_flow}
+STAGE_FLOWS: dict[str, Callable[..., str]] = {
+    "collect": collect_flow, "filter": filter_flow, "dedup": dedup_flow,
+    "rouge": rouge_flow, "classify": classify_flow,
+}
 
 
 @flow(name="curate")

@@ -17,4 +17,6 @@ def rouge_flow(
     base_run: str | None = None,
 ) -> str:
     """Run rouge; returns the id of the snapshot it wrote."""
-    return run_one_stage("rouge", config_path, store_root, run_id, upstream_snapshot_id, base_run)
+    return run_one_stage(
+        "rouge", config_path, store_root, run_id, upstream_snapshot_id, base_run
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -71,7 +72,7 @@ def compute_funnel(tables: Mapping[str, pl.DataFrame]) -> Funnel:
     if missing:
         raise KeyError(f"funnel needs every curation stage; missing: {missing}")
     counts = {stage: decision_counts(tables[stage]) for stage in CURATE_STAGES}
-    for up, down in zip(CURATE_STAGES, CURATE_STAGES[1:], strict=False):
+    for up, down in pairwise(CURATE_STAGES):
         kept_up = counts[up].get(Decision.KEPT.value, 0)
         if tables[down].height != kept_up:
             raise FunnelImbalance(

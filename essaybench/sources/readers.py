@@ -152,7 +152,9 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
 # -- exam booklets (plain text or Markdown with numbered prompts) -------------
 
 # "1. " "2、" "（3）" "(4)" "5．" "第6题"; a Chinese-numeral "一、" line is a section heading.
-_ITEM = re.compile(r"^\s*(?:\d{1,3}\s*[.、．](?!\d)|[（(]\s*\d{1,3}\s*[)）]|第\s*\d{1,3}\s*题[.:：、]?)\s*")
+_ITEM = re.compile(
+    r"^\s*(?:\d{1,3}\s*[.、．](?!\d)|[（(]\s*\d{1,3}\s*[)）]|第\s*\d{1,3}\s*题[.:：、]?)\s*"
+)
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|[一二三四五六七八九十]{1,3}\s*、)")
 # A paragraph wholly in brackets after a blank line is an editorial note
 # ("（本试卷作文部分任选一题作答。）"), not part of the prompt above it.

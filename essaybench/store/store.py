@@ -49,9 +49,8 @@ class Snapshot:
 
     def read(self) -> pl.DataFrame:
         if not self.path.is_file():
-            raise FileNotFoundError(
-                f"snapshot {self.snapshot_id} is in the catalog but its file is missing: {self.path}"
-            )
+            raise FileNotFoundError(f"snapshot {self.snapshot_id} is in the catalog but its "
+                                    f"file is missing: {self.path}")
         return pl.read_parquet(self.path)
 
 

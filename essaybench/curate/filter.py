@@ -1,0 +1,182 @@
+"""Filter: normalise every prompt text and drop what is not an essay request.
+
+For every input row the stage sets ``text`` (``normalize_text(raw_text)``) and
+``prompt_id`` (its content hash), dropped or not, then decides. The first rule
+that fires gives the reason, in this order (cheap, objective checks first, so
+a drop is explained by the most basic problem the text has):
+
+1. ``empty``          nothing left after normalisation
+2. ``too_short``      fewer than ``min_chars`` letters/digits (``str.isalnum``)
+3. ``too_long``       more than ``max_chars`` characters of normalised text
+4. ``not_chinese``    Han characters are less than ``min_cjk_ratio`` of all letters
+5. ``personal_data``  mainland mobile number, resident ID with a valid check digit,
+                      e-mail address, landline written 0xx(x)-xxxxxxx(x)
+6. ``offensive``      a term of the (small, conservative) lexicon in the rules YAML
+7. ``not_essay:<kind>`` / ``no_essay_cue``  wording rules, see ``filter_rules``
+
+``detail`` holds the evidence: the measured length or ratio, the masked
+personal datum, the matched term or pattern. A kept row's ``detail`` names the
+essay cue that kept it and any non-essay match that cue overrode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
+from essaybench.curate.normalize import normalize_text
+from essaybench.curate.table import FILTER_COLUMNS, Decision, StageOutput, ensure_columns
+from essaybench.hashing import prompt_id
+from essaybench.paths import PROJECT_ROOT
+
+CHECK_ORDER = ("empty", "too_short", "too_long", "not_chinese", "personal_data", "offensive",
+               "not_essay", "no_essay_cue")
+
+
+class FilterParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_chars: int = Field(default=8, ge=0,
+                           description="Minimum letters/digits (CJK or alphanumeric).")
+    max_chars: int = Field(default=2000, ge=1, description="Maximum length of the normalised text.")
+    min_cjk_ratio: float = Field(default=0.3, ge=0.0, le=1.0,
+                                 description="Minimum share of Han characters among letters.")
+    rules_version: str = Field(default="v1", pattern=r"^v\d+$",
+                               description="Shipped rules: rubrics/filters/filter_rules.<v>.yaml.")
+    rules_path: str | None = Field(default=None,
+                                   description="Explicit rules YAML; overrides rules_version.")
+
+    @model_validator(mode="after")
+    def _lengths(self) -> FilterParams:
+        if self.max_chars <= self.min_chars:
+            raise ValueError(f"max_chars ({self.max_chars}) must exceed min_chars "
+                             f"({self.min_chars})")
+        return self
+
+    def load_rules(self) -> CompiledRules:
+        if self.rules_path is not None:
+            return load_rules(self.rules_path)
+        return load_rules(default_rules_path(self.rules_version), self.rules_version)
+
+
+# --- personal data -------------------------------------------------------------------------
+
+_MOBILE = re.compile(r"(?<!\d)1[3-9]\d[- ]?\d{4}[- ]?\d{4}(?!\d)")
+_RESIDENT_ID = re.compile(r"(?<![0-9A-Za-z])\d{17}[0-9Xx](?![0-9A-Za-z])")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+# A dash or brackets are required: a bare 0-led digit run is too often something else.
+_LANDLINE = re.compile(r"(?<![\d-])0\d{2,3}-\d{7,8}(?![\d-])|[(（]0\d{2,3}[)）] ?\d{7,8}(?!\d)")
+_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+
+
+def valid_resident_id(s: str) -> bool:
+    """GB 11643 check: ISO 7064 MOD 11-2 check character and a real birth date."""
+    if len(s) != 18 or not s[:17].isdigit():
+        return False
+    check = "10X98765432"[sum(int(c) * w for c, w in zip(s, _ID_WEIGHTS, strict=False)) % 11]
+    if s[17].upper() != check:
+        return False
+    try:
+        born = date(int(s[6:10]), int(s[10:12]), int(s[12:14]))
+    except ValueError:
+        return False
+    return 1900 <= born.year <= 2100
+
+
+def _mask(s: str) -> str:
+    keep = 3 if len(s) > 6 else 1
+    return s[:keep] + "*" * (len(s) - keep - 2) + s[-2:] if len(s) > 4 else "*" * len(s)
+
+
+def find_personal_data(text: str) -> list[tuple[str, str]]:
+    """(kind, masked match) for every personal datum in ``text``, in text order."""
+    found: list[tuple[int, str, str]] = []
+    for m in _RESIDENT_ID.finditer(text):
+        if valid_resident_id(m.group()):
+            found.append((m.start(), "resident_id", _mask(m.group())))
+    for kind, pattern in (("mobile", _MOBILE), ("email", _EMAIL), ("landline", _LANDLINE)):
+        found.extend((m.start(), kind, _mask(m.group())) for m in pattern.finditer(text))
+    return [(kind, masked) for _, kind, masked in sorted(found)]
+
+
+# --- the decision --------------------------------------------------------------------------
+
+def is_han(ch: str) -> bool:
+    cp = ord(ch)
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0xF900 <= cp <= 0xFAFF
+            or 0x20000 <= cp <= 0x323AF)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reason: str | None  # None = kept
+    detail: str
+
+
+def judge(text: str, params: FilterParams, rules: CompiledRules) -> Verdict:
+    """The decision for one normalised text: the first rule of CHECK_ORDER that fires."""
+    if not text:
+        return Verdict("empty", "no text after normalisation")
+    content = sum(ch.isalnum() for ch in text)
+    if content < params.min_chars:
+        return Verdict("too_short", f"{content} letters/digits < min_chars {params.min_chars}")
+    if len(text) > params.max_chars:
+        return Verdict("too_long", f"{len(text)} characters > max_chars {params.max_chars}")
+    letters = sum(ch.isalpha() for ch in text)
+    han = sum(is_han(ch) for ch in text)
+    ratio = han / letters if letters else 0.0
+    if ratio < params.min_cjk_ratio:
+        return Verdict("not_chinese", f"Han share of letters {ratio:.2f} < min_cjk_ratio "
+                                      f"{params.min_cjk_ratio} ({han} of {letters})")
+    personal = find_personal_data(text)
+    if personal:
+        shown = ", ".join(f"{kind} {masked}" for kind, masked in personal[:3])
+        return Verdict("personal_data", f"{len(personal)} found: {shown}")
+    slur = rules.offensive.search(text)
+    if slur:
+        return Verdict("offensive", f"lexicon term 「{slur.group()}」")
+    request = rules.classify_request(text)
+    return Verdict(request.reason, request.detail)
+
+
+def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
+    path = Path(rules.path).resolve()
+    shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+    return {"version": rules.version, "path": str(shown), "sha256": rules.sha256}
+
+
+def run_filter(table: pl.DataFrame, params: FilterParams) -> StageOutput:
+    """Every input row, in order, with ``text``/``prompt_id`` set and kept or filtered."""
+    if "raw_text" not in table.columns:
+        raise ValueError("filter: input lacks column 'raw_text'; run collect first")
+    rules = params.load_rules()
+    texts = [normalize_text(raw) for raw in table["raw_text"].to_list()]
+    verdicts = [judge(text, params, rules) for text in texts]
+    table = ensure_columns(table, FILTER_COLUMNS)
+    table = table.with_columns(
+        pl.Series("text", texts, dtype=pl.Utf8),
+        pl.Series("prompt_id", [prompt_id(t) for t in texts], dtype=pl.Utf8),
+        pl.Series("decision", [Decision.KEPT.value if v.reason is None
+                               else Decision.FILTERED.value for v in verdicts], dtype=pl.Utf8),
+        pl.Series("reason", [v.reason for v in verdicts], dtype=pl.Utf8),
+        pl.Series("detail", [v.detail for v in verdicts], dtype=pl.Utf8),
+    )
+    counts = Counter(v.reason for v in verdicts if v.reason is not None)
+    order = [*CHECK_ORDER[:6], *(f"not_essay:{k}" for k in rules.kinds), "no_essay_cue"]
+    return StageOutput(table, {
+        "params": params.model_dump(mode="json"),
+        "rules": _rules_meta(rules),
+        "check_order": order,
+        "rows": len(verdicts),
+        "kept": sum(v.reason is None for v in verdicts),
+        "filtered": sum(counts.values()),
+        "reasons": {reason: counts[reason] for reason in order if counts[reason]},
+    })

@@ -1,0 +1,126 @@
+"""The manual-review override file: a reviewer's labels win over rules and the LLM.
+
+Format (YAML, validated; unknown keys are errors)::
+
+    version: 1
+    overrides:
+      p0123456789abcde:        # prompt_id, as in the classify snapshot
+        genre: narrative       # argumentative | narrative | descriptive | expository
+        prompt_set: open       # open | constrained
+        note: 题目只给了话题     # why (optional)
+        reviewer: zhang        # who (optional)
+
+An entry needs a genre, a prompt_set, or both. An entry whose prompt_id is not
+among the classified rows is reported as unused (a warning: the prompt may
+have been dropped upstream), never an error. Any invalid entry stops the stage
+with a message that names the file and the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from essaybench.curate.labeler import Genre, PromptSetLabel
+
+PromptId = Annotated[str, StringConstraints(pattern=r"^p[0-9a-f]{15}$")]  # hashing.prompt_id
+
+
+class OverrideFileError(ValueError):
+    """The override file is unreadable or invalid; the message names the file and the entry."""
+
+
+class OverrideEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    genre: Genre | None = Field(default=None, description="Genre label chosen by the reviewer.")
+    prompt_set: PromptSetLabel | None = Field(default=None, description="open or constrained.")
+    note: str | None = Field(default=None, description="Why the reviewer chose these labels.")
+    reviewer: str | None = Field(default=None, description="Who reviewed the prompt.")
+
+    @model_validator(mode="after")
+    def _sets_a_label(self) -> Self:
+        if self.genre is None and self.prompt_set is None:
+            raise ValueError("an override needs a genre, a prompt_set, or both")
+        return self
+
+
+class OverrideFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    overrides: dict[PromptId, OverrideEntry] = Field(default_factory=dict)
+
+    @field_validator("overrides", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        return {} if value is None else value  # "overrides:" with every entry commented out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys; two entries for one prompt are a mistake."""
+
+
+def _mapping_without_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate entry {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _mapping_without_duplicates)
+
+
+def load_overrides(path: Path | str) -> dict[str, OverrideEntry]:
+    """The entries of an override file, by prompt_id; raises OverrideFileError."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            raw = yaml.load(fh, Loader=_UniqueKeyLoader)
+    except OSError as exc:
+        raise OverrideFileError(f"override file {path}: cannot read: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise OverrideFileError(f"override file {path}: not valid YAML: {exc}") from exc
+    try:
+        return OverrideFile.model_validate(raw or {}).overrides
+    except ValidationError as exc:
+        raise OverrideFileError(f"override file {path}:\n{_describe(exc)}") from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = [str(part) for part in err["loc"]]
+        msg = err["msg"]
+        if len(loc) >= 2 and loc[0] == "overrides":
+            where = f"entry {loc[1]!r}"
+            if loc[2:] == ["[key]"]:
+                msg = "not a prompt_id ('p' + 15 hex digits, as in the classify snapshot)"
+            elif loc[2:]:
+                where += f", field {'.'.join(loc[2:])!r}"
+        else:
+            where = ".".join(loc) or "file"
+        lines.append(f"  {where}: {msg}")
+    return "\n".join(lines)
+
+
+def unused_overrides(overrides: Iterable[str], prompt_ids: Iterable[str]) -> list[str]:
+    """Override ids that match no classified prompt, sorted."""
+    return sorted(set(overrides) - set(prompt_ids))

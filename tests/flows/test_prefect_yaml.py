@@ -1,0 +1,28 @@
+"""prefect.yaml's deployments point at real flows with parameters those flows accept."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import yaml
+
+from essaybench.paths import PROJECT_ROOT
+
+
+def test_deployments_reference_importable_flows_with_valid_parameters() -> None:
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    deployments = spec["deployments"]
+    assert {d["name"] for d in deployments} >= {"curate", "curate-from-stage"}
+    for dep in deployments:
+        path, func = dep["entrypoint"].split(":")
+        assert (PROJECT_ROOT / path).is_file(), path
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        flow = getattr(module, func)
+        accepted = inspect.signature(flow.fn).parameters
+        unknown = set(dep.get("parameters", {})) - set(accepted)
+        assert not unknown, f"deployment {dep['name']}: unknown parameters {unknown}"
+        for name, value in dep.get("parameters", {}).items():
+            if name.endswith("_path") or name == "config_path":
+                assert (PROJECT_ROOT / value).exists(), f"{dep['name']}: {value} missing"
+        assert dep["work_pool"]["name"]

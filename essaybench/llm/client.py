@@ -1,0 +1,232 @@
+"""The one backend interface, and its implementation for OpenAI-compatible endpoints.
+
+``ChatBackend.complete`` turns one ``ChatRequest`` into one ``ChatResult`` and never
+raises for anything the provider does: every outcome is a status. Retries of
+transient failures (see ``retry``) and re-asks of invalid structured replies happen
+here, inside one logical call, so the ledger records the call once with its count
+of attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import httpx
+
+from essaybench.llm.ratelimit import EndpointLimiter
+from essaybench.llm.registry import ModelSpec
+from essaybench.llm.retry import Backoff, classify_http_error, parse_retry_after
+from essaybench.llm.structured import StructuredError, parse_structured, reask_message
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
+
+ERROR_TEXT_LIMIT = 500
+
+
+class ChatBackend(Protocol):
+    """Anything that can answer a chat request. Implementations never raise for API errors."""
+
+    spec: ModelSpec
+
+    async def complete(self, request: ChatRequest) -> ChatResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+def request_key(spec: ModelSpec, request: ChatRequest) -> str:
+    return request.key(spec.base_url, spec.model_id, spec.effective_params(request.params))
+
+
+def estimate_tokens(messages: tuple[Message, ...] | list[Message], max_tokens: int) -> int:
+    """A deliberately high estimate for TPM budgeting: one token per character plus the
+    reply allowance (Chinese runs ~0.7-1.6 tokens per character across tokenizers)."""
+    return sum(len(m.content) for m in messages) + max(0, max_tokens)
+
+
+@dataclass
+class _Attempt:
+    """What one HTTP exchange produced."""
+
+    payload: dict[str, Any] | None = None
+    transient: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+    retry_after: float | None = None
+    latency_s: float = 0.0
+
+
+@dataclass
+class _Totals:
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    any_usage: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def add_usage(self, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        self.any_usage = True
+        self.input_tokens += int(usage.get("prompt_tokens") or 0)
+        self.output_tokens += int(usage.get("completion_tokens") or 0)
+
+
+class OpenAICompatBackend:
+    """Chat completions over HTTP, for any OpenAI-compatible endpoint."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        base_url: str | None = None,
+        *,
+        http: httpx.AsyncClient | None = None,
+        limiter: EndpointLimiter | None = None,
+        backoff: Backoff | None = None,
+        seed: int | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.spec = spec
+        # The URL actually dialled; the configured one (spec.base_url) stays in the key,
+        # so an embedded server on a new port still hits the same ledger entries.
+        self.url = (base_url or spec.base_url).rstrip("/") + "/chat/completions"
+        self.limiter = limiter or EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm)
+        self.backoff = backoff or Backoff()
+        self.rng = random.Random(seed)
+        self.sleep = sleep
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s),
+            limits=httpx.Limits(max_connections=spec.max_concurrency,
+                                max_keepalive_connections=spec.max_concurrency),
+        )
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self.http.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        key = self.spec.api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _send(self, body: dict[str, Any], estimated: int) -> _Attempt:
+        async with self.limiter.slot(estimated):
+            started = time.perf_counter()
+            try:
+                response = await self.http.post(self.url, json=body, headers=self._headers())
+            except httpx.TimeoutException as exc:
+                return _Attempt(transient=True, error_kind="timeout",
+                                error=f"{type(exc).__name__} after {self.spec.timeout_s:g} s",
+                                latency_s=time.perf_counter() - started)
+            except httpx.TransportError as exc:
+                return _Attempt(transient=True, error_kind="connect",
+                                error=f"{type(exc).__name__}: {exc}"[:ERROR_TEXT_LIMIT],
+                                latency_s=time.perf_counter() - started)
+            latency = time.perf_counter() - started
+        if response.status_code != 200:
+            code, message = _error_fields(response)
+            transient, kind = classify_http_error(response.status_code, code, message)
+            return _Attempt(transient=transient, error_kind=kind, latency_s=latency,
+                            error=f"HTTP {response.status_code}: {message}"[:ERROR_TEXT_LIMIT],
+                            retry_after=parse_retry_after(response.headers.get("retry-after")))
+        try:
+            payload = response.json()
+            message = payload["choices"][0]["message"]
+            if not isinstance(message, dict):
+                raise TypeError("message is not an object")
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError) as exc:
+            # A 200 with a garbled body is what a proxy or a dropped stream produces.
+            return _Attempt(transient=True, error_kind="bad_response", latency_s=latency,
+                            error=f"unreadable 200 body ({type(exc).__name__}): "
+                                  f"{response.text[:200]!r}")
+        return _Attempt(payload=payload, latency_s=latency)
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        spec = self.spec
+        key = request_key(spec, request)
+        started_at = datetime.now(UTC)
+        messages = list(request.messages)
+        params = spec.effective_params(request.params)
+        totals = _Totals()
+        retries = reasks = 0
+        last: _Attempt | None = None
+        text: str | None = None
+
+        def finish(status: CallStatus, **kw: Any) -> ChatResult:
+            usage = Usage(totals.input_tokens, totals.output_tokens) if totals.any_usage \
+                else Usage()
+            cost = (spec.cost_usd(totals.input_tokens, totals.output_tokens)
+                    if totals.any_usage else None)
+            return ChatResult(key=key, model=spec.name, status=status, usage=usage,
+                              cost_usd=cost, attempts=totals.attempts,
+                              latency_s=last.latency_s if last else 0.0,
+                              started_at=started_at, finished_at=datetime.now(UTC),
+                              stage=request.stage, tag=request.tag, **kw)
+
+        while True:
+            body = spec.request_body(messages, request.params, request.response_schema)
+            estimated = estimate_tokens(messages, int(params.get("max_tokens") or 0))
+            totals.attempts += 1
+            last = await self._send(body, estimated)
+            if last.payload is None:
+                if last.transient and retries < spec.max_retries:
+                    if last.retry_after is not None:
+                        self.limiter.pause(last.retry_after)
+                    await self.sleep(self.backoff.delay(retries, self.rng, last.retry_after))
+                    retries += 1
+                    continue
+                status = (CallStatus.REFUSED if last.error_kind == "content_filter"
+                          else CallStatus.API_ERROR)
+                suffix = f" (after {retries} retries)" if last.transient else ""
+                return finish(status, error_kind=last.error_kind,
+                              error=(last.error or "") + suffix, text=text)
+
+            payload = last.payload
+            totals.add_usage(payload.get("usage"))
+            choice = payload["choices"][0]
+            text = choice["message"].get("content")
+            finish_reason = choice.get("finish_reason")
+            returned = payload.get("model")
+            common = {"returned_model": returned, "finish_reason": finish_reason}
+            if finish_reason == "content_filter":
+                return finish(CallStatus.REFUSED, text=text, error_kind="content_filter",
+                              error="the provider's content filter stopped the reply", **common)
+            if finish_reason == "length":
+                return finish(CallStatus.TRUNCATED, text=text, error_kind="length",
+                              error=f"reply hit max_tokens={params.get('max_tokens')}", **common)
+            if not text or not text.strip():
+                if reasks < spec.max_reasks:
+                    reasks += 1
+                    continue
+                return finish(CallStatus.API_ERROR, text=text, error_kind="empty_content",
+                              error=f"empty reply {reasks + 1} times", **common)
+            if request.response_schema is None:
+                return finish(CallStatus.OK, text=text, **common)
+            try:
+                parsed = parse_structured(text, request.response_schema)
+            except StructuredError as exc:
+                if reasks < spec.max_reasks:
+                    reasks += 1
+                    messages = [*messages, Message(role="assistant", content=text),
+                                Message(role="user", content=reask_message(str(exc)))]
+                    continue
+                return finish(CallStatus.PARSE_ERROR, text=text, error_kind="schema",
+                              error=f"{exc} (after {reasks} re-asks)", **common)
+            return finish(CallStatus.OK, text=text, parsed=parsed, **common)
+
+
+def _error_fields(response: httpx.Response) -> tuple[str | None, str]:
+    try:
+        err = response.json().get("error")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None, response.text[:ERROR_TEXT_LIMIT] or response.reason_phrase
+    if isinstance(err, dict):
+        code = err.get("code") or err.get("type")
+        return (str(code) if code is not None else None), str(err.get("message", ""))
+    return None, str(err)[:ERROR_TEXT_LIMIT]
+

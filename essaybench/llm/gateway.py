@@ -1,0 +1,113 @@
+"""The gateway: registry + backends + ledger. What every stage calls to talk to LLMs.
+
+``Gateway.run`` takes a batch of requests and returns one result per request, in
+order. Calls whose key already has a successful row in the ledger are served from
+it without a request; the rest are sent concurrently (each endpoint's limiter
+bounds them) and each is committed to the ledger the moment it finishes. A request
+repeated within a batch is sent once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from essaybench.llm.client import ChatBackend, OpenAICompatBackend, request_key
+from essaybench.llm.ledger import Ledger, ledger_row
+from essaybench.llm.registry import ModelSpec, Registry
+from essaybench.llm.retry import Backoff
+from essaybench.llm.types import ChatRequest, ChatResult
+
+ProgressCallback = Callable[[ChatResult, int, int], None]
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    requested: int
+    unique: int
+    from_ledger: int
+    sent: int
+
+
+class Gateway:
+    def __init__(
+        self,
+        registry: Registry,
+        ledger: Ledger,
+        *,
+        base_urls: dict[str, str] | None = None,
+        backends: dict[str, ChatBackend] | None = None,
+        backoff: Backoff | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.registry = registry
+        self.ledger = ledger
+        self.base_urls = dict(base_urls or {})
+        self._backends: dict[str, ChatBackend] = dict(backends or {})
+        self.backoff = backoff
+        self.seed = seed
+        self.last_stats: BatchStats | None = None
+
+    def backend(self, model: str) -> ChatBackend:
+        if model not in self._backends:
+            spec = self.registry.get(model)
+            url = self.base_urls.get(model)
+            if url is None and spec.base_url == "embedded":
+                raise RuntimeError(
+                    f"model {model!r} is the embedded model: start it with "
+                    "essaybench.llm.embedded (open_gateway does) and pass its URL")
+            self._backends[model] = OpenAICompatBackend(spec, url, backoff=self.backoff,
+                                                        seed=self.seed)
+        return self._backends[model]
+
+    def spec(self, model: str) -> ModelSpec:
+        return self.registry.get(model)
+
+    async def aclose(self) -> None:
+        for backend in self._backends.values():
+            await backend.aclose()
+
+    async def _send_and_record(self, request: ChatRequest) -> ChatResult:
+        backend = self.backend(request.model)
+        spec = backend.spec
+        result = await backend.complete(request)
+        await self.ledger.record(ledger_row(
+            result, endpoint=spec.base_url, model_id=spec.model_id,
+            request={"messages": [m.model_dump() for m in request.messages],
+                     "params": spec.effective_params(request.params),
+                     "schema": request.response_schema,
+                     "sample_index": request.sample_index}))
+        return result
+
+    async def run(
+        self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None
+    ) -> list[ChatResult]:
+        keys = [request_key(self.spec(r.model), r) for r in requests]
+        for model in {r.model for r in requests}:
+            # A missing key fails the batch before anything is sent, naming the variable.
+            self.spec(model).api_key()
+        stored = self.ledger.lookup_ok(keys)
+        first: dict[str, ChatRequest] = {}
+        for key, request in zip(keys, requests, strict=True):
+            if key not in stored:
+                first.setdefault(key, request)
+        total = len(first)
+        done = 0
+        results: dict[str, ChatResult] = dict(stored)
+
+        async def one(key: str, request: ChatRequest) -> None:
+            nonlocal done
+            result = await self._send_and_record(request)
+            results[key] = result
+            done += 1
+            if progress is not None:
+                progress(result, done, total)
+
+        async with asyncio.TaskGroup() as group:
+            for key, request in first.items():
+                group.create_task(one(key, request))
+        self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
+                                     from_ledger=len({k for k in keys if k in stored}),
+                                     sent=total)
+        return [results[k] for k in keys]

@@ -1,0 +1,176 @@
+"""The durable call ledger: every finished LLM call, stored before its caller sees it.
+
+Durability: a call's row is committed to DuckDB (whose write-ahead log survives
+``kill -9``) before ``record`` returns, so a crash loses at most the calls still in
+flight. Rows are group-committed: completions that arrive while a commit is running
+go together in the next one, which keeps the per-call cost low at hundreds of
+calls per second without ever acknowledging an unwritten call.
+
+One process writes a ledger at a time: the ledger holds the store's lock file for
+its lifetime, so a second process waits (up to a timeout) and then gets a clear
+``StoreBusyError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from essaybench.hashing import canonical_json
+from essaybench.llm.types import CallStatus, ChatResult, Usage
+from essaybench.sql import statement
+from essaybench.store.lock import exclusive_lock
+from essaybench.version import code_version
+
+ROW_SCHEMA = pa.schema([
+    ("key", pa.string()), ("model", pa.string()), ("endpoint", pa.string()),
+    ("model_id", pa.string()), ("returned_model", pa.string()), ("stage", pa.string()),
+    ("tag", pa.string()), ("status", pa.string()), ("error_kind", pa.string()),
+    ("error", pa.string()), ("request", pa.string()), ("response_text", pa.string()),
+    ("parsed", pa.string()), ("finish_reason", pa.string()), ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("latency_s", pa.float64()),
+    ("attempts", pa.int32()), ("started_at", pa.timestamp("us", tz="UTC")),
+    ("finished_at", pa.timestamp("us", tz="UTC")), ("code_version", pa.string()),
+])
+
+
+def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
+               request: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "key": result.key, "model": result.model, "endpoint": endpoint, "model_id": model_id,
+        "returned_model": result.returned_model, "stage": result.stage, "tag": result.tag,
+        "status": result.status.value, "error_kind": result.error_kind, "error": result.error,
+        "request": canonical_json(request), "response_text": result.text,
+        "parsed": None if result.parsed is None else canonical_json(result.parsed),
+        "finish_reason": result.finish_reason, "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd,
+        "latency_s": result.latency_s, "attempts": result.attempts,
+        "started_at": result.started_at, "finished_at": result.finished_at,
+        "code_version": code_version(),
+    }
+
+
+def result_from_row(row: dict[str, Any]) -> ChatResult:
+    return ChatResult(
+        key=row["key"], model=row["model"], status=CallStatus(row["status"]),
+        text=row["response_text"],
+        parsed=None if row["parsed"] is None else json.loads(row["parsed"]),
+        returned_model=row["returned_model"], finish_reason=row["finish_reason"],
+        usage=Usage(row["input_tokens"], row["output_tokens"]), latency_s=row["latency_s"] or 0,
+        cost_usd=row["cost_usd"], attempts=row["attempts"], error_kind=row["error_kind"],
+        error=row["error"], started_at=row["started_at"], finished_at=row["finished_at"],
+        from_ledger=True, stage=row["stage"] or "", tag=row["tag"] or "",
+    )
+
+
+class Ledger:
+    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0) -> None:
+        self.path = Path(path)
+        self.lock_timeout_s = lock_timeout_s
+        self._stack = contextlib.ExitStack()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._db_lock = threading.Lock()  # one statement at a time on the connection
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self.commits = 0
+
+    # -- lifetime ----------------------------------------------------------
+
+    def open(self) -> Ledger:
+        if self._con is not None:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._stack.enter_context(exclusive_lock(self.path.with_suffix(".lock"),
+                                                 self.lock_timeout_s))
+        self._con = duckdb.connect(str(self.path))
+        self._con.execute(statement("ledger_schema"))
+        return self
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+        self._stack.close()
+
+    def __enter__(self) -> Ledger:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise RuntimeError(f"ledger {self.path} is not open")
+        return self._con
+
+    # -- reads -------------------------------------------------------------
+
+    def lookup_ok(self, keys: Iterable[str]) -> dict[str, ChatResult]:
+        """The newest successful call for each key that has one."""
+        wanted = pa.table({"key": pa.array(sorted(set(keys)), pa.string())})
+        with self._db_lock:
+            self.con.register("wanted", wanted)
+            try:
+                cur = self.con.execute(statement("ledger_lookup_ok"))
+                names = [d[0] for d in cur.description or []]
+                rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            finally:
+                self.con.unregister("wanted")
+        return {r["key"]: result_from_row(r) for r in rows}
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self._db_lock:
+            cur = self.con.execute(sql, list(params))
+            names = [d[0] for d in cur.description or []]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    # -- writes ------------------------------------------------------------
+
+    def write_rows(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Commit rows in one transaction (synchronous)."""
+        if not rows:
+            return
+        batch = pa.Table.from_pylist(list(rows), schema=ROW_SCHEMA)
+        with self._db_lock:
+            self.con.register("batch", batch)
+            try:
+                self.con.execute("BEGIN TRANSACTION")
+                self.con.execute(statement("ledger_insert"))
+                self.con.execute("COMMIT")
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            finally:
+                self.con.unregister("batch")
+            self.commits += 1
+
+    async def record(self, row: dict[str, Any]) -> None:
+        """Returns once the row is committed (group commit with concurrent callers)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((row, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_loop())
+        await future
+
+    async def _flush_loop(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self.write_rows, [row for row, _ in batch])
+            except BaseException as exc:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                raise
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_result(None)

@@ -1,0 +1,350 @@
+"""The model registry: every endpoint the gateway may call, validated from YAML.
+
+A registry entry names an OpenAI-compatible endpoint (or the embedded local
+model), the model id sent to it, its limits and prices. Secrets never live
+here: an entry holds only the NAME of the environment variable with its key,
+and ``ModelSpec.api_key()`` reads that variable at call time. Nothing a spec
+can print, dump or raise contains a key, and every validation error is built
+without echoing the offending value (``hide_input_in_errors``), because the
+commonest mistake is pasting the key itself where its variable name belongs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from essaybench.llm.types import Message
+from essaybench.paths import PROJECT_ROOT
+
+EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cpp)
+MODELS_ENV = "ESSAYBENCH_MODELS"  # overrides the default registry path
+
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# Upper-case identifiers only: real keys are mixed-case or carry "-" / ".", so
+# this also rejects the key pasted in place of its variable's name.
+_ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_MAX_ENV_NAME = 64
+_MAX_ENV_SEGMENT = 24  # an upper-case hex key is one long run without "_"
+# Set by request_body itself: a config or a caller setting them would be silently overridden.
+_RESERVED_PARAMS = frozenset({"model", "messages", "response_format", "stream"})
+_CREDENTIAL_PARAMS = frozenset({"api_key", "apikey", "key", "authorization", "secret",
+                                "password", "token", "access_token", "headers", "extra_headers"})
+_SCHEMA_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class RegistryError(ValueError):
+    """The registry file is wrong: the message names the file and the entry, never a value."""
+
+
+class ApiKeyMissingError(RuntimeError):
+    """The environment variable a model's key should come from is unset or empty."""
+
+
+def check_params(params: Mapping[str, Any], where: str) -> None:
+    """Reject parameters the body builder owns, credentials, and out-of-range sampling values."""
+    for key, value in params.items():
+        if key in _RESERVED_PARAMS:
+            raise ValueError(f"{where}: {key!r} is set by the gateway, not by parameters")
+        if key.lower() in _CREDENTIAL_PARAMS:
+            raise ValueError(f"{where}: {key!r} looks like a credential; keys come only from "
+                             "the environment variable named by api_key_env")
+        if value is None:
+            continue
+        if key == "temperature" and not (isinstance(value, int | float) and 0 <= value <= 2):
+            raise ValueError(f"{where}: temperature must be a number in [0, 2]")
+        if key == "top_p" and not (isinstance(value, int | float) and 0 < value <= 1):
+            raise ValueError(f"{where}: top_p must be a number in (0, 1]")
+        if key in ("max_tokens", "max_completion_tokens") and not (
+                isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ValueError(f"{where}: {key} must be a positive integer")
+
+
+class ModelSpec(BaseModel):
+    """One callable model: where it lives, what is sent as "model", its limits and prices."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    name: str = Field(description="Registry key; the name every record and table uses.")
+    provider: str = Field(min_length=1, description="Provider label, e.g. openai, deepseek.")
+    base_url: str = Field(description="OpenAI-compatible base URL (…/v1), or 'embedded'.")
+    api_key_env: str | None = Field(
+        default=None, description="NAME of the env variable holding the key; null = keyless.")
+    model_id: str = Field(min_length=1, description="Sent as the request's 'model'.")
+    family: str = Field(description="Model family (openai, deepseek, qwen…), for self-preference.")
+    default_params: dict[str, Any] = Field(
+        default_factory=dict, description="temperature, max_tokens, top_p…; per-call values win.")
+    structured_output: StructuredOutput = Field(
+        default="none", description="How a schema is requested: json_schema|json_object|none.")
+    max_concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
+    rpm: int | None = Field(
+        default=None, ge=1, description="Requests per minute; null = unlimited.")
+    tpm: int | None = Field(
+        default=None, ge=1, description="Tokens per minute; null = unlimited.")
+    price_input_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million input tokens; null = unknown.")
+    price_output_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million output tokens; null = unknown.")
+    timeout_s: float = Field(
+        default=180.0, gt=0, description="Read timeout of one request, seconds.")
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="Connect timeout, seconds.")
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of transient failures per call.")
+    max_reasks: int = Field(
+        default=2, ge=0, description="Re-asks after a reply that fails the schema.")
+    enabled: bool = Field(default=True, description="Whether runs use this model by default.")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError("name must be 1-64 characters of letters, digits, '.', '_', '-'")
+        return v
+
+    @field_validator("family")
+    @classmethod
+    def _check_family(cls, v: str) -> str:
+        if not _FAMILY_RE.match(v):
+            raise ValueError("family must be a short lower-case label such as 'qwen'")
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, v: str) -> str:
+        if v == EMBEDDED:
+            return v
+        parts = urlsplit(v)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("base_url must be an http(s) URL with a host, or 'embedded'")
+        # A key smuggled into the URL would end up in every stored record.
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValueError("base_url must not carry credentials, a query or a fragment; "
+                             "keys come only from the variable named by api_key_env")
+        try:
+            parts.port  # noqa: B018 - raises on a malformed port
+        except ValueError:
+            raise ValueError("base_url has an invalid port") from None
+        return v.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _check_api_key_env(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        # Never echo v: when this fails it is most likely the key itself.
+        if (len(v) > _MAX_ENV_NAME or not _ENV_NAME_RE.match(v)
+                or any(len(seg) > _MAX_ENV_SEGMENT for seg in v.split("_"))):
+            raise ValueError(
+                f"api_key_env must be the NAME of an environment variable, such as "
+                f"DEEPSEEK_API_KEY (upper-case letters, digits, '_'), not the key; the value "
+                f"given ({len(v)} characters) is not shown")
+        return v
+
+    @field_validator("default_params")
+    @classmethod
+    def _check_default_params(cls, v: dict[str, Any]) -> dict[str, Any]:
+        check_params(v, "default_params")
+        return v
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.base_url == EMBEDDED
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint identity hashed into request keys: the configured URL, or 'embedded'."""
+        return self.base_url
+
+    def api_key(self) -> str | None:
+        """The key from the environment, read now; None for keyless endpoints."""
+        if self.api_key_env is None:
+            return None
+        value = os.environ.get(self.api_key_env, "").strip()
+        if not value:
+            raise ApiKeyMissingError(
+                f"model {self.name!r} needs an API key: set the environment variable "
+                f"{self.api_key_env}")
+        return value
+
+    def with_base_url(self, base_url: str) -> ModelSpec:
+        """A validated copy pointing elsewhere (a test server, the started embedded server)."""
+        return ModelSpec.model_validate({**self.model_dump(), "base_url": base_url})
+
+    def effective_params(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """default_params overlaid with per-call params; a per-call None removes a default."""
+        call = dict(params or {})
+        check_params(call, f"parameters for model {self.name!r}")
+        merged = {**self.default_params, **call}
+        return {k: merged[k] for k in sorted(merged) if merged[k] is not None}
+
+    def response_format(self, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The response_format field for this endpoint's structured-output style."""
+        if self.structured_output == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": _schema_name(schema), "schema": dict(schema),
+                                    "strict": True}}
+        if self.structured_output == "json_object":
+            return {"type": "json_object", "schema": dict(schema)}
+        return None  # "none": the prompt alone asks for JSON
+
+    def request_body(self, messages: Sequence[Message], params: Mapping[str, Any] | None = None,
+                     schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The OpenAI chat-completions body (no stream, no credentials)."""
+        if not messages:
+            raise ValueError("a chat request needs at least one message")
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": [m.model_dump() for m in messages],
+            **self.effective_params(params),
+        }
+        if schema is not None:
+            fmt = self.response_format(schema)
+            if fmt is not None:
+                body["response_format"] = fmt
+        return body
+
+    def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """Cost at list prices; None when a price or a token count is unknown (never a guess)."""
+        pin, pout = self.price_input_per_mtok, self.price_output_per_mtok
+        if pin is None or pout is None:
+            return None
+        if pin == 0 and pout == 0:
+            return 0.0
+        if input_tokens is None or output_tokens is None:
+            return None
+        # List prices: provider discounts (cached input, off-peak) make this an upper bound.
+        return (input_tokens * pin + output_tokens * pout) / 1_000_000
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe facts stored with every record: identity and parameters, no secrets."""
+        return {
+            "name": self.name, "provider": self.provider, "endpoint": self.endpoint,
+            "model_id": self.model_id, "family": self.family,
+            "default_params": dict(sorted(self.default_params.items())),
+            "structured_output": self.structured_output,
+            "api_key_env": self.api_key_env,
+            "price_input_per_mtok": self.price_input_per_mtok,
+            "price_output_per_mtok": self.price_output_per_mtok,
+        }
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    # OpenAI requires ^[a-zA-Z0-9_-]{1,64}$ for json_schema.name.
+    title = schema.get("title")
+    name = _SCHEMA_NAME_RE.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name or "response"
+
+
+class Registry(BaseModel):
+    """All configured models by name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    models: dict[str, ModelSpec] = Field(min_length=1, description="Model specs by name.")
+    source: str | None = Field(default=None, description="The file this registry was loaded from.")
+
+    @model_validator(mode="after")
+    def _keys_are_names(self) -> Registry:
+        wrong = sorted(k for k, spec in self.models.items() if spec.name != k)
+        if wrong:
+            raise ValueError(f"registry keys must equal their spec's name: {', '.join(wrong)}")
+        return self
+
+    def get(self, name: str) -> ModelSpec:
+        try:
+            return self.models[name]
+        except KeyError:
+            known = ", ".join(sorted(self.models))
+            where = f" in {self.source}" if self.source else ""
+            raise KeyError(f"no model named {name!r}{where}; known: {known}") from None
+
+    def names(self) -> list[str]:
+        return list(self.models)
+
+    def enabled(self) -> list[ModelSpec]:
+        """Enabled models, in file order."""
+        return [spec for spec in self.models.values() if spec.enabled]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.models
+
+
+def default_models_path() -> Path:
+    """$ESSAYBENCH_MODELS if set (read now, not at import), else configs/models.yaml."""
+    return Path(os.environ.get(MODELS_ENV) or PROJECT_ROOT / "configs" / "models.yaml")
+
+
+def load_registry(path: Path | str | None = None) -> Registry:
+    """Load and validate a registry file (default: ``default_models_path()``)."""
+    path = Path(path) if path is not None else default_models_path()
+    if not path.is_file():
+        raise RegistryError(f"model registry not found: {path}")
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or set(raw) != {"models"} or not isinstance(raw["models"], dict):
+        raise RegistryError(f"model registry {path}: expected a mapping with only 'models', "
+                            "itself a mapping of model name to settings")
+    if not raw["models"]:
+        raise RegistryError(f"model registry {path}: 'models' is empty")
+    specs: dict[str, ModelSpec] = {}
+    for name, entry in raw["models"].items():
+        if not isinstance(entry, dict):
+            raise RegistryError(f"model registry {path}, entry {name!r}: expected a mapping")
+        if "name" in entry and entry["name"] != name:
+            raise RegistryError(f"model registry {path}, entry {name!r}: 'name' differs from "
+                                "the entry's key; leave it out")
+        try:
+            specs[str(name)] = ModelSpec.model_validate({**entry, "name": str(name)})
+        except ValidationError as exc:
+            raise RegistryError(
+                f"model registry {path}, entry {name!r} is invalid:\n{_format(exc)}") from None
+    return Registry(models=specs, source=str(path))
+
+
+def _format(exc: ValidationError) -> str:
+    # Built from loc and msg only: pydantic's own text can include the input value.
+    lines = []
+    for err in exc.errors(include_input=False, include_url=False, include_context=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(entry)"
+        lines.append(f"  {loc}: {err['msg']}")
+    return "\n".join(lines)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses repeated keys: a second entry must not silently win."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"repeated key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        # problem + position only: str(exc) quotes the offending line, which may hold a key.
+        mark = exc.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise RegistryError(f"model registry {path} is not valid YAML: {exc.problem}{at}") from None
+    except yaml.YAMLError:
+        raise RegistryError(f"model registry {path} is not valid YAML") from None

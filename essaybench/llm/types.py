@@ -1,0 +1,91 @@
+"""Records that cross the gateway's boundary: a chat request and its result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from essaybench.hashing import canonical_json, sha256_hex
+
+
+class CallStatus(StrEnum):
+    """The outcome of one logical call (after its retries and re-asks)."""
+
+    OK = "ok"
+    PARSE_ERROR = "parse_error"  # a reply came, but never matched the schema within the budget
+    API_ERROR = "api_error"  # non-transient HTTP error, or transient ones past the retry budget
+    REFUSED = "refused"  # content filter or an explicit refusal
+    TRUNCATED = "truncated"  # finish_reason "length": the reply hit max_tokens
+    SKIPPED = "skipped"  # not sent (e.g. over budget, or its input was missing)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """One logical call. Its identity (``key``) is a hash of what the provider sees."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(description="Model name in the registry.")
+    messages: tuple[Message, ...] = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="temperature, max_tokens, top_p, seed, ...")
+    response_schema: dict[str, Any] | None = Field(
+        None, description="JSON schema the reply must satisfy (structured output).")
+    sample_index: int = Field(0, ge=0, description="Distinguishes repeated samples.")
+    stage: str = Field("", description="Pipeline stage, for accounting; not part of the key.")
+    tag: str = Field("", description="Caller's label (e.g. prompt id); not part of the key.")
+
+    def key(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
+        """Hash of the canonical request: endpoint, model id, messages, params, schema, sample."""
+        return sha256_hex(canonical_json({
+            "endpoint": endpoint.rstrip("/"),
+            "model_id": model_id,
+            "messages": [m.model_dump() for m in self.messages],
+            "params": effective_params,
+            "schema": self.response_schema,
+            "sample_index": self.sample_index,
+        }))[:32]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """What happened to one logical call. Every call ends with exactly one of these."""
+
+    key: str
+    model: str  # registry name
+    status: CallStatus
+    text: str | None = None  # raw reply text (also kept for parse errors)
+    parsed: Any = None  # validated JSON for structured calls
+    returned_model: str | None = None  # the model id the API says it used
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0  # wall time of the successful (or last) attempt
+    cost_usd: float | None = None
+    attempts: int = 0  # HTTP requests sent for this call, re-asks included
+    error_kind: str | None = None  # e.g. http_429, timeout, connect, context_length, schema
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    from_ledger: bool = False  # served from the ledger without a request
+    stage: str = ""
+    tag: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is CallStatus.OK

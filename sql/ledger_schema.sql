@@ -1,0 +1,27 @@
+-- The LLM call ledger: one row per finished logical call (retries and re-asks included).
+-- Append-only: a failed call stays on record when a later rerun succeeds.
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key VARCHAR NOT NULL,             -- hash of endpoint, model id, messages, params, schema, sample
+    model VARCHAR NOT NULL,           -- registry name
+    endpoint VARCHAR NOT NULL,        -- configured base URL (never a key)
+    model_id VARCHAR NOT NULL,        -- the model id requested
+    returned_model VARCHAR,           -- the model id the API said it used
+    stage VARCHAR,
+    tag VARCHAR,
+    status VARCHAR NOT NULL,          -- ok | parse_error | api_error | refused | truncated | skipped
+    error_kind VARCHAR,
+    error VARCHAR,
+    request JSON NOT NULL,            -- messages, effective params, schema, sample index
+    response_text VARCHAR,
+    parsed JSON,
+    finish_reason VARCHAR,
+    input_tokens BIGINT,
+    output_tokens BIGINT,
+    cost_usd DOUBLE,
+    latency_s DOUBLE,
+    attempts INTEGER NOT NULL,
+    started_at TIMESTAMPTZ,
+    finished_at TIMESTAMPTZ NOT NULL,
+    code_version VARCHAR NOT NULL
+);
+CREATE INDEX IF NOT EXISTS llm_calls_key ON llm_calls (key);

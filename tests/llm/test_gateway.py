@@ -1,0 +1,129 @@
+"""Gateway = registry + backends + ledger: nothing paid twice, everything recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from essaybench.llm.fake_scenario import FakeScenario
+from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
+from essaybench.llm.gateway import Gateway
+from essaybench.llm.ledger import Ledger
+from essaybench.llm.registry import ApiKeyMissingError
+from essaybench.llm.retry import Backoff
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
+from essaybench.store import StoreBusyError
+from tests.llm.conftest import fake_spec, registry_of
+
+FAST = Backoff(base_s=0.01, cap_s=0.05)
+
+
+def _requests(n: int, stage: str = "generate") -> list[ChatRequest]:
+    return [ChatRequest(model="fake", stage=stage, tag=f"p{i}", params={"temperature": 0.8},
+                        messages=(Message(role="user", content=f"第{i}题：写一篇短文"),))
+            for i in range(n)]
+
+
+def _run(server: FakeServerHandle, ledger_path: Path, requests: list[ChatRequest],
+         **spec: Any) -> tuple[list[ChatResult], Gateway]:
+    async def main() -> tuple[list[ChatResult], Gateway]:
+        with Ledger(ledger_path) as ledger:
+            gateway = Gateway(registry_of(fake_spec(**spec)), ledger,
+                              base_urls={"fake": server.base_url}, backoff=FAST, seed=0)
+            try:
+                return await gateway.run(requests), gateway
+            finally:
+                await gateway.aclose()
+    return asyncio.run(main())
+
+
+def test_rerun_serves_successes_from_the_ledger(tmp_path: Path) -> None:
+    with run_fake_server() as server:
+        first, gw = _run(server, tmp_path / "ledger.duckdb", _requests(30))
+        assert all(r.ok and not r.from_ledger for r in first)
+        assert gw.last_stats is not None and gw.last_stats.sent == 30
+        second, gw2 = _run(server, tmp_path / "ledger.duckdb", _requests(30))
+        stats = server.stats()
+    assert all(r.from_ledger for r in second)
+    assert [r.text for r in second] == [r.text for r in first]
+    assert gw2.last_stats is not None and gw2.last_stats.sent == 0
+    assert stats.totals.received == 30
+    assert {k: v for k, v in stats.completed_per_key.items() if v} == {"1": 30}
+
+
+def test_only_failed_calls_are_resent(tmp_path: Path) -> None:
+    # Deterministic 40% of first arrivals fail; retries are off so they stay failed.
+    scenario = FakeScenario.model_validate(
+        {"faults": [{"kind": "status", "status": 503, "rate": 0.4, "seed": 5}]})
+    with run_fake_server(scenario) as server:
+        first, _ = _run(server, tmp_path / "l.duckdb", _requests(40), max_retries=0)
+        failed = [r for r in first if not r.ok]
+        assert 5 < len(failed) < 30
+        assert {r.status for r in failed} == {CallStatus.API_ERROR}
+        before = server.stats().totals.received
+        second, gw = _run(server, tmp_path / "l.duckdb", _requests(40), max_retries=5)
+        stats = server.stats()
+    assert all(r.ok for r in second)
+    assert gw.last_stats is not None and gw.last_stats.sent == len(failed)
+    assert stats.totals.received - before >= len(failed)
+    assert max(int(k) for k, v in stats.completed_per_key.items() if v) == 1
+    with duckdb.connect(str(tmp_path / "l.duckdb"), read_only=True) as con:
+        rows = con.execute("select status, count(*) from llm_calls group by 1").fetchall()
+    assert dict(rows) == {"ok": 40, "api_error": len(failed)}  # failures stay on record
+
+
+def test_duplicate_requests_in_a_batch_are_sent_once(tmp_path: Path) -> None:
+    with run_fake_server() as server:
+        results, _ = _run(server, tmp_path / "l.duckdb", _requests(5) + _requests(5))
+        assert server.stats().totals.received == 5
+    assert [r.key for r in results[:5]] == [r.key for r in results[5:]]
+
+
+def test_ledger_rows_carry_what_reproducibility_needs(tmp_path: Path) -> None:
+    scenario = FakeScenario.model_validate({"models": {"gpt-x": {"returned_model": "gpt-x-0101"}}})
+    with run_fake_server(scenario) as server:
+        _run(server, tmp_path / "l.duckdb", _requests(3))
+    with duckdb.connect(str(tmp_path / "l.duckdb"), read_only=True) as con:
+        row = con.execute("select model, endpoint, model_id, returned_model, stage, tag, status, "
+                          "request, attempts, input_tokens, cost_usd, code_version "
+                          "from llm_calls order by tag limit 1").fetchone()
+    assert row is not None
+    model, endpoint, model_id, returned, stage, tag, status, request, attempts, tokens, cost, cv \
+        = row
+    assert (model, endpoint, model_id, returned) == ("fake", "http://fake.invalid/v1", "gpt-x",
+                                                     "gpt-x-0101")
+    assert (stage, tag, status, attempts) == ("generate", "p0", "ok", 1)
+    assert '"temperature":0.8' in request and '"max_tokens":256' in request
+    assert tokens > 0 and cost > 0 and cv
+
+
+def test_missing_key_fails_before_anything_is_sent(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with run_fake_server() as server:
+        with pytest.raises(ApiKeyMissingError, match="NO_SUCH_KEY_VAR"):
+            _run(server, tmp_path / "l.duckdb", _requests(3), api_key_env="NO_SUCH_KEY_VAR")
+        assert server.stats().totals.received == 0
+
+
+def test_second_ledger_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l.duckdb"), pytest.raises(StoreBusyError, match="busy"):
+        Ledger(tmp_path / "l.duckdb", lock_timeout_s=0.2).open()
+
+
+def test_group_commit_batches_concurrent_completions(tmp_path: Path) -> None:
+    scenario = FakeScenario.model_validate({"models": {"*": {"latency_ms": 20}}})
+    with run_fake_server(scenario) as server:
+        async def main() -> int:
+            with Ledger(tmp_path / "l.duckdb") as ledger:
+                gateway = Gateway(registry_of(fake_spec(max_concurrency=32)), ledger,
+                                  base_urls={"fake": server.base_url}, backoff=FAST)
+                await gateway.run(_requests(200))
+                await gateway.aclose()
+                return ledger.commits
+        commits = asyncio.run(main())
+    assert 1 <= commits < 200  # completions that arrive together share a commit

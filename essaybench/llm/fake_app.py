@@ -4,8 +4,6 @@ Run it with :mod:`essaybench.llm.fake_server`, whose uvicorn protocol puts the
 connection's transport in the scope under ``TRANSPORT_SCOPE_KEY``: the ``hang`` and
 ``drop`` faults need it to close a connection without any HTTP response, which
 an ASGI app cannot otherwise do (uvicorn answers 500 for an app that sends nothing).
-
-Token counts follow one documented rule (:func:`count_tokens`), not a real tokenizer.
 """
 
 from __future__ import annotations
@@ -13,13 +11,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import math
-import re
 import socket
 import struct
-import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -30,7 +24,17 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from essaybench.hashing import canonical_json, sha256_hex
+from essaybench.llm.fake_openai import (
+    DEFAULT_CODE,
+    ChatFields,
+    completion_body,
+    count_tokens,
+    cut_to_tokens,
+    error_response,
+    parse_chat,
+)
 from essaybench.llm.fake_scenario import (
+    WILDCARD,
     DropFault,
     EmptyContentFault,
     FakeScenario,
@@ -47,104 +51,6 @@ from essaybench.llm.fake_scenario import (
 from essaybench.llm.fake_schema import generate_instance, violate
 
 TRANSPORT_SCOPE_KEY = "essaybench.transport"
-_CJK = re.compile("[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-                  "\U00020000-\U0002ffff]")
-_ERROR_DEFAULTS: dict[int, tuple[str, str | None, str]] = {
-    400: ("invalid_request_error", None, "Invalid request."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("invalid_request_error", "permission_denied", "You are not allowed to use this model."),
-    404: ("invalid_request_error", "model_not_found",
-          "The model does not exist or you do not have access to it."),
-    408: ("timeout", None, "Request timed out."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached. Please try again later."),
-    500: ("server_error", None, "The server had an error while processing your request."),
-    502: ("server_error", None, "Bad gateway."),
-    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
-    504: ("server_error", None, "Gateway timeout."),
-}
-_KEEP = object()  # "use the default error code for this status"
-
-
-def count_tokens(text: str) -> int:
-    """CJK characters at 1.6 per token, anything else at 4 characters per token, rounded up."""
-    cjk = len(_CJK.findall(text))
-    return math.ceil(cjk / 1.6) + math.ceil((len(text) - cjk) / 4)
-
-
-def _cut_to_tokens(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` within ``limit`` tokens (token count grows with length)."""
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count_tokens(text[:mid]) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
-
-
-def error_response(status: int, message: str | None = None, code: Any = _KEEP,
-                   retry_after: float | None = None) -> Response:
-    """An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
-    etype, default_code, default_message = _ERROR_DEFAULTS.get(
-        status, ("invalid_request_error", None, "Error."))
-    body = {"error": {"message": message or default_message, "type": etype, "param": None,
-                      "code": default_code if code is _KEEP else code}}
-    headers = {}
-    if retry_after is not None:
-        headers["retry-after"] = f"{retry_after:g}"
-        headers["retry-after-ms"] = str(round(retry_after * 1000))
-    return Response(json.dumps(body), status, headers, media_type="application/json")
-
-
-@dataclass(frozen=True)
-class _Chat:
-    model: str
-    prompt: str  # text of the last user message
-    prompt_tokens: int
-    max_tokens: int | None
-    structured: bool
-    schema: dict[str, Any] | None
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def _parse_chat(body: Any) -> _Chat | str:
-    """The fields the fake needs, or a message saying why the body is not a chat request."""
-    if not isinstance(body, dict):
-        return "The request body must be a JSON object."
-    model, messages = body.get("model"), body.get("messages")
-    if not isinstance(model, str) or not model:
-        return "you must provide a model parameter"
-    if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-        return "'messages' must be a non-empty array of objects with a 'role'."
-    if body.get("stream"):
-        return "The fake server does not stream."
-    if body.get("n", 1) != 1:
-        return "The fake server returns exactly one choice (n=1)."
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        return "max_tokens must be a positive integer."
-    texts = [_text_of(m.get("content")) for m in messages]
-    users = [t for m, t in zip(messages, texts, strict=True) if m["role"] == "user"]
-    fmt = body.get("response_format")
-    structured, schema = False, None
-    if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
-        structured = True
-        # OpenAI nests the schema under json_schema.schema; llama.cpp puts it beside the type.
-        spec = fmt.get("json_schema") if fmt["type"] == "json_schema" else fmt
-        found = spec.get("schema") if isinstance(spec, dict) else None
-        schema = found if isinstance(found, dict) else None
-    return _Chat(model=model, prompt=users[-1] if users else texts[-1],
-                 prompt_tokens=sum(count_tokens(t) + 4 for t in texts) + 3,
-                 max_tokens=limit, structured=structured, schema=schema)
 
 
 class FakeState:
@@ -220,7 +126,7 @@ class ChatEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         st = self.state
         request = Request(scope, receive)
-        response = self._check_auth(request.headers.get("authorization"))
+        response = auth_error(st.expected_key, request.headers.get("authorization"))
         counted: tuple[str, str] | None = None
         if response is None:
             try:
@@ -244,24 +150,11 @@ class ChatEndpoint:
             st.completed[key] = st.completed.get(key, 0) + 1
             st.model_completed[model] += 1
 
-    def _check_auth(self, header: str | None) -> Response | None:
-        expected = self.state.expected_key
-        if expected is None:
-            return None
-        if not header:
-            return error_response(401, "You didn't provide an API key (Authorization: Bearer).",
-                                  code="missing_api_key")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-                token.strip().encode(), expected.encode()):
-            return error_response(401)  # never echo the key, not even masked
-        return None
-
     async def _answer(self, scope: Scope,
                       body: Any) -> tuple[Response, tuple[str, str] | None] | None:
         """The response and, for a clean completion, the (key, model) to count; None: no reply."""
         st = self.state
-        chat = _parse_chat(body)
+        chat = parse_chat(body)
         if isinstance(chat, str):
             st.rejected += 1
             return error_response(400, chat), None
@@ -282,8 +175,8 @@ class ChatEndpoint:
         if rule is not None:
             st.faults[rule.kind] += 1
         if isinstance(rule, StatusFault):
-            return error_response(rule.status, rule.message,
-                                  _KEEP if rule.code is None else rule.code, rule.retry_after), None
+            code = DEFAULT_CODE if rule.code is None else rule.code
+            return error_response(rule.status, rule.message, code, rule.retry_after), None
         if isinstance(rule, HangFault):
             await self._hang(scope, rule.seconds)
             return None
@@ -305,16 +198,18 @@ class ChatEndpoint:
             content = content[: len(content) // 2] if rule.content == "partial" else ""
         elif (cfg.enforce_max_tokens and chat.max_tokens is not None
               and count_tokens(content) > chat.max_tokens):
-            content, finish = _cut_to_tokens(content, chat.max_tokens), "length"
-        payload = json.dumps(self._completion(cfg, chat, key, attempt, content, finish),
-                             ensure_ascii=False)
+            content, finish = cut_to_tokens(content, chat.max_tokens), "length"
+        completion = completion_body(chat, cfg.returned_model or chat.model,
+                                     f"chatcmpl-fake{key[:20]}{attempt}", content, finish)
+        payload = json.dumps(completion, ensure_ascii=False)
         if isinstance(rule, TruncatedJsonFault):
             payload = payload[: int(len(payload) * rule.fraction)]
         clean = rule is None and finish == "stop"
         return Response(payload, 200, media_type="application/json"), (
             (key, chat.model) if clean else None)
 
-    def _content(self, cfg: ModelScenario, chat: _Chat, key: str, rule: FaultRule | None) -> str:
+    def _content(self, cfg: ModelScenario, chat: ChatFields, key: str,
+                 rule: FaultRule | None) -> str:
         st = self.state
         if isinstance(rule, InvalidStructuredFault):
             if rule.variant == "not_json" or chat.schema is None:
@@ -331,7 +226,7 @@ class ChatEndpoint:
                               ensure_ascii=False)
         return self._plain(cfg, chat, key)
 
-    def _plain(self, cfg: ModelScenario, chat: _Chat, key: str) -> str:
+    def _plain(self, cfg: ModelScenario, chat: ChatFields, key: str) -> str:
         if cfg.reply == "echo":
             return chat.prompt
         n = self.state.ordinal(chat.model, key)
@@ -339,22 +234,6 @@ class ChatEndpoint:
             return cfg.script[(n - 1) % len(cfg.script)]
         assert cfg.template is not None  # the scenario validator guarantees it
         return cfg.template.format(prompt=chat.prompt, n=n, model=chat.model, key=key[:12])
-
-    @staticmethod
-    def _completion(cfg: ModelScenario, chat: _Chat, key: str, attempt: int, content: str,
-                    finish: str) -> dict[str, Any]:
-        completion_tokens = count_tokens(content)
-        return {
-            "id": f"chatcmpl-fake{key[:20]}{attempt}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": cfg.returned_model or chat.model,
-            "system_fingerprint": "fp_essaybench_fake",
-            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
-                         "message": {"role": "assistant", "content": content, "refusal": None}}],
-            "usage": {"prompt_tokens": chat.prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": chat.prompt_tokens + completion_tokens},
-        }
 
     async def _hang(self, scope: Scope, seconds: float) -> None:
         transport = _transport(scope)
@@ -367,6 +246,20 @@ class ChatEndpoint:
                 break
             await asyncio.sleep(min(0.05, remaining))
         await _kill(transport, reset=False)
+
+
+def auth_error(expected: str | None, header: str | None) -> Response | None:
+    """A 401 unless the Authorization header carries the expected bearer key (if one is set)."""
+    if expected is None:
+        return None
+    if not header:
+        return error_response(401, "You didn't provide an API key (Authorization: Bearer).",
+                              code="missing_api_key")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
+                                                             expected.encode()):
+        return error_response(401)  # never echo the key, not even masked
+    return None
 
 
 def _seed(key: str, seed: int) -> int:
@@ -400,11 +293,11 @@ def build_app(state: FakeState) -> Starlette:
     """The Starlette app serving ``state``'s scenario."""
 
     async def models(request: Request) -> Response:
-        bad = ChatEndpoint(state)._check_auth(request.headers.get("authorization"))
+        bad = auth_error(state.expected_key, request.headers.get("authorization"))
         if bad is not None:
             return bad
         data = [{"id": name, "object": "model", "created": 0, "owned_by": "essaybench-fake"}
-                for name in state.scenario.models if name != "*"]
+                for name in state.scenario.models if name != WILDCARD]
         return Response(json.dumps({"object": "list", "data": data}),
                         media_type="application/json")
 

@@ -13,7 +13,9 @@ As a subprocess (benchmarks, demos)::
     # stops on SIGTERM or SIGINT
 
 or ``with spawn_fake_server("scenario.yaml") as fake: ...``. The scenario format is in
-:mod:`essaybench.llm.fake_scenario`, the endpoints and faults in :mod:`essaybench.llm.fake_app`.
+:mod:`essaybench.llm.fake_scenario`; endpoints, faults and counters are in
+:mod:`essaybench.llm.fake_app`, the wire format in :mod:`essaybench.llm.fake_openai`, structured
+replies in :mod:`essaybench.llm.fake_schema`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from essaybench.llm.fake_app import TRANSPORT_SCOPE_KEY, FakeState, build_app
 from essaybench.llm.fake_scenario import FakeScenario
 
 _KEY_ENV = "ESSAYBENCH_FAKE_SERVER_KEY"  # how spawn_fake_server hands a key to the child
+# Plain HTTP to loopback: no proxies from the environment, and no TLS context (building the
+# default one costs ~50 ms per call).
+_LOOPBACK: dict[str, Any] = {"timeout": 10, "trust_env": False, "verify": False}
 
 
 class ModelCounts(BaseModel):
@@ -90,12 +95,12 @@ class FakeServerHandle:
 
     def stats(self, per_key: bool = False) -> FakeStats:
         url = f"{self.root_url}/_fake/stats" + ("?per_key=1" if per_key else "")
-        response = httpx.get(url, timeout=10, trust_env=False)
+        response = httpx.get(url, **_LOOPBACK)
         response.raise_for_status()
         return FakeStats.model_validate(response.json())
 
     def reset(self) -> None:
-        httpx.post(f"{self.root_url}/_fake/reset", timeout=10, trust_env=False).raise_for_status()
+        httpx.post(f"{self.root_url}/_fake/reset", **_LOOPBACK).raise_for_status()
 
 
 class _TransportH11(H11Protocol):
@@ -140,6 +145,9 @@ def _make_server(scenario: FakeScenario, *, quiet_logging: bool,
     config = uvicorn.Config(
         build_app(state), http=_TransportH11, ws="none", lifespan="off", proxy_headers=False,
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
+        # Long enough that a busy client's pooled connection is not closed under it (uvicorn's
+        # 5 s default races with reuse and shows up as spurious ReadErrors).
+        timeout_keep_alive=30,
         # In-process: leave the host's logging configuration alone.
         log_config=None if quiet_logging else uvicorn.config.LOGGING_CONFIG)
     return _Server(config, state, on_started)

@@ -10,8 +10,9 @@ repeated within a batch is sent once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, request_key
 from essaybench.llm.ledger import Ledger, ledger_row
@@ -20,6 +21,12 @@ from essaybench.llm.retry import Backoff
 from essaybench.llm.types import ChatRequest, ChatResult
 
 ProgressCallback = Callable[[ChatResult, int, int], None]
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a batch of calls from synchronous code (a Prefect task, the CLI)."""
+    return asyncio.run(coro)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,11 @@
 
 Durability: a call's row is committed to DuckDB (whose write-ahead log survives
 ``kill -9``) before ``record`` returns, so a crash loses at most the calls still in
-flight. Rows are group-committed: completions that arrive while a commit is running
-go together in the next one, which keeps the per-call cost low at hundreds of
-calls per second without ever acknowledging an unwritten call.
+flight. Rows are group-committed: a commit waits up to ``linger_s`` for company
+(or until ``max_batch`` rows), because each DuckDB commit costs ~6 ms of CPU
+(measured: 0.74 ms per row in batches of 8, 0.10 ms in batches of 64). The HTTP
+slot is already free while a row waits, so the linger costs no throughput, and no
+caller is told its call is stored before it is.
 
 One process writes a ledger at a time: the ledger holds the store's lock file for
 its lifetime, so a second process waits (up to a timeout) and then gets a clear
@@ -72,9 +74,13 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
 
 
 class Ledger:
-    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0) -> None:
+    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0,
+                 linger_s: float = 0.05, max_batch: int = 256) -> None:
         self.path = Path(path)
         self.lock_timeout_s = lock_timeout_s
+        self.linger_s = linger_s
+        self.max_batch = max_batch
+        self._batch_ready: asyncio.Event | None = None
         self._stack = contextlib.ExitStack()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._db_lock = threading.Lock()  # one statement at a time on the connection
@@ -158,11 +164,19 @@ class Ledger:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((row, future))
         if self._flusher is None or self._flusher.done():
+            self._batch_ready = asyncio.Event()
             self._flusher = asyncio.create_task(self._flush_loop())
+        if len(self._pending) >= self.max_batch and self._batch_ready is not None:
+            self._batch_ready.set()
         await future
 
     async def _flush_loop(self) -> None:
+        assert self._batch_ready is not None
         while self._pending:
+            if self.linger_s > 0 and len(self._pending) < self.max_batch:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._batch_ready.wait(), self.linger_s)
+            self._batch_ready.clear()
             batch, self._pending = self._pending, []
             try:
                 await asyncio.to_thread(self.write_rows, [row for row, _ in batch])

@@ -40,10 +40,10 @@ class ChatRequest(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict,
                                    description="temperature, max_tokens, top_p, seed, ...")
     response_schema: dict[str, Any] | None = Field(
-        None, description="JSON schema the reply must satisfy (structured output).")
-    sample_index: int = Field(0, ge=0, description="Distinguishes repeated samples.")
-    stage: str = Field("", description="Pipeline stage, for accounting; not part of the key.")
-    tag: str = Field("", description="Caller's label (e.g. prompt id); not part of the key.")
+        default=None, description="JSON schema the reply must satisfy (structured output).")
+    sample_index: int = Field(default=0, ge=0, description="Distinguishes repeated samples.")
+    stage: str = Field(default="", description="Pipeline stage (accounting; not keyed).")
+    tag: str = Field(default="", description="Caller's label, e.g. prompt id (not keyed).")
 
     def key(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
         """Hash of the canonical request: endpoint, model id, messages, params, schema, sample."""

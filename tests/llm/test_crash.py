@@ -33,19 +33,20 @@ async def main():
     requests = [ChatRequest(model="fake", messages=(Message(role="user", content=f"题{i}"),))
                 for i in range(int(sys.argv[3]))]
     with Ledger(sys.argv[1]) as ledger:
-        gateway = Gateway(registry_of(fake_spec(max_concurrency=%d)), ledger,
+        gateway = Gateway(registry_of(fake_spec(max_concurrency=int(sys.argv[5]))), ledger,
                           base_urls={"fake": sys.argv[2]}, backoff=Backoff(0.01, 0.05))
         results = await gateway.run(requests)
         await gateway.aclose()
     print("DONE", sum(r.ok for r in results), flush=True)
 
 asyncio.run(main())
-""" % CONCURRENCY
+"""
 
 
 def _child(ledger: Path, base_url: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(ledger), base_url, str(N_CALLS), str(PROJECT_ROOT)],
+        [sys.executable, "-c", CHILD, str(ledger), base_url, str(N_CALLS), str(PROJECT_ROOT),
+         str(CONCURRENCY)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
 
 
@@ -85,6 +86,7 @@ def test_kill_9_mid_batch_then_rerun(tmp_path: Path) -> None:
     for key in survived:  # a call stored before the crash was never sent again
         assert received[key] == 1, key
     resent = [k for k, n in received.items() if n > 1]
-    assert len(resent) <= 2 * CONCURRENCY  # only calls in flight at the kill
+    # Only calls not yet acknowledged: in flight over HTTP, or waiting in the group commit.
+    assert len(resent) <= 3 * CONCURRENCY
     assert not set(resent) & survived
     print(f"survived {len(survived)}, resent {len(resent)}")

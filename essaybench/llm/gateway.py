@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, request_key
 from essaybench.llm.ledger import Ledger, ledger_row
+from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.retry import Backoff
 from essaybench.llm.types import ChatRequest, ChatResult
@@ -51,12 +52,18 @@ class Gateway:
         self.registry = registry
         self.ledger = ledger
         self.base_urls = dict(base_urls or {})
-        self._backends: dict[str, ChatBackend] = dict(backends or {})
+        self._given: dict[str, ChatBackend] = dict(backends or {})
+        self._backends: dict[str, ChatBackend] = {}
+        self._limiters: dict[str, EndpointLimiter] = {}
         self.backoff = backoff
         self.seed = seed
         self.last_stats: BatchStats | None = None
 
     def backend(self, model: str) -> ChatBackend:
+        """The backend of ``model`` for the running batch. HTTP clients bind to an event
+        loop, so they live for one ``run``; limiter state is kept across batches."""
+        if model in self._given:
+            return self._given[model]
         if model not in self._backends:
             spec = self.registry.get(model)
             url = self.base_urls.get(model)
@@ -64,15 +71,19 @@ class Gateway:
                 raise RuntimeError(
                     f"model {model!r} is the embedded model: start it with "
                     "essaybench.llm.embedded (open_gateway does) and pass its URL")
-            self._backends[model] = OpenAICompatBackend(spec, url, backoff=self.backoff,
-                                                        seed=self.seed)
+            limiter = self._limiters.setdefault(
+                model, EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm))
+            self._backends[model] = OpenAICompatBackend(spec, url, limiter=limiter,
+                                                        backoff=self.backoff, seed=self.seed)
         return self._backends[model]
 
     def spec(self, model: str) -> ModelSpec:
         return self.registry.get(model)
 
     async def aclose(self) -> None:
-        for backend in self._backends.values():
+        """Close the HTTP clients of the last batch (``run`` does this itself)."""
+        backends, self._backends = self._backends, {}
+        for backend in backends.values():
             await backend.aclose()
 
     async def _send_and_record(self, request: ChatRequest) -> ChatResult:
@@ -111,9 +122,12 @@ class Gateway:
             if progress is not None:
                 progress(result, done, total)
 
-        async with asyncio.TaskGroup() as group:
-            for key, request in first.items():
-                group.create_task(one(key, request))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for key, request in first.items():
+                    group.create_task(one(key, request))
+        finally:
+            await self.aclose()
         self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
                                      from_ledger=len({k for k in keys if k in stored}),
                                      sent=total)

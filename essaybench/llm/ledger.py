@@ -133,9 +133,9 @@ class Ledger:
                 self.con.unregister("wanted")
         return {r["key"]: result_from_row(r) for r in rows}
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         with self._db_lock:
-            cur = self.con.execute(sql, list(params))
+            cur = self.con.execute(sql, params if isinstance(params, dict) else list(params))
             names = [d[0] for d in cur.description or []]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 

@@ -4,6 +4,10 @@ Rates are token buckets refilled continuously, with a burst of ten seconds' wort
 so a batch starts quickly but never exceeds the per-minute limits over any minute
 by more than that burst. A 429's Retry-After pauses the whole endpoint, not just
 the request that got it: the provider is telling every request to wait.
+
+The numeric state outlives any one event loop (a pipeline sends several batches,
+each under its own ``asyncio.run``); the asyncio primitives, which bind to a loop,
+are made per loop.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class TokenBucket:
         self.tokens = self.capacity
         self.clock = clock
         self.updated = clock()
-        self._lock = asyncio.Lock()  # FIFO: waiters are served in arrival order
+        self._locks: dict[int, asyncio.Lock] = {}  # per loop; FIFO within it
 
     def _refill(self) -> None:
         now = self.clock()
@@ -35,7 +39,11 @@ class TokenBucket:
     async def take(self, amount: float = 1.0) -> None:
         # A single request larger than the bucket would otherwise wait forever.
         amount = min(amount, self.capacity)
-        async with self._lock:
+        loop = id(asyncio.get_running_loop())
+        lock = self._locks.get(loop)
+        if lock is None:
+            self._locks = {loop: (lock := asyncio.Lock())}  # drop locks of finished loops
+        async with lock:
             while True:
                 self._refill()
                 if self.tokens >= amount:
@@ -51,7 +59,8 @@ class EndpointLimiter:
                  clock: Callable[[], float] = time.monotonic) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
-        self.semaphore = asyncio.Semaphore(max_concurrency)
+        self.max_concurrency = max_concurrency
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
         self.requests = TokenBucket(rpm, clock) if rpm else None
         self.tokens = TokenBucket(tpm, clock) if tpm else None
         self.clock = clock
@@ -65,9 +74,16 @@ class EndpointLimiter:
         while (delay := self.paused_until - self.clock()) > 0:
             await asyncio.sleep(delay)
 
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = id(asyncio.get_running_loop())
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            self._semaphores = {loop: (semaphore := asyncio.Semaphore(self.max_concurrency))}
+        return semaphore
+
     @asynccontextmanager
     async def slot(self, estimated_tokens: int = 0) -> AsyncIterator[None]:
-        async with self.semaphore:
+        async with self._semaphore():
             await self._wait_for_pause()
             if self.requests is not None:
                 await self.requests.take(1)

@@ -127,3 +127,16 @@ def test_group_commit_batches_concurrent_completions(tmp_path: Path) -> None:
                 return ledger.commits
         commits = asyncio.run(main())
     assert 1 <= commits < 200  # completions that arrive together share a commit
+
+
+def test_one_gateway_serves_several_batches_on_fresh_event_loops(tmp_path: Path) -> None:
+    from essaybench.llm.gateway import run_async
+
+    with run_fake_server() as server, Ledger(tmp_path / "l.duckdb") as ledger:
+        gateway = Gateway(registry_of(fake_spec(rpm=6000)), ledger,
+                          base_urls={"fake": server.base_url}, backoff=FAST)
+        first = run_async(gateway.run(_requests(10)))
+        second = run_async(gateway.run(_requests(20)))  # a new loop: new HTTP clients
+        assert all(r.ok for r in first + second)
+        assert [r.from_ledger for r in second] == [True] * 10 + [False] * 10
+        assert server.stats().totals.received == 20

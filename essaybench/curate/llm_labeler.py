@@ -1,0 +1,134 @@
+"""The real ``PromptLabeler``: the classify template sent through the LLM gateway.
+
+One label request becomes one ``ChatRequest`` (stage ``classify``, tag = prompt id)
+whose identity is the rendered prompt, the model and its parameters, so a rerun is
+served from the ledger and a new template version is a new call. The reply is read
+by :func:`parse_label_reply` on the raw text, the one definition of the answer
+format shared with every other labeler; the JSON schema only constrains decoding
+(and lets the gateway re-ask) so the reply is well-formed before it gets there.
+
+A call that did not end ``ok`` never yields a label: the gateway's status is mapped
+to a label status and the reply, if any, is kept as evidence in ``error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from essaybench.curate.labeler import (
+    Genre,
+    LabelPromptTemplate,
+    LabelRequest,
+    LabelResult,
+    LabelStatus,
+    PromptSetLabel,
+    load_label_template,
+    parse_label_reply,
+    render_label_prompt,
+)
+from essaybench.llm.gateway import Gateway
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
+
+STAGE = "classify"
+EVIDENCE_MAX_CHARS = 200  # with the keys, fits max_tokens=256 even at one token per character
+_EXCERPT_CHARS = 200
+
+_STATUS: dict[CallStatus, LabelStatus] = {
+    CallStatus.PARSE_ERROR: LabelStatus.PARSE_ERROR,
+    CallStatus.TRUNCATED: LabelStatus.PARSE_ERROR,
+    CallStatus.API_ERROR: LabelStatus.API_ERROR,
+    CallStatus.SKIPPED: LabelStatus.API_ERROR,
+    CallStatus.REFUSED: LabelStatus.REFUSED,
+}
+
+
+def _label_field(values: list[str]) -> dict[str, Any]:
+    # enum, not a pattern or bounds: grammar-constrained decoders (llama.cpp) honour enums.
+    return {"type": ["string", "null"], "enum": [*values, None]}
+
+
+def label_schema(request: LabelRequest) -> dict[str, Any]:
+    """The JSON schema of the answer the rendered template asks for.
+
+    The template's answer line always shows all three keys and writes ``null`` for a
+    label that is not asked, so the schema keeps that key too, pinned to null:
+    a reply that follows the prompt word for word must also pass the schema (on
+    endpoints without constrained decoding a mismatch would cost a re-ask per call).
+    A requested label may be null: that is the model declining, read as ``refused``.
+    """
+    genre = _label_field([g.value for g in Genre]) if request.need_genre else {"type": "null"}
+    pset = (_label_field([s.value for s in PromptSetLabel]) if request.need_set
+            else {"type": "null"})
+    return {
+        "title": "classify_label",
+        "type": "object",
+        "properties": {
+            "genre": genre,
+            "prompt_set": pset,
+            "evidence": {"type": "string", "maxLength": EVIDENCE_MAX_CHARS},
+        },
+        "required": ["genre", "prompt_set", "evidence"],
+        "additionalProperties": False,
+    }
+
+
+def _excerpt(text: str | None) -> str:
+    if not text:
+        return "no reply text"
+    cut = text[:_EXCERPT_CHARS]
+    return f"reply: {cut!r}" + ("..." if len(text) > _EXCERPT_CHARS else "")
+
+
+def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:
+    """A gateway result as a label result; only an ``ok`` call is read for labels."""
+    if result.status is CallStatus.OK:
+        if result.text is None:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, "ok call without reply text")
+        return parse_label_reply(result.text, request)
+    status = _STATUS[result.status]
+    error = f"{result.status.value}: {result.error or result.error_kind or 'no detail'}"
+    if status is LabelStatus.PARSE_ERROR:
+        error = f"{error}; {_excerpt(result.text)}"
+    return LabelResult.failure(status, error)
+
+
+class GatewayLabeler:
+    """Labels prompts with ``model`` through ``gateway``; see the module docstring."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        template: LabelPromptTemplate | None = None,
+    ) -> None:
+        gateway.spec(model)  # an unknown model fails here, not once per prompt
+        self.gateway = gateway
+        self.model = model
+        self.params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+        self.template = template if template is not None else load_label_template()
+
+    def chat_request(self, request: LabelRequest) -> ChatRequest:
+        rendered = render_label_prompt(self.template, request)
+        return ChatRequest(
+            model=self.model,
+            messages=(Message(role="system", content=rendered.system),
+                      Message(role="user", content=rendered.user)),
+            params=self.params,
+            response_schema=label_schema(request),
+            stage=STAGE,
+            tag=request.prompt_id,
+        )
+
+    async def label(self, request: LabelRequest) -> LabelResult:
+        (result,) = await self.gateway.run([self.chat_request(request)])
+        return to_label_result(result, request)
+
+    async def label_many(self, requests: Sequence[LabelRequest]) -> list[LabelResult]:
+        """All requests as one gateway batch: one ledger lookup, the endpoint's own
+        concurrency limit, and shared ledger commits. Results are in request order."""
+        results = await self.gateway.run([self.chat_request(r) for r in requests])
+        return [to_label_result(res, req) for res, req in zip(results, requests, strict=True)]

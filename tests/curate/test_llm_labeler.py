@@ -1,0 +1,260 @@
+"""GatewayLabeler against the real fake OpenAI server: labels, failures, the ledger, classify."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from essaybench.curate.classify import ClassifyParams, run_classify
+from essaybench.curate.labeler import (
+    Genre,
+    LabelRequest,
+    LabelResult,
+    LabelStatus,
+    PromptSetLabel,
+    parse_label_reply,
+)
+from essaybench.curate.llm_labeler import GatewayLabeler, label_schema
+from essaybench.curate.table import FILTER_COLUMNS, RECORD_COLUMNS
+from essaybench.hashing import prompt_id
+from essaybench.llm.fake_scenario import FakeScenario
+from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
+from essaybench.llm.gateway import Gateway
+from essaybench.llm.ledger import Ledger
+from essaybench.llm.retry import Backoff
+from essaybench.llm.structured import StructuredError, validate
+from tests.llm.conftest import fake_spec, registry_of
+
+FAST = Backoff(base_s=0.01, cap_s=0.05)
+GENRE = LabelRequest(prompt_id="p-genre", text="以“门”为题写一篇作文。")
+SET = LabelRequest(prompt_id="p-set", text="写一篇议论文，谈谈诚信。", need_genre=False,
+                   need_set=True)
+BOTH = LabelRequest(prompt_id="p-both", text="以“门”为题写一篇作文，写给你的老师。",
+                    need_set=True)
+
+
+def reply(genre: str | None = None, pset: str | None = None, evidence: str = "题目要求") -> str:
+    return json.dumps({"genre": genre, "prompt_set": pset, "evidence": evidence},
+                      ensure_ascii=False)
+
+
+def scripted(*replies: str, **model: Any) -> FakeScenario:
+    return FakeScenario.model_validate(
+        {"models": {"*": {"structured": "script", "structured_script": list(replies), **model}}})
+
+
+def with_faults(*faults: dict[str, Any]) -> FakeScenario:
+    return FakeScenario.model_validate({"faults": list(faults)})
+
+
+def label_with(server: FakeServerHandle, ledger_path: Path, requests: list[LabelRequest], *,
+               batch: bool = False, **spec: Any) -> list[LabelResult]:
+    async def main() -> list[LabelResult]:
+        with Ledger(ledger_path) as ledger:
+            gateway = Gateway(registry_of(fake_spec(**spec)), ledger,
+                              base_urls={"fake": server.base_url}, backoff=FAST, seed=0)
+            labeler = GatewayLabeler(gateway, "fake")
+            try:
+                if batch:
+                    return await labeler.label_many(requests)
+                return list(await asyncio.gather(*(labeler.label(r) for r in requests)))
+            finally:
+                await gateway.aclose()
+    return asyncio.run(main())
+
+
+def ledger_rows(path: Path, columns: str = "stage, tag, status, attempts") -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return con.execute(f"select {columns} from llm_calls order by tag").fetchall()
+
+
+# --- the answer schema -----------------------------------------------------------------
+
+def _walk(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [*node, *(k for v in node.values() for k in _walk(v))]
+    if isinstance(node, list):
+        return [k for v in node for k in _walk(v)]
+    return []
+
+
+def test_schema_asks_only_the_requested_labels_with_enums() -> None:
+    schema = label_schema(GENRE)
+    assert schema["required"] == ["genre", "prompt_set", "evidence"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["genre"]["enum"] == [*(g.value for g in Genre), None]
+    assert schema["properties"]["prompt_set"] == {"type": "null"}  # not asked: pinned to null
+    assert schema["properties"]["evidence"]["maxLength"] <= 200
+    assert label_schema(SET)["properties"]["genre"] == {"type": "null"}
+    assert label_schema(BOTH)["properties"]["prompt_set"]["enum"] == ["open", "constrained", None]
+    # numeric bounds are ignored by llama.cpp grammars, so none may carry meaning here
+    assert not {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & {
+        k for r in (GENRE, SET, BOTH) for k in _walk(label_schema(r))}
+
+
+def test_schema_accepts_what_the_template_asks_for_and_rejects_other_labels() -> None:
+    # the rendered answer line writes "prompt_set": null when the set is not asked
+    validate(json.loads(reply("narrative", None)), label_schema(GENRE))
+    validate(json.loads(reply(None, None)), label_schema(GENRE))  # declining is well-formed
+    for bad in (reply("poem"), reply("narrative", "open"),
+                '{"genre": "narrative", "evidence": "x"}',
+                '{"genre": "narrative", "prompt_set": null, "evidence": "x", "extra": 1}'):
+        with pytest.raises(StructuredError):
+            validate(json.loads(bad), label_schema(GENRE))
+
+
+# --- answers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("request_", "text", "genre", "pset"), [
+    (GENRE, reply("narrative", evidence="写经历"), Genre.NARRATIVE, None),
+    (SET, reply(None, "constrained", evidence="有读者对象"), None, PromptSetLabel.CONSTRAINED),
+    (BOTH, reply("descriptive", "constrained", evidence="写给老师"), Genre.DESCRIPTIVE,
+     PromptSetLabel.CONSTRAINED),
+])
+def test_ok_reply_becomes_labels(tmp_path: Path, request_: LabelRequest, text: str,
+                                 genre: Genre | None, pset: PromptSetLabel | None) -> None:
+    with run_fake_server(scripted(text)) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [request_])
+    assert result == LabelResult(status=LabelStatus.OK, genre=genre, prompt_set=pset,
+                                 evidence=json.loads(text)["evidence"])
+    ((stage, tag, status, attempts),) = ledger_rows(tmp_path / "l.duckdb")
+    assert (stage, tag, status, attempts) == ("classify", request_.prompt_id, "ok", 1)
+
+
+def test_request_carries_template_schema_and_params(tmp_path: Path) -> None:
+    with run_fake_server(scripted(reply("narrative"))) as server:
+        label_with(server, tmp_path / "l.duckdb", [GENRE])
+    ((raw,),) = ledger_rows(tmp_path / "l.duckdb", "request")
+    request = json.loads(raw)
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert GENRE.text in request["messages"][1]["content"]
+    assert request["params"] == {"max_tokens": 256, "temperature": 0.0}
+    assert request["schema"] == label_schema(GENRE)
+
+
+def test_model_declining_is_refused_without_a_label(tmp_path: Path) -> None:
+    with run_fake_server(scripted(reply(None, evidence="不是作文题"))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE])
+    assert (result.status, result.genre) == (LabelStatus.REFUSED, None)
+    assert "不是作文题" in (result.error or "")
+
+
+@pytest.mark.parametrize("first", ["好的，这是一篇记叙文。", reply("poem")])
+def test_invalid_reply_is_reasked_inside_the_gateway(tmp_path: Path, first: str) -> None:
+    # the re-ask is a new body, so the script hands it the second reply
+    with run_fake_server(scripted(first, reply("expository"))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE])
+        assert server.stats().totals.received == 2
+    assert (result.status, result.genre) == (LabelStatus.OK, Genre.EXPOSITORY)
+    assert ledger_rows(tmp_path / "l.duckdb") == [("classify", "p-genre", "ok", 2)]
+
+
+# --- failures never become labels --------------------------------------------------------
+
+@pytest.mark.parametrize(("scenario", "status", "in_error"), [
+    (with_faults({"kind": "invalid_structured", "variant": "not_json"}),
+     LabelStatus.PARSE_ERROR, "reply: '好的"),
+    (with_faults({"kind": "invalid_structured"}), LabelStatus.PARSE_ERROR, "reply: '{"),
+    (with_faults({"kind": "finish_reason", "finish_reason": "length"}),
+     LabelStatus.PARSE_ERROR, "truncated"),
+    (with_faults({"kind": "status", "status": 400, "message": "bad request body"}),
+     LabelStatus.API_ERROR, "bad request body"),
+    (with_faults({"kind": "finish_reason", "finish_reason": "content_filter"}),
+     LabelStatus.REFUSED, "content filter"),
+])
+def test_failed_call_yields_no_label(tmp_path: Path, scenario: FakeScenario,
+                                     status: LabelStatus, in_error: str) -> None:
+    with run_fake_server(scenario) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [BOTH])
+    assert result.status == status
+    assert (result.genre, result.prompt_set) == (None, None)
+    assert in_error in (result.error or "")
+
+
+def test_always_invalid_stops_after_the_reask_budget(tmp_path: Path) -> None:
+    with run_fake_server(with_faults({"kind": "invalid_structured"})) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE], max_reasks=2)
+        assert server.stats().totals.received == 3
+    assert result.status == LabelStatus.PARSE_ERROR
+    assert ledger_rows(tmp_path / "l.duckdb") == [("classify", "p-genre", "parse_error", 3)]
+
+
+# --- the ledger ------------------------------------------------------------------------
+
+def test_rerun_is_served_from_the_ledger(tmp_path: Path) -> None:
+    requests = [GENRE, SET, BOTH]
+    with run_fake_server() as server:  # replies generated from the schema
+        first = label_with(server, tmp_path / "l.duckdb", requests)
+        received = server.stats().totals.received
+        again = label_with(server, tmp_path / "l.duckdb", requests)
+        batched = label_with(server, tmp_path / "l.duckdb", requests, batch=True)
+        assert server.stats().totals.received == received == 3
+    assert again == batched == first
+    assert len(ledger_rows(tmp_path / "l.duckdb")) == 3
+
+
+def test_schema_generated_replies_always_parse(tmp_path: Path) -> None:
+    # any reply the schema allows is read by parse_label_reply as a label or a refusal
+    requests = [LabelRequest(prompt_id=f"p{i}", text=f"第{i}题：以“门”为题写作文。",
+                             need_genre=i % 3 != 1, need_set=i % 3 != 0) for i in range(30)]
+    with run_fake_server() as server:
+        results = label_with(server, tmp_path / "l.duckdb", requests, batch=True)
+    assert {r.status for r in results} <= {LabelStatus.OK, LabelStatus.REFUSED}
+    assert sum(r.status == LabelStatus.OK for r in results) >= 10
+    for r, q in zip(results, requests, strict=True):
+        if r.status == LabelStatus.OK:
+            assert (r.genre is not None) == q.need_genre
+            assert (r.prompt_set is not None) == q.need_set
+
+
+def test_parse_label_reply_is_the_reader(tmp_path: Path) -> None:
+    # Chinese label names are the parser's business; the schema's enum keeps them out,
+    # so the gateway re-asks rather than the labeler accepting a second answer format
+    assert parse_label_reply(reply("记叙文"), GENRE).genre == Genre.NARRATIVE
+    with run_fake_server(scripted(reply("记叙文"), reply("narrative"))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE])
+    assert result.genre == Genre.NARRATIVE
+    assert ledger_rows(tmp_path / "l.duckdb")[0][3] == 2
+
+
+# --- classify ---------------------------------------------------------------------------
+
+def prompt_table(texts: list[str]) -> pl.DataFrame:
+    n = len(texts)
+    data: dict[str, list[str | None]] = {c: [None] * n for c in RECORD_COLUMNS}
+    data.update(record_id=[f"r{i}" for i in range(n)], source=["test"] * n,
+                raw_text=list(texts), decision=["kept"] * n, text=list(texts),
+                prompt_id=[prompt_id(t) for t in texts])
+    return pl.DataFrame(data, schema={**RECORD_COLUMNS, **FILTER_COLUMNS})
+
+
+def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
+    undecided = ["以“门”为题写一篇作文。", "以“桥”为题写一篇作文。", "以“远方”为题写一篇作文。"]
+    decided = "以“底线”为题，写一篇议论文。"
+    t = prompt_table([undecided[0], decided, *undecided[1:]])
+    path = tmp_path / "l.duckdb"
+    with run_fake_server(scripted(reply("narrative", evidence="叙事题"))) as server, \
+            Ledger(path) as ledger:
+        gateway = Gateway(registry_of(fake_spec()), ledger,
+                          base_urls={"fake": server.base_url}, backoff=FAST)
+        try:
+            out = run_classify(t, ClassifyParams(mode="rules+llm"),
+                               GatewayLabeler(gateway, "fake"))
+        finally:
+            asyncio.run(gateway.aclose())
+        assert server.stats().totals.received == 3
+    rows = out.table.to_dicts()
+    llm = [r for r in rows if r["text"] in undecided]
+    assert [(r["genre"], r["genre_source"], r["decision"]) for r in llm] == [
+        ("narrative", "llm", "kept")] * 3
+    assert all(r["genre_evidence"].startswith("llm: 叙事题 | rule: undecided") for r in llm)
+    assert next(r for r in rows if r["text"] == decided)["genre_source"] == "rule"
+    assert out.meta["llm"]["status"] == {"ok": 3}
+    assert sorted(ledger_rows(path, "stage, tag")) == sorted(
+        ("classify", prompt_id(text)) for text in undecided)

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.curate.labeler import (
+    BatchLabeler,
     Genre,
     LabelRequest,
     LabelResult,
@@ -60,8 +61,11 @@ class ClassifyParams(BaseModel):
         description="rules only, or rules then the LLM labeler for what rules left open.")
     overrides_path: str | None = Field(
         default=None, description="Manual-review override file (YAML); None for no overrides.")
+    llm_model: str | None = Field(
+        default=None, description="rules+llm: registry name of the labelling model.")
     llm_concurrency: int = Field(
-        default=8, ge=1, le=256, description="Labeler calls in flight at once.")
+        default=8, ge=1, le=256, description="Labeler calls in flight at once (a batch "
+        "labeler, like the gateway's, is bounded by the model's registry limits instead).")
     open_rule_max_chars: int | None = Field(
         default=100, ge=1,
         description="rules+llm: longest prompt without a found constraint that rules call "
@@ -215,6 +219,14 @@ def _plan(table: pl.DataFrame, params: ClassifyParams,
 
 async def _label_all(labeler: PromptLabeler, requests: list[LabelRequest],
                      concurrency: int) -> dict[str, LabelResult]:
+    if isinstance(labeler, BatchLabeler):
+        # One batch: the gateway's per-endpoint limits bound the calls, not llm_concurrency.
+        try:
+            batch = await labeler.label_many(requests)
+        except Exception as exc:  # a crashing client is a failed call, not a failed stage
+            failure = LabelResult.failure(LabelStatus.API_ERROR, f"{type(exc).__name__}: {exc}")
+            batch = [failure] * len(requests)
+        return {r.prompt_id: res for r, res in zip(requests, batch, strict=True)}
     gate = asyncio.Semaphore(concurrency)
 
     async def one(request: LabelRequest) -> LabelResult:

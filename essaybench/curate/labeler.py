@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from string import Template
-from typing import Protocol, Self
+from typing import Protocol, Self, runtime_checkable
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -82,6 +82,13 @@ class LabelResult(BaseModel):
 
 class PromptLabeler(Protocol):
     async def label(self, request: LabelRequest) -> LabelResult: ...
+
+
+@runtime_checkable
+class BatchLabeler(PromptLabeler, Protocol):
+    """A labeler that is faster given the whole batch at once (one gateway batch)."""
+
+    async def label_many(self, requests: Sequence[LabelRequest]) -> list[LabelResult]: ...
 
 
 class FakeLabeler:

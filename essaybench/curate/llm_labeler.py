@@ -9,11 +9,18 @@ format shared with every other labeler; the JSON schema only constrains decoding
 
 A call that did not end ``ok`` never yields a label: the gateway's status is mapped
 to a label status and the reply, if any, is kept as evidence in ``error``.
+
+Batching: ``Gateway.run`` closes its HTTP clients when a batch ends, so two batches
+must never overlap on one gateway. Every ``label`` and ``label_many`` call therefore
+goes through one queue: calls that arrive together (classify gathers them) are sent
+as one gateway batch, and a batch starts only when the previous one has ended.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from essaybench.curate.labeler import (
@@ -93,6 +100,13 @@ def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:
     return LabelResult.failure(status, error)
 
 
+@dataclass(frozen=True)
+class _Queued:
+    request: LabelRequest
+    chat: ChatRequest
+    future: asyncio.Future[LabelResult]
+
+
 class GatewayLabeler:
     """Labels prompts with ``model`` through ``gateway``; see the module docstring."""
 
@@ -110,6 +124,9 @@ class GatewayLabeler:
         self.model = model
         self.params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         self.template = template if template is not None else load_label_template()
+        self.batches = 0  # gateway batches sent, for tests and logs
+        self._queue: list[_Queued] = []
+        self._sender: asyncio.Task[None] | None = None
 
     def chat_request(self, request: LabelRequest) -> ChatRequest:
         rendered = render_label_prompt(self.template, request)
@@ -124,11 +141,39 @@ class GatewayLabeler:
         )
 
     async def label(self, request: LabelRequest) -> LabelResult:
-        (result,) = await self.gateway.run([self.chat_request(request)])
-        return to_label_result(result, request)
+        (result,) = await self.label_many([request])
+        return result
 
     async def label_many(self, requests: Sequence[LabelRequest]) -> list[LabelResult]:
-        """All requests as one gateway batch: one ledger lookup, the endpoint's own
-        concurrency limit, and shared ledger commits. Results are in request order."""
-        results = await self.gateway.run([self.chat_request(r) for r in requests])
-        return [to_label_result(res, req) for res, req in zip(results, requests, strict=True)]
+        """Results in request order; the requests join the next gateway batch."""
+        loop = asyncio.get_running_loop()
+        queued = [_Queued(r, self.chat_request(r), loop.create_future()) for r in requests]
+        if self._sender is None or self._sender.done():
+            # A sender left by an earlier event loop is gone, and so are its waiters.
+            self._queue = [q for q in self._queue if q.future.get_loop() is loop]
+            self._sender = loop.create_task(self._send_batches())
+        self._queue.extend(queued)
+        return list(await asyncio.gather(*(q.future for q in queued)))
+
+    async def _send_batches(self) -> None:
+        while self._queue:
+            await asyncio.sleep(0)  # let the callers started with this one join the batch
+            batch = [q for q in self._queue if not q.future.done()]  # done: caller cancelled
+            self._queue = []
+            if not batch:
+                continue
+            self.batches += 1
+            try:
+                results = await self.gateway.run([q.chat for q in batch])
+            except asyncio.CancelledError:
+                for q in batch:
+                    q.future.cancel()
+                raise
+            except Exception as exc:  # e.g. a missing API key: every waiter hears of it
+                for q in batch:
+                    if not q.future.done():
+                        q.future.set_exception(exc)
+                continue
+            for q, result in zip(batch, results, strict=True):
+                if not q.future.done():
+                    q.future.set_result(to_label_result(result, q.request))

@@ -69,6 +69,8 @@ def run_curation_stage(
         raise NoUpstreamError(
             f"stage {stage!r} reads a {expected!r} snapshot, got {upstream.snapshot_id}")
     table = kept_rows(upstream.read())
+    if stage == "classify" and config.classify.mode == "rules+llm" and labeler is None:
+        return _classify_with_gateway(store, run_id, config, upstream, table)
     computations: dict[str, tuple[Any, Any]] = {
         "filter": (config.filter, lambda: run_filter(table, config.filter)),
         "dedup": (config.dedup, lambda: run_dedup(table, config.dedup)),
@@ -78,6 +80,23 @@ def run_curation_stage(
     params, compute = computations[stage]
     return run_stage(store, run_id=run_id, stage=stage, upstream=[upstream], params=params,
                      compute=compute, rows_in=table.height)
+
+
+def _classify_with_gateway(store: Store, run_id: str, config: CurateConfig,
+                           upstream: Snapshot, table: pl.DataFrame) -> Snapshot:
+    """classify in rules+llm mode: the labeller's calls go through the gateway and ledger."""
+    from essaybench.curate.llm_labeler import GatewayLabeler
+    from essaybench.llm.registry import load_registry
+    from essaybench.llm.session import open_gateway
+
+    model = config.classify.llm_model
+    if model is None:
+        raise ValueError("classify mode 'rules+llm' needs classify.llm_model (a registry name)")
+    with open_gateway(load_registry(), store.root, [model]) as session:
+        labeler = GatewayLabeler(session.gateway, model)
+        return run_stage(store, run_id=run_id, stage="classify", upstream=[upstream],
+                         params=config.classify, rows_in=table.height,
+                         compute=lambda: run_classify(table, config.classify, labeler))
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ class Gateway:
         self._given: dict[str, ChatBackend] = dict(backends or {})
         self._backends: dict[str, ChatBackend] = {}
         self._limiters: dict[str, EndpointLimiter] = {}
+        self._active_runs = 0  # the HTTP clients close when the last concurrent run ends
         self.backoff = backoff
         self.seed = seed
         self.last_stats: BatchStats | None = None
@@ -122,12 +123,15 @@ class Gateway:
             if progress is not None:
                 progress(result, done, total)
 
+        self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:
                 for key, request in first.items():
                     group.create_task(one(key, request))
         finally:
-            await self.aclose()
+            self._active_runs -= 1
+            if self._active_runs == 0:
+                await self.aclose()
         self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
                                      from_ledger=len({k for k in keys if k in stored}),
                                      sent=total)

@@ -243,12 +243,14 @@ def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
             Ledger(path) as ledger:
         gateway = Gateway(registry_of(fake_spec()), ledger,
                           base_urls={"fake": server.base_url}, backoff=FAST)
-        try:
-            out = run_classify(t, ClassifyParams(mode="rules+llm"),
-                               GatewayLabeler(gateway, "fake"))
-        finally:
-            asyncio.run(gateway.aclose())
+        labeler = GatewayLabeler(gateway, "fake")
+        out = run_classify(t, ClassifyParams(mode="rules+llm"), labeler)
         assert server.stats().totals.received == 3
+        assert labeler.batches == 1  # the gathered label() calls went out as one batch
+        # the same labeler on a new event loop: one new prompt sent, the rest from the ledger
+        again = run_classify(prompt_table([*undecided, "以“雨”为题写一篇作文。"]),
+                             ClassifyParams(mode="rules+llm"), labeler)
+        assert server.stats().totals.received == 4
     rows = out.table.to_dicts()
     llm = [r for r in rows if r["text"] in undecided]
     assert [(r["genre"], r["genre_source"], r["decision"]) for r in llm] == [
@@ -256,5 +258,39 @@ def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
     assert all(r["genre_evidence"].startswith("llm: 叙事题 | rule: undecided") for r in llm)
     assert next(r for r in rows if r["text"] == decided)["genre_source"] == "rule"
     assert out.meta["llm"]["status"] == {"ok": 3}
+    assert again.table["genre_source"].to_list() == ["llm"] * 4
     assert sorted(ledger_rows(path, "stage, tag")) == sorted(
-        ("classify", prompt_id(text)) for text in undecided)
+        ("classify", prompt_id(text)) for text in [*undecided, "以“雨”为题写一篇作文。"])
+
+
+def test_concurrent_calls_never_overlap_gateway_batches(tmp_path: Path) -> None:
+    # Gateway.run closes its HTTP clients when a batch ends: overlapping batches on one
+    # gateway fail with "client has been closed". More calls than the endpoint's slots,
+    # with latency, arriving both gathered and while a batch is in flight.
+    requests = [LabelRequest(prompt_id=f"p{i}", text=f"以“门{i}”为题写一篇作文。")
+                for i in range(40)]
+    scenario = FakeScenario.model_validate({"models": {"*": {"latency_ms": 20}}})
+
+    async def main(server: FakeServerHandle) -> tuple[list[LabelResult], int]:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec(max_concurrency=4)), ledger,
+                              base_urls={"fake": server.base_url}, backoff=FAST)
+            labeler = GatewayLabeler(gateway, "fake")
+
+            async def late(r: LabelRequest) -> LabelResult:
+                await asyncio.sleep(0.03)  # arrives while the first batch is in flight
+                return await labeler.label(r)
+
+            async def many() -> list[LabelResult]:
+                return await labeler.label_many(requests[:20])
+
+            batch = asyncio.ensure_future(many())
+            singles = await asyncio.gather(*(labeler.label(r) for r in requests[20:30]),
+                                           *(late(r) for r in requests[30:]))
+            return [*await batch, *singles], labeler.batches
+
+    with run_fake_server(scenario) as server:
+        results, batches = asyncio.run(main(server))
+        assert server.stats().totals.received == 40
+    assert {r.status for r in results} <= {LabelStatus.OK, LabelStatus.REFUSED}
+    assert batches == 2

@@ -140,3 +140,17 @@ def test_one_gateway_serves_several_batches_on_fresh_event_loops(tmp_path: Path)
         assert all(r.ok for r in first + second)
         assert [r.from_ledger for r in second] == [True] * 10 + [False] * 10
         assert server.stats().totals.received == 20
+
+
+def test_concurrent_runs_on_one_gateway_share_its_clients(tmp_path: Path) -> None:
+    scenario = FakeScenario.model_validate({"models": {"*": {"latency_ms": 20}}})
+    with run_fake_server(scenario) as server, Ledger(tmp_path / "l.duckdb") as ledger:
+        gateway = Gateway(registry_of(fake_spec(max_concurrency=4)), ledger,
+                          base_urls={"fake": server.base_url}, backoff=FAST)
+
+        async def main() -> list[list[ChatResult]]:
+            reqs = _requests(40)
+            return list(await asyncio.gather(*(gateway.run([r]) for r in reqs)))
+
+        results = asyncio.run(main())
+    assert all(batch[0].ok for batch in results)

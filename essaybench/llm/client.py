@@ -29,10 +29,11 @@ from essaybench.llm.structured import StructuredError, parse_structured, reask_m
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
-# httpcore's pool scans every connection on each request (O(connections) per request,
-# measured at ~15 ms CPU per call with 64 connections), so a wide endpoint gets several
+# httpcore's pool checks every connection on each request (a syscall each, via anyio),
+# measured at ~19 ms CPU per call with one pool of 64 connections, ~2.6 ms with pools of 8
+# and ~2.0 ms with pools of 2 (benchmarks/llm_gateway.py): a wide endpoint gets many
 # small pools used in turn instead of one big one.
-CONNECTIONS_PER_POOL = 8
+CONNECTIONS_PER_POOL = 2
 
 
 class ChatBackend(Protocol):

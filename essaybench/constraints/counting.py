@@ -1,0 +1,30 @@
+"""Character counts of an essay, the two ways a length requirement can be read."""
+
+from __future__ import annotations
+
+# CJK Unified Ideographs and Extensions A–I, plus the compatibility ideographs
+# (which a reader cannot tell from unified ones) and 〇 (二〇二四).
+_IDEOGRAPH_RANGES = (
+    (0x3007, 0x3007), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
+    (0x20000, 0x2A6DF), (0x2A700, 0x2EE5F), (0x2F800, 0x2FA1F), (0x30000, 0x323AF),
+)
+
+
+def _is_ideograph(ch: str) -> bool:
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _IDEOGRAPH_RANGES)
+
+
+def count_chinese_chars(essay: str) -> int:
+    """Chinese characters only: punctuation, digits, Latin letters and spaces do not count."""
+    return sum(1 for ch in essay if _is_ideograph(ch))
+
+
+def count_grid_chars(essay: str) -> int:
+    """The exam-paper (方格稿纸) count: every non-space character, punctuation included.
+
+    Exams count each character and each punctuation mark as one cell; this
+    also counts each digit and Latin letter as one (grids often put two per
+    cell), so it is an upper bound for mixed-script text.
+    """
+    return sum(1 for ch in essay if not ch.isspace() and ch.isprintable())

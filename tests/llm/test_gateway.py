@@ -154,3 +154,19 @@ def test_concurrent_runs_on_one_gateway_share_its_clients(tmp_path: Path) -> Non
 
         results = asyncio.run(main())
     assert all(batch[0].ok for batch in results)
+
+
+def test_api_key_never_reaches_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-ledger-leak-check-0123456789"
+    monkeypatch.setenv("LEAK_CHECK_KEY", secret)
+    scenario = FakeScenario.model_validate(
+        {"api_key_env": "LEAK_CHECK_KEY",
+         "faults": [{"kind": "status", "status": 401, "every_nth": 3}]})
+    with run_fake_server(scenario) as server:
+        results, _ = _run(server, tmp_path / "l.duckdb", _requests(6),
+                          api_key_env="LEAK_CHECK_KEY")
+    assert {r.status for r in results} == {CallStatus.OK, CallStatus.API_ERROR}
+    for path in tmp_path.iterdir():  # the database, its WAL and its lock file
+        assert secret.encode() not in path.read_bytes(), path

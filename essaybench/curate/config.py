@@ -12,6 +12,7 @@ from essaybench.curate.dedup import DedupParams
 from essaybench.curate.filter import FilterParams
 from essaybench.curate.rouge import RougeParams
 from essaybench.sources.config import SourcesConfig, load_sources
+from essaybench.yamlio import load_strict
 
 
 class CurateConfigError(ValueError):
@@ -36,7 +37,7 @@ def load_curate_config(path: Path | str) -> CurateConfig:
     if not path.is_file():
         raise CurateConfigError(f"curate config not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = load_strict(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise CurateConfigError(f"curate config {path} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

@@ -74,6 +74,7 @@ from essaybench.curate.table import (
     Decision,
     StageOutput,
     ensure_columns,
+    require_kept_input,
 )
 
 _QUOTED = re.compile(r"《([^》]+)》|“([^”]+)”|「([^」]+)」|『([^』]+)』|\"([^\"]+)\"")
@@ -293,20 +294,6 @@ def greedy_keep(n: int, pairs: Pairs) -> tuple[NDArray[np.int64], NDArray[np.flo
     return dup_of, sim
 
 
-def _check_input(table: pl.DataFrame) -> None:
-    missing = [c for c in ("text", "prompt_id") if c not in table.columns]
-    if missing:
-        raise ValueError(f"dedup: input lacks column(s) {missing}; run filter first")
-    nulls = [c for c in ("text", "prompt_id") if table[c].null_count()]
-    if nulls:
-        raise ValueError(f"dedup: null values in {nulls}; filter should have dropped those rows")
-    if "decision" in table.columns:
-        other = table.filter(pl.col("decision").is_not_null()
-                             & (pl.col("decision") != Decision.KEPT.value))
-        if other.height:
-            raise ValueError(f"dedup: expects kept rows only, got {other.height} other row(s)")
-
-
 def _cluster_summary(labels: NDArray[np.int64]) -> dict[str, Any]:
     if labels.size == 0:
         return {"count": 0, "min": 0, "median": 0.0, "max": 0, "singletons": 0}
@@ -318,7 +305,7 @@ def _cluster_summary(labels: NDArray[np.int64]) -> dict[str, Any]:
 
 def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
     """Every input row, in order, with exact and near duplicates marked ``duplicate``."""
-    _check_input(table)
+    require_kept_input(table, "dedup", "filter")
     started = time.perf_counter()
     timings: dict[str, float] = {}
     ids: list[str] = table["prompt_id"].to_list()

@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from essaybench.curate.labeler import Genre, PromptSetLabel
+from essaybench.yamlio import load_strict
 
 PromptId = Annotated[str, StringConstraints(pattern=r"^p[0-9a-f]{15}$")]  # hashing.prompt_id
 
@@ -69,23 +70,6 @@ class OverrideFile(BaseModel):
         return {} if value is None else value  # "overrides:" with every entry commented out
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys; two entries for one prompt are a mistake."""
-
-
-def _mapping_without_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate entry {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                                 _mapping_without_duplicates)
 
 
 def load_overrides(path: Path | str) -> dict[str, OverrideEntry]:
@@ -93,7 +77,7 @@ def load_overrides(path: Path | str) -> dict[str, OverrideEntry]:
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as fh:
-            raw = yaml.load(fh, Loader=_UniqueKeyLoader)
+            raw = load_strict(fh)
     except OSError as exc:
         raise OverrideFileError(f"override file {path}: cannot read: {exc}") from exc
     except yaml.YAMLError as exc:

@@ -63,6 +63,7 @@ from essaybench.curate.table import (
     Decision,
     StageOutput,
     ensure_columns,
+    require_kept_input,
 )
 
 REASON = "rouge_l"
@@ -279,24 +280,10 @@ def prune(
     return PruneResult(matches, n_bound, n_lcs, n_exact, len(set("".join(strings))))
 
 
-def _check_input(table: pl.DataFrame) -> None:
-    missing = [c for c in ("text", "prompt_id") if c not in table.columns]
-    if missing:
-        raise ValueError(f"rouge: input lacks column(s) {missing}")
-    if "decision" in table.columns:
-        bad = table.filter(pl.col("decision").is_not_null()
-                           & (pl.col("decision") != Decision.KEPT.value))
-        if bad.height:
-            raise ValueError(
-                f"rouge: input must be the kept rows of dedup; {bad.height} row(s) are not, "
-                f"e.g. prompt_id {bad['prompt_id'][0]!r}"
-            )
-
-
 def run_rouge(table: pl.DataFrame, params: RougeParams) -> StageOutput:
     """Mark every row kept or duplicate (reason ``rouge_l``); see module docstring."""
     t0 = time.perf_counter()
-    _check_input(table)
+    require_kept_input(table, "rouge", "dedup")
     ids: list[str] = table["prompt_id"].to_list()
     texts: list[str | None] = table["text"].to_list()
     blank = [pid for pid, text in zip(ids, texts, strict=True) if text is None or not text.strip()]

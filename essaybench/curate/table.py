@@ -92,3 +92,24 @@ def ensure_columns(
     missing = [pl.lit(None, dtype=dtype).alias(name) for name, dtype in columns.items()
                if name not in table.columns]
     return table.with_columns(missing) if missing else table
+
+
+def require_kept_input(table: pl.DataFrame, stage: str, upstream: str,
+                       columns: tuple[str, ...] = ("text", "prompt_id")) -> None:
+    """A stage's input must be its upstream's kept rows, with ``columns`` present and set."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{stage}: input lacks column(s) {missing}; run {upstream} first")
+    nulls = [c for c in columns if table[c].null_count()]
+    if nulls:
+        bad = table.filter(pl.any_horizontal(pl.col(nulls).is_null()))
+        ids = bad["prompt_id"].drop_nulls().head(3).to_list() if "prompt_id" in bad.columns else []
+        raise ValueError(f"{stage}: null values in {nulls} ({bad.height} row(s), e.g. prompt_id "
+                         f"{ids}); {upstream} should have dropped those rows")
+    if "decision" in table.columns:
+        other = table.filter(pl.col("decision").is_not_null()
+                             & (pl.col("decision") != Decision.KEPT.value))
+        if other.height:
+            raise ValueError(
+                f"{stage}: expects kept rows only (of {upstream}), got {other.height} other "
+                f"row(s), e.g. prompt_id {other['prompt_id'][0]!r}")

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from essaybench.llm.types import Message
 from essaybench.paths import PROJECT_ROOT
+from essaybench.yamlio import load_strict
 
 EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cpp)
 MODELS_ENV = "ESSAYBENCH_MODELS"  # overrides the default registry path
@@ -319,28 +320,11 @@ def _format(exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses repeated keys: a second entry must not silently win."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"repeated key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader
+        return load_strict(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
         # problem + position only: str(exc) quotes the offending line, which may hold a key.
         mark = exc.problem_mark

@@ -8,6 +8,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from essaybench.yamlio import load_strict
+
 SourceKind = Literal["chat_jsonl", "csv", "numbered_text", "parquet"]
 Encoding = Literal["auto", "utf-8", "utf-8-sig", "gb18030", "utf-16"]
 
@@ -60,7 +62,7 @@ def load_sources(path: Path | str) -> SourcesConfig:
     if not path.is_file():
         raise SourceConfigError(f"sources config not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_strict(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise SourceConfigError(f"sources config {path} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

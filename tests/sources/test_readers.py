@@ -159,3 +159,11 @@ def test_collect_accounts_for_every_record(tmp_path: Path) -> None:
                                       "exam": {"records": 2, "quarantined": 0}}
     again = run_collect(config)
     assert again.table.equals(out.table)  # record ids are content hashes: stable
+
+
+def test_repeated_key_in_sources_config_is_an_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "sources.yaml"
+    cfg.write_text("sources:\n  - {name: a, kind: chat_jsonl, path: a.jsonl, path: b.jsonl}\n",
+                   encoding="utf-8")
+    with pytest.raises(SourceConfigError, match="duplicate entry 'path'"):
+        load_sources(cfg)

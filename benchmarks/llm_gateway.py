@@ -57,24 +57,28 @@ def run(calls: int, latency_ms: int, concurrency: int, faults: bool) -> dict[str
     with tempfile.TemporaryDirectory() as tmp, spawn_fake_server(scenario) as server:
         ledger_path = Path(tmp) / "ledger.duckdb"
 
-        async def main() -> list[bool]:
+        async def main() -> list[tuple[bool, float]]:
             with Ledger(ledger_path) as ledger:
                 gateway = Gateway(Registry(models={"fake": spec}), ledger,
                                   base_urls={"fake": server.base_url},
                                   backoff=Backoff(base_s=0.2, cap_s=2.0), seed=0)
                 results = await gateway.run(requests)
                 await gateway.aclose()
-                return [r.ok for r in results]
+                return [(r.ok, r.latency_s) for r in results]
 
         cpu0, t0 = _cpu(), time.perf_counter()
-        oks = run_async(main())
+        outcomes = run_async(main())
+        oks = [ok for ok, _ in outcomes]
+        latencies = sorted(lat for _, lat in outcomes)
         wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
         stats = server.stats()
         with duckdb.connect(str(ledger_path), read_only=True) as con:
             ledger_ok = con.execute("select count(distinct key) from llm_calls "
                                     "where status = 'ok'").fetchall()[0][0]
     twice = sum(v for k, v in stats.completed_per_key.items() if int(k) > 1)
-    return {"wall_s": wall, "cpu_ms_per_call": cpu / calls * 1000, "ok": sum(oks),
+    return {"wall_s": wall, "p50_ms": 1000 * latencies[len(latencies) // 2],
+            "p95_ms": 1000 * latencies[int(len(latencies) * 0.95)],
+            "cpu_ms_per_call": cpu / calls * 1000, "ok": sum(oks),
             "lost": calls - sum(oks), "ledger_ok": ledger_ok, "completed_twice": twice,
             "received": stats.totals.received, "faults": sum(stats.totals.faults.values())}
 
@@ -91,7 +95,8 @@ def main() -> None:
     print(f"clean: {args.calls} calls in {clean['wall_s']:.1f} s (ideal {ideal:.1f} s, "
           f"{ratio:.3f}x; target <= 1.1x: {'PASS' if ratio <= 1.1 else 'FAIL'}); client CPU "
           f"{clean['cpu_ms_per_call']:.2f} ms/call (target <= 2: "
-          f"{'PASS' if clean['cpu_ms_per_call'] <= 2 else 'FAIL'}); ok {clean['ok']:.0f}, "
+          f"{'PASS' if clean['cpu_ms_per_call'] <= 2 else 'FAIL'}); HTTP latency p50 "
+          f"{clean['p50_ms']:.0f} ms, p95 {clean['p95_ms']:.0f} ms; ok {clean['ok']:.0f}, "
           f"ledger ok {clean['ledger_ok']:.0f}")
     faulty = run(args.calls, args.latency_ms, args.concurrency, faults=True)
     good = (faulty["lost"] == 0 and faulty["completed_twice"] == 0

@@ -75,7 +75,7 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
 
 class Ledger:
     def __init__(self, path: Path | str, lock_timeout_s: float = 120.0,
-                 linger_s: float = 0.05, max_batch: int = 256) -> None:
+                 linger_s: float = 0.2, max_batch: int = 256) -> None:
         self.path = Path(path)
         self.lock_timeout_s = lock_timeout_s
         self.linger_s = linger_s

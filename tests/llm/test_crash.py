@@ -32,7 +32,8 @@ from tests.llm.conftest import fake_spec, registry_of
 async def main():
     requests = [ChatRequest(model="fake", messages=(Message(role="user", content=f"题{i}"),))
                 for i in range(int(sys.argv[3]))]
-    with Ledger(sys.argv[1]) as ledger:
+    # A short group-commit linger keeps the unacknowledged window (and the bound below) small.
+    with Ledger(sys.argv[1], linger_s=0.05) as ledger:
         gateway = Gateway(registry_of(fake_spec(max_concurrency=int(sys.argv[5]))), ledger,
                           base_urls={"fake": sys.argv[2]}, backoff=Backoff(0.01, 0.05))
         results = await gateway.run(requests)
@@ -86,7 +87,8 @@ def test_kill_9_mid_batch_then_rerun(tmp_path: Path) -> None:
     for key in survived:  # a call stored before the crash was never sent again
         assert received[key] == 1, key
     resent = [k for k, n in received.items() if n > 1]
-    # Only calls not yet acknowledged: in flight over HTTP, or waiting in the group commit.
-    assert len(resent) <= 3 * CONCURRENCY
+    # Only calls not yet acknowledged can be re-sent: in flight over HTTP (<= CONCURRENCY),
+    # waiting out the 50 ms linger or inside the commit under way when the kill came
+    # (at ~160 calls/s, about CONCURRENCY each), plus margin for a slow commit.
+    assert len(resent) <= 4 * CONCURRENCY
     assert not set(resent) & survived
-    print(f"survived {len(survived)}, resent {len(resent)}")

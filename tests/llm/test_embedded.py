@@ -245,15 +245,12 @@ def test_concurrent_streams_both_finish(server: EmbeddedServer) -> None:
 
 
 @pytest.mark.slow
-def test_generation_throughput(server: EmbeddedServer) -> None:
-    started = time.perf_counter()
+def test_generation_stops_at_max_tokens(server: EmbeddedServer) -> None:
+    # Speed is measured in benchmarks/embedded_model.py, not asserted here.
     payload = _chat(server.base_url, "Write a long story about a lighthouse keeper.",
                     max_tokens=128)
-    elapsed = time.perf_counter() - started
-    tokens = payload["usage"]["completion_tokens"]
-    print(f"\n{tokens} tokens in {elapsed:.2f} s: {tokens / elapsed:.1f} tokens/s")
-    assert tokens == 128 and payload["choices"][0]["finish_reason"] == "length"
-    assert tokens / elapsed > 10  # ~56 measured on one thread; this catches a collapse
+    assert payload["usage"]["completion_tokens"] == 128
+    assert payload["choices"][0]["finish_reason"] == "length"
 
 
 @pytest.mark.slow

@@ -1,0 +1,131 @@
+"""Instruction following beyond the paper: does an essay meet its prompt's length requirement?
+
+The paper scores quality only and names instruction following as a limitation;
+this module checks the one requirement that can be verified without a judge,
+the length (see ``essaybench.constraints.length``).
+
+Which count decides. Compliance uses the grid count (``count_grid_chars``):
+every non-space character, punctuation included. Reason: 字数 in a Chinese
+exam is read off the 方格稿纸, where each character and each punctuation mark
+fills one cell, so "不少于800字" means 800 cells; Chinese prose is ~10–15%
+punctuation, and counting ideographs only would fail essays that a marker
+accepts. Whitespace and line breaks never count (a paragraph indent is layout,
+not text). The ideograph-only count (``count_chinese_chars``) is reported
+beside it so a reader can re-judge with the stricter rule.
+
+Deviation. ``deviation`` is signed and relative to the violated bound:
+(n − min)/min when under (negative), (n − max)/max when over (positive), 0.0
+when compliant, None when there is no requirement. A target ("约600字") is
+judged against its ±APPROX_TOLERANCE range, so its bounds are those of the range.
+
+Null essays (generation failed) get a null verdict and are left out of every
+rate; an empty string is an essay of length 0 (the model answered nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from essaybench.constraints import (
+    LengthRequirement,
+    count_chinese_chars,
+    count_grid_chars,
+    length_requirement,
+)
+
+LengthVerdict = Literal["compliant", "under", "over", "no_requirement"]
+
+
+@dataclass(frozen=True)
+class LengthCheck:
+    requirement: LengthRequirement | None
+    chinese_chars: int  # ideographs only, reported for reference
+    grid_chars: int  # the count the verdict uses (see module doc)
+    verdict: LengthVerdict
+    deviation: float | None  # signed, relative to the violated bound; None without requirement
+
+
+def _judge(n: int, lo: int | None, hi: int | None) -> tuple[LengthVerdict, float]:
+    under = (n - lo) / lo if lo is not None and lo > 0 and n < lo else None
+    over = (n - hi) / hi if hi is not None and hi > 0 and n > hi else None
+    if under is not None and (over is None or -under <= over):
+        return "under", under  # a conflicting requirement (min > max) is missed by the nearer side
+    if over is not None:
+        return "over", over
+    return "compliant", 0.0
+
+
+def check_length(prompt_text: str, essay_text: str) -> LengthCheck:
+    req = length_requirement(prompt_text)
+    grid = count_grid_chars(essay_text)
+    chinese = count_chinese_chars(essay_text)
+    if req is None:
+        return LengthCheck(None, chinese, grid, "no_requirement", None)
+    verdict, deviation = _judge(grid, *req.bounds())
+    return LengthCheck(req, chinese, grid, verdict, deviation)
+
+
+_TABLE_SCHEMA: dict[str, type[pl.DataType]] = {
+    "req_min_chars": pl.Int64, "req_max_chars": pl.Int64, "req_approx_chars": pl.Int64,
+    "essay_chars": pl.Int64, "essay_grid_chars": pl.Int64,
+    "length_verdict": pl.String, "length_deviation": pl.Float64,
+}
+
+
+def compliance_table(essays: pl.DataFrame, prompt_column: str = "text") -> pl.DataFrame:
+    """``essays`` (columns ``prompt_column`` = the prompt, ``essay_text``) with the length
+    check added; the generate stage's essays carry the prompt as ``prompt_text``.
+
+    ``essay_chars`` is the ideograph count, ``essay_grid_chars`` the grid count
+    the verdict uses. A null essay keeps its requirement columns and gets null
+    counts, verdict and deviation.
+    """
+    cols: dict[str, list[object]] = {name: [] for name in _TABLE_SCHEMA}
+    for prompt, essay in zip(essays[prompt_column].to_list(), essays["essay_text"].to_list(),
+                             strict=True):
+        req = length_requirement(prompt) if prompt is not None else None
+        cols["req_min_chars"].append(req.min_chars if req else None)
+        cols["req_max_chars"].append(req.max_chars if req else None)
+        cols["req_approx_chars"].append(req.approx_chars if req else None)
+        check = check_length(prompt or "", essay) if essay is not None else None
+        cols["essay_chars"].append(check.chinese_chars if check else None)
+        cols["essay_grid_chars"].append(check.grid_chars if check else None)
+        cols["length_verdict"].append(check.verdict if check else None)
+        cols["length_deviation"].append(check.deviation if check else None)
+    return essays.with_columns(
+        pl.Series(name, values, dtype=_TABLE_SCHEMA[name]) for name, values in cols.items())
+
+
+def compliance_rates(table: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.DataFrame:
+    """Per group of a ``compliance_table``: how often essays meet their length requirement.
+
+    Columns: ``n_essays`` (rows), ``n_with_requirement`` (rows whose prompt has
+    one, null essays included), ``n_checked`` (with a requirement and a
+    non-null essay: the denominator of the three rates), ``compliance_rate``,
+    ``over_rate``, ``under_rate`` (null when ``n_checked`` is 0), and
+    ``mean_essay_grid_chars`` and ``mean_essay_chars`` over the group's
+    non-null essays (requirement or not).
+    """
+    has_req = (pl.col("req_min_chars").is_not_null() | pl.col("req_max_chars").is_not_null()
+               | pl.col("req_approx_chars").is_not_null())
+    checked = has_req & pl.col("length_verdict").is_not_null()
+
+    def share(verdict: str) -> pl.Expr:
+        hits = (checked & (pl.col("length_verdict") == verdict)).sum()
+        n = checked.sum()
+        return pl.when(n > 0).then(hits / n).otherwise(None)
+
+    return (table.group_by(list(by), maintain_order=True)
+            .agg(pl.len().alias("n_essays"),
+                 has_req.sum().alias("n_with_requirement"),
+                 checked.sum().alias("n_checked"),
+                 share("compliant").alias("compliance_rate"),
+                 share("over").alias("over_rate"),
+                 share("under").alias("under_rate"),
+                 pl.col("essay_grid_chars").mean().alias("mean_essay_grid_chars"),
+                 pl.col("essay_chars").mean().alias("mean_essay_chars"))
+            .sort(list(by)))

@@ -55,3 +55,23 @@ def test_essays_table_feeds_the_judge_and_the_compliance_check(tmp_path: Path) -
     verdicts = dict(zip(checked["prompt_id"], checked["length_verdict"], strict=False))
     assert verdicts["p2"] is None or verdicts["p2"] == "no_requirement"
     assert "under" in checked.filter(pl.col("prompt_id") == "p1")["length_verdict"].to_list()
+
+
+def test_chain_ends_in_table5(tmp_path: Path) -> None:
+    from essaybench.aggregate import table5, to_markdown
+
+    registry = registry_of(fake_spec("writer", model_id="writer"),
+                           fake_spec("judge", model_id="judge"))
+    with run_fake_server() as server, open_gateway(
+            registry, tmp_path, ["writer", "judge"],
+            base_urls={"writer": server.base_url, "judge": server.base_url}) as session:
+        essays = run_generate(PROMPTS, GenerateParams(models=("writer",), samples=2),
+                              session, "ps-test").table
+        judged = run_judge(essays, JudgeParams(judges=("judge",)), session).table
+    t5 = table5(judged)
+    row = t5.row(0, named=True)
+    assert (row["judge"], row["model"]) == ("judge", "writer")
+    assert row["overall:n"] == 4 and row["overall:coverage"] == 1.0
+    expected = judged.filter(pl.col("genre") == "argumentative")["score_weighted"].mean()
+    assert row["argumentative/constrained"] == expected
+    assert "writer" in to_markdown(t5, "weighted")

@@ -1,0 +1,155 @@
+"""Benchmark tables from the judgments table: the paper's Table 5 and per-trait means.
+
+Every mean is taken over ``status == "ok"`` rows only and is reported beside its
+coverage (ok rows with a score / all rows of that cell) and n. Failed rows
+(skipped, parse_error, api_error, refused) stay in the denominator and are never
+imputed, so a cell whose rows all failed has a null mean and coverage 0.
+
+Table 5 column naming, per (judge, model) row:
+
+* ``overall``, ``overall:coverage``, ``overall:n``, ``overall:rows``
+* ``<genre>/<prompt_set>`` (e.g. ``argumentative/open``) with the same
+  ``:coverage``, ``:n`` and ``:rows`` suffixes.
+
+Coverage is null only when a cell has no rows at all (nothing was attempted).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+OK = "ok"
+GENRE_ORDER = ("argumentative", "narrative", "descriptive", "expository")
+SET_ORDER = ("open", "constrained")
+OVERALL = "overall"
+KEYS = ("judge", "model")
+
+
+def _order(values: list[str], preferred: tuple[str, ...]) -> list[str]:
+    """Paper order first; anything unexpected after it, alphabetically, so it is not lost."""
+    return [v for v in preferred if v in values] + sorted(v for v in values if v not in preferred)
+
+
+def cells(judgments: pl.DataFrame) -> list[str]:
+    """The ``genre/prompt_set`` cells present in the table, in the paper's order."""
+    pairs = set(judgments.select("genre", "prompt_set").unique().iter_rows())
+    genres = _order(sorted({str(g) for g, _ in pairs}), GENRE_ORDER)
+    sets = _order(sorted({str(s) for _, s in pairs}), SET_ORDER)
+    return [f"{g}/{s}" for g in genres for s in sets if (g, s) in pairs]
+
+
+def _cell_aggs(name: str, in_cell: pl.Expr, score: str) -> list[pl.Expr]:
+    counted = in_cell & (pl.col("status") == OK) & pl.col(score).is_not_null()
+    rows = in_cell.sum().cast(pl.Int64)
+    n = counted.sum().cast(pl.Int64)
+    return [
+        pl.col(score).filter(counted).mean().alias(name),
+        pl.when(rows > 0).then(n / rows).otherwise(None).alias(f"{name}:coverage"),
+        n.alias(f"{name}:n"),
+        rows.alias(f"{name}:rows"),
+    ]
+
+
+def table5(judgments: pl.DataFrame, score: str = "score_weighted") -> pl.DataFrame:
+    """Per (judge, model): overall and per genre × prompt-set mean of ``score``.
+
+    Rows are sorted by judge, then overall mean descending (nulls last), then model.
+    """
+    # A per-row mask (a bare literal would broadcast to one row in the sums).
+    every_row = pl.int_range(pl.len()) >= 0
+    aggs = _cell_aggs(OVERALL, every_row, score)
+    for cell in cells(judgments):
+        genre, prompt_set = cell.split("/", 1)
+        in_cell = (pl.col("genre") == genre) & (pl.col("prompt_set") == prompt_set)
+        aggs.extend(_cell_aggs(cell, in_cell.fill_null(False), score))
+    return (judgments.group_by(*KEYS).agg(aggs)
+            .sort(["judge", OVERALL, "model"], descending=[False, True, False],
+                  nulls_last=True))
+
+
+TRAIT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8,
+    "mean": pl.Float64, "n": pl.Int64,
+}
+
+
+def trait_means(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (judge, model, genre, trait): mean trait sum S_t over ok rows, with n."""
+    ok = judgments.filter((pl.col("status") == OK) & pl.col("trait_scores").is_not_null())
+    rows = [{"judge": judge, "model": model, "genre": genre, "trait": trait,
+             "value": float(value)}
+            for judge, model, genre, raw in
+            ok.select("judge", "model", "genre", "trait_scores").iter_rows()
+            for trait, value in json.loads(raw).items() if value is not None]
+    if not rows:
+        return pl.DataFrame(schema=TRAIT_SCHEMA)
+    long = pl.DataFrame(rows, schema={**{k: pl.Utf8 for k in ("judge", "model", "genre",
+                                                                "trait")},
+                                      "value": pl.Float64})
+    return (long.group_by("judge", "model", "genre", "trait")
+            .agg(pl.col("value").mean().alias("mean"),
+                 pl.len().cast(pl.Int64).alias("n"))
+            .sort("judge", "model", "genre", "trait")
+            .cast(TRAIT_SCHEMA))  # type: ignore[arg-type]
+
+
+def _fmt(mean: float | None, coverage: float | None) -> str:
+    text = "—" if mean is None else f"{mean:.2f}"
+    if coverage is not None and coverage < 1:
+        # Floor so a cell that is not complete never reads as 100%.
+        text += f" ({int(coverage * 100)}%)"
+    return text
+
+
+def _markdown(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
+    """Table 5 as Markdown: means to 2 decimals, coverage in brackets when below 100%."""
+    names = [c for c in table5_df.columns
+             if c not in KEYS and ":" not in c and c != OVERALL]
+    columns = [OVERALL, *names]
+    ordered = table5_df.sort(["judge", OVERALL, "model"], descending=[False, True, False],
+                             nulls_last=True)
+    body = [[str(row["judge"]), str(row["model"]),
+             *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+            for row in ordered.iter_rows(named=True)]
+    return (f"### {score_label}\n\n" + _markdown(["judge", "model", *columns], body)
+            + "\n\nMeans over ok judgments only; (x%) = coverage, ok / all judgments,"
+            " shown when below 100%.\n")
+
+
+def _generic_markdown(df: pl.DataFrame, title: str) -> str:
+    def cell(value: object) -> str:
+        if value is None:
+            return "—"
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    body = [[cell(v) for v in row] for row in df.iter_rows()]
+    return f"### {title}\n\n" + _markdown(df.columns, body) + "\n"
+
+
+def export(tables: dict[str, pl.DataFrame], folder: Path | str) -> dict[str, Path]:
+    """Write each table as ``<name>.parquet``, ``.csv`` and ``.md``; return file name → path.
+
+    A table in the Table 5 layout (it has ``overall:coverage``) is rendered with
+    :func:`to_markdown`; any other as a plain table.
+    """
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name, df in tables.items():
+        parquet, csv, md = (out / f"{name}.{ext}" for ext in ("parquet", "csv", "md"))
+        df.write_parquet(parquet)
+        df.write_csv(csv)
+        text = (to_markdown(df, name) if f"{OVERALL}:coverage" in df.columns
+                else _generic_markdown(df, name))
+        md.write_text(text, encoding="utf-8")
+        written.update({parquet.name: parquet, csv.name: csv, md.name: md})
+    return written

@@ -79,8 +79,11 @@ def kept_rows(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def decision_counts(table: pl.DataFrame) -> dict[str, int]:
+    """Rows per decision; a table without decisions (a report) counts all rows as kept."""
     if table.height == 0:
         return {}
+    if "decision" not in table.columns:
+        return {Decision.KEPT.value: table.height}
     rows = table.group_by("decision").len().iter_rows()
     return {str(decision): int(n) for decision, n in rows}
 

@@ -221,6 +221,11 @@ class Store:
                 "created_at": datetime.now(UTC),
             })
 
+    def latest_prompt_set_version(self) -> str | None:
+        with self.connect() as con:
+            row = con.execute(statement("latest_prompt_set")).fetchone()
+        return None if row is None else str(row[0])
+
     def get_prompt_set(self, version: str) -> dict[str, Any] | None:
         with self.connect() as con:
             cur = con.execute(statement("get_prompt_set"), {"version": version})

@@ -1,0 +1,161 @@
+"""The weekly benchmark's stages against the store: generate → judge → aggregate.
+
+Each function reads its upstream snapshot (never recomputes it), writes its own, and
+sends LLM calls through a gateway session whose ledger makes a rerun pay only for
+calls that failed or never finished. ``BENCHMARK_STAGES`` and ``resolve_upstream``
+let ``essaybench rerun --run RUN --stage judge`` start from an earlier run's snapshot.
+"""
+
+from __future__ import annotations
+
+import random
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from essaybench.aggregate import export, table5, trait_means
+from essaybench.compliance import compliance_rates, compliance_table
+from essaybench.curate.table import StageOutput
+from essaybench.generate import GenerateParams, run_generate
+from essaybench.judge import JudgeParams, run_judge
+from essaybench.llm.session import GatewaySession
+from essaybench.stages import run_stage
+from essaybench.store import Snapshot, Store
+from essaybench.yamlio import load_strict
+
+BENCHMARK_STAGES = ("generate", "judge", "aggregate")
+GENRES = ("argumentative", "narrative", "descriptive", "expository")
+
+
+class BenchmarkConfigError(ValueError):
+    """The benchmark config is wrong: the message names the file."""
+
+
+class BenchmarkConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_set: str = Field(default="latest",
+                            description="Prompt-set version (ps-…), or 'latest' published.")
+    per_genre: int | None = Field(default=None, ge=1,
+                                  description="Sample this many prompts per genre (None: all).")
+    sample_seed: int = Field(default=0, description="Seed of the per-genre prompt sample.")
+    generate: GenerateParams
+    judge: JudgeParams
+
+    def models(self) -> list[str]:
+        return list(dict.fromkeys([*self.generate.models, *self.judge.judges]))
+
+
+def load_benchmark_config(path: Path | str) -> BenchmarkConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise BenchmarkConfigError(f"benchmark config not found: {path}")
+    try:
+        return BenchmarkConfig.model_validate(load_strict(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:
+        raise BenchmarkConfigError(f"benchmark config {path} is invalid:\n{exc}") from exc
+
+
+def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int) -> pl.DataFrame:
+    """Up to ``per_genre`` prompts of each genre, alternating Open and Constrained, drawn
+    by a seeded shuffle of the prompt ids (so the sample does not depend on file order)."""
+    if per_genre is None:
+        return prompts
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    for genre in GENRES:
+        pools = []
+        for pset in ("open", "constrained"):
+            ids = sorted(prompts.filter((pl.col("genre") == genre)
+                                        & (pl.col("prompt_set") == pset))["prompt_id"].to_list())
+            rng.shuffle(ids)
+            pools.append(ids)
+        interleaved = [pid for pair in zip_longest(*pools) for pid in pair if pid is not None]
+        chosen.extend(interleaved[:per_genre])
+    return prompts.filter(pl.col("prompt_id").is_in(chosen)).sort("genre", "prompt_id")
+
+
+def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Snapshot]:
+    """(version, prompts, the classify snapshot it was frozen from)."""
+    if version == "latest":
+        latest = store.latest_prompt_set_version()
+        if latest is None:
+            raise LookupError(f"no prompt set published in {store.root}: run essaybench curate")
+        version = latest
+    record = store.get_prompt_set(version)
+    if record is None:
+        raise LookupError(f"prompt set {version!r} is not in {store.root}")
+    prompts = pl.read_parquet(store.root / record["parquet_path"])
+    return version, prompts, store.get_snapshot(record["snapshot_id"])
+
+
+def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
+                   session: GatewaySession) -> Snapshot:
+    version, prompts, upstream = prompt_set_input(store, config.prompt_set)
+    selected = select_prompts(prompts, config.per_genre, config.sample_seed)
+    params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
+              "per_genre": config.per_genre, "sample_seed": config.sample_seed}
+    return run_stage(store, run_id=run_id, stage="generate", upstream=[upstream], params=params,
+                     rows_in=selected.height,
+                     compute=lambda: run_generate(selected, config.generate, session, version))
+
+
+def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,
+                session: GatewaySession) -> Snapshot:
+    _expect(upstream, "generate")
+    essays = upstream.read()
+    return run_stage(store, run_id=run_id, stage="judge", upstream=[upstream],
+                     params=config.judge, rows_in=essays.height,
+                     compute=lambda: run_judge(essays, config.judge, session))
+
+
+def aggregate_stage(store: Store, run_id: str, upstream: Snapshot) -> tuple[Snapshot, Path]:
+    """Table 5 (weighted, w/o WT), trait means and length compliance; exported as
+    Parquet, CSV and Markdown under ``<store>/reports/<run_id>/``."""
+    _expect(upstream, "judge")
+    judgments = upstream.read()
+    essays = store.get_snapshot(upstream.upstream_snapshot_ids[0]).read()
+    folder = store.root / "reports" / run_id
+
+    def compute() -> StageOutput:
+        main = table5(judgments, "score_weighted")
+        checked = compliance_table(essays, prompt_column="prompt_text")
+        tables = {"table5_weighted": main,
+                  "table5_unweighted": table5(judgments, "score_unweighted"),
+                  "trait_means": trait_means(judgments),
+                  "length_compliance": compliance_rates(checked)}
+        paths = export(tables, folder)
+        return StageOutput(main, {"reports": sorted(str(p) for p in paths.values())})
+
+    snapshot = run_stage(store, run_id=run_id, stage="aggregate", upstream=[upstream],
+                         params={"scores": ["score_weighted", "score_unweighted"]},
+                         rows_in=judgments.height, compute=compute)
+    return snapshot, folder
+
+
+def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None:
+    """The snapshot ``stage`` reads when rerun from ``base_run`` (None for generate)."""
+    if stage not in BENCHMARK_STAGES:
+        raise ValueError(f"unknown benchmark stage {stage!r}; stages: "
+                         f"{', '.join(BENCHMARK_STAGES)}")
+    i = BENCHMARK_STAGES.index(stage)
+    if i == 0:
+        return None
+    up = BENCHMARK_STAGES[i - 1]
+    snap = store.latest_ok_snapshot(up, base_run)
+    if snap is None:
+        raise LookupError(f"cannot rerun {stage!r}: run {base_run} has no successful {up!r}")
+    return snap
+
+
+def _expect(snapshot: Snapshot, stage: str) -> None:
+    if snapshot.stage != stage:
+        raise ValueError(f"expected a {stage!r} snapshot, got {snapshot.snapshot_id}")
+
+
+def summary(store: Store, run_id: str, aggregate: Snapshot, folder: Path) -> dict[str, Any]:
+    return {"run_id": run_id, "snapshot_id": aggregate.snapshot_id, "reports": str(folder),
+            "table5": str(folder / "table5_weighted.md")}

@@ -1,0 +1,4 @@
+SELECT version
+FROM prompt_sets
+ORDER BY created_at DESC
+LIMIT 1;

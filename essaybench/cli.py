@@ -14,7 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from essaybench.curate.funnel import CURATE_STAGES
-from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_CURATE_CONFIG,
+    DEFAULT_STORE_ROOT,
+)
 
 app = typer.Typer(help="essaybench: benchmark LLMs on Chinese essay writing.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -90,11 +94,70 @@ def counts_table(counts: dict[str, dict[str, int]], title: str) -> Table:
     return table
 
 
+BenchOpt = Annotated[Path, typer.Option("--config", help="Benchmark config (YAML).")]
+
+
+@app.command()
+def run(
+    config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
+    curate_config: Annotated[Path, typer.Option(help="Curate config (YAML).")] = Path(
+        DEFAULT_CURATE_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    curate_first: Annotated[bool, typer.Option(
+        "--curate/--no-curate", help="Rebuild the prompt set first.")] = True,
+) -> None:
+    """The benchmark: (curate →) generate → judge → aggregate; prints Table 5."""
+    _prefect_env()
+    from flows.pipeline import pipeline_flow
+
+    started = time.perf_counter()
+    with console.status("generating and judging (the embedded model is slow: minutes)…"):
+        result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
+                               curate_first)
+    _print_reports(result, time.perf_counter() - started)
+
+
+@app.command()
+def rerun(
+    run_id: Annotated[str, typer.Option("--run", help="The run whose snapshots to start from.")],
+    stage: Annotated[str, typer.Option(help="generate, judge or aggregate.")],
+    config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Rerun one benchmark stage (and those after it) from an earlier run's upstream
+    snapshot; calls that already succeeded are served from the ledger, not re-sent."""
+    from essaybench.benchmark import BENCHMARK_STAGES
+
+    if stage not in BENCHMARK_STAGES:
+        raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
+                                 param_hint="--stage")
+    _prefect_env()
+    from flows.pipeline import pipeline_flow
+
+    started = time.perf_counter()
+    with console.status(f"rerunning from {stage}…"):
+        result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
+                               False, stage, run_id)
+    _print_reports(result, time.perf_counter() - started)
+
+
+def _print_reports(result: dict[str, Any], seconds: float) -> None:
+    reports = Path(result["reports"])
+    table5 = reports / "table5_weighted.md"
+    if table5.is_file():
+        console.print(table5.read_text(encoding="utf-8"), markup=False)
+    console.print(f"run {result['run_id']}: reports in {reports} (Table 5 weighted and w/o WT, "
+                  f"trait means, length compliance; .md .csv .parquet); {seconds:.1f} s")
+
+
 @app.command()
 def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
-    """The main job on the embedded defaults: rebuild the prompt set from the bundled sources."""
+    """The main job on the embedded defaults: rebuild the prompt set from the bundled
+    sources, then generate and judge one prompt per genre with the embedded model."""
     curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None)
-    console.print(f"store (catalog + snapshots): {store}; list runs with: essaybench runs")
+    run(config=Path(DEFAULT_BENCHMARK_CONFIG), curate_config=Path(DEFAULT_CURATE_CONFIG),
+        store=store, curate_first=False)
+    console.print(f"store (catalog, snapshots, ledger): {store}; list runs with: essaybench runs")
 
 
 @app.command()

@@ -9,3 +9,5 @@ from essaybench.paths import PROJECT_ROOT, default_store_root
 DEFAULT_CURATE_CONFIG = os.environ.get(
     "ESSAYBENCH_CURATE_CONFIG", str(PROJECT_ROOT / "configs" / "curate.yaml"))
 DEFAULT_STORE_ROOT = os.environ.get("ESSAYBENCH_STORE", str(default_store_root()))
+DEFAULT_BENCHMARK_CONFIG = os.environ.get(
+    "ESSAYBENCH_BENCHMARK_CONFIG", str(PROJECT_ROOT / "configs" / "benchmark.yaml"))

@@ -38,3 +38,8 @@ def test_llm_usage_without_ledger_is_a_clear_error(tmp_path: Path) -> None:
 def test_llm_models_lists_registry_without_keys() -> None:
     out = CliRunner().invoke(app, ["llm", "models"])
     assert out.exit_code == 0 and "smollm2-135m" in out.output
+
+
+def test_rerun_rejects_an_unknown_stage() -> None:
+    out = CliRunner().invoke(app, ["rerun", "--run", "x", "--stage", "classify"])
+    assert out.exit_code == 2 and "'classify'" in out.output

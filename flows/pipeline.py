@@ -1,0 +1,53 @@
+"""The ``pipeline`` flow: curate → generate → judge → aggregate (the weekly run).
+
+``from_stage`` restarts a run at generate, judge or aggregate from ``base_run``'s
+snapshots; the ledger serves every call that already succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from essaybench.benchmark import BENCHMARK_STAGES, resolve_upstream
+from essaybench.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_CURATE_CONFIG,
+    DEFAULT_STORE_ROOT,
+)
+from essaybench.store import Store
+from essaybench.store.store import new_run_id
+from flows.aggregate import aggregate_flow
+from flows.curate import curate_flow
+from flows.generate import generate_flow
+from flows.judge import judge_flow
+
+STAGE_FLOWS = {"generate": generate_flow, "judge": judge_flow, "aggregate": aggregate_flow}
+
+
+@flow(name="pipeline")
+def pipeline_flow(
+    benchmark_config: str = DEFAULT_BENCHMARK_CONFIG,
+    curate_config: str = DEFAULT_CURATE_CONFIG,
+    store_root: str = DEFAULT_STORE_ROOT,
+    curate: bool = True,
+    from_stage: str = "generate",
+    base_run: str | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    if from_stage != "generate" and base_run is None:
+        raise ValueError(f"starting at {from_stage!r} needs base_run: the run whose "
+                         "upstream snapshot it reads")
+    run_id = run_id or new_run_id()
+    result: dict[str, Any] = {"run_id": run_id}
+    if curate and from_stage == "generate" and base_run is None:
+        result["curate"] = curate_flow(curate_config, store_root, run_id=run_id)
+    upstream = (resolve_upstream(Store(store_root), from_stage, base_run)
+                if base_run is not None else None)
+    snapshot_id = upstream.snapshot_id if upstream else None
+    for stage in BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]:
+        snapshot_id = STAGE_FLOWS[stage](benchmark_config, store_root, run_id, snapshot_id)
+        result[stage] = snapshot_id
+    result["reports"] = str(Store(store_root).root / "reports" / run_id)
+    return result

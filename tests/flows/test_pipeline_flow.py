@@ -1,0 +1,59 @@
+"""The weekly pipeline under a real Prefect engine, with fake models behind the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
+from essaybench.paths import PROJECT_ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
+
+
+@pytest.fixture
+def fake_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServerHandle]:
+    with run_fake_server() as server:
+        models = {m: {"provider": "fake", "base_url": server.base_url, "model_id": m,
+                      "family": "fake", "structured_output": "json_schema",
+                      "max_concurrency": 4, "timeout_s": 10}
+                  for m in ("writer", "judge")}
+        path = tmp_path / "models.yaml"
+        path.write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
+        monkeypatch.setenv("ESSAYBENCH_MODELS", str(path))
+        yield server
+
+
+def _config(tmp_path: Path) -> str:
+    path = tmp_path / "benchmark.yaml"
+    path.write_text(yaml.safe_dump({
+        "per_genre": 2, "generate": {"models": ["writer"]},
+        "judge": {"judges": ["judge"]}}), encoding="utf-8")
+    return str(path)
+
+
+def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
+    fake_models: FakeServerHandle, tmp_path: Path,
+) -> None:
+    from flows.pipeline import pipeline_flow
+
+    store = tmp_path / "store"
+    config = _config(tmp_path)
+    first = pipeline_flow(config, str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store))
+    table5 = Path(first["reports"]) / "table5_weighted.md"
+    assert table5.is_file() and "writer" in table5.read_text(encoding="utf-8")
+    sent = fake_models.stats().totals.received
+    assert sent == 16  # 8 essays + 8 judgments
+
+    again = pipeline_flow(config, str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store),
+                          False, "judge", first["run_id"])
+    assert fake_models.stats().totals.received == sent
+    with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
+        stages = con.execute("select stage from stage_runs where run_id = ? order by started_at",
+                             [again["run_id"]]).fetchall()
+    assert [s for (s,) in stages] == ["judge", "aggregate"]
+

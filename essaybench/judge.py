@@ -84,6 +84,10 @@ class JudgeParams(BaseModel):
     temperature: float = Field(default=0.2, ge=0)
     max_tokens: int = Field(default=2048, ge=1)
     rubric_path: str | None = None
+    analysis_max_chars: int = Field(
+        default=4000, ge=50, le=20000,
+        description="maxLength of the judge's analysis; a local llama.cpp judge needs a few "
+        "hundred (its grammar parser rejects thousands).")
 
 
 Scoring = Rubric | AlignScore
@@ -132,11 +136,11 @@ def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
         genre = str(row["genre"])
         if isinstance(rubric, AlignScore):
             messages = render_align_messages(rubric, row["prompt_text"], row["essay_text"])
-            schema = rubric.answer_schema()
+            schema = rubric.answer_schema(params.analysis_max_chars)
         else:
             messages = render_judge_messages(rubric, genre, row["prompt_text"],
                                              row["essay_text"])
-            schema = rubric.answer_schema(genre)
+            schema = rubric.answer_schema(genre, params.analysis_max_chars)
         tag = essay_tag(row["prompt_id"], row["model"], int(row["sample_index"]))
         for judge in params.judges:
             requests.append(ChatRequest(

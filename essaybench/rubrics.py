@@ -169,18 +169,23 @@ class Rubric(_Versioned):
     def question_ids(self, genre: str) -> list[str]:
         return self.genre(genre).question_ids()
 
-    def answer_schema(self, genre: str) -> dict[str, Any]:
+    def answer_schema(self, genre: str,
+                      analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
         """JSON schema of the judge's reply for ``genre`` (usable as a llama.cpp grammar)."""
-        return _answer_schema(self.question_ids(genre), self.score_range)
+        return _answer_schema(self.question_ids(genre), self.score_range, analysis_max_chars)
 
 
-def _answer_schema(ids: list[str], score_range: tuple[int, int]) -> dict[str, Any]:
+def _answer_schema(ids: list[str], score_range: tuple[int, int],
+                   analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+    # llama.cpp unrolls maxLength into nested optional rules: at 4000 its grammar parser
+    # refuses the schema ("exceeds sane defaults") and the server dies, so a local judge
+    # needs a few hundred (JudgeParams.analysis_max_chars).
     # enum, not minimum/maximum: the llama.cpp JSON-schema grammar ignores numeric bounds
     score = {"type": "integer", "enum": list(range(score_range[0], score_range[1] + 1))}
     return {
         "type": "object",
         "properties": {  # analysis first, so a grammar makes the judge reason before scoring
-            "analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS},
+            "analysis": {"type": "string", "maxLength": analysis_max_chars},
             "scores": {
                 "type": "object",
                 "properties": {id_: dict(score) for id_ in ids},
@@ -310,8 +315,8 @@ class AlignScore(_Versioned):
         """The dimension ids in file order, then the overall id."""
         return [d.id for d in self.dimensions] + [self.overall.id]
 
-    def answer_schema(self) -> dict[str, Any]:
-        return _answer_schema(self.score_ids(), self.score_range)
+    def answer_schema(self, analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+        return _answer_schema(self.score_ids(), self.score_range, analysis_max_chars)
 
 
 def render_align_messages(align: AlignScore, prompt_text: str,

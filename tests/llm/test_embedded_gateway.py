@@ -58,3 +58,21 @@ def test_generation_and_structured_reply_via_gateway(tmp_path: Path) -> None:
         rows = con.execute("select model_id, endpoint from llm_calls").fetchall()
     assert {r[1] for r in rows} == {"embedded"}
     assert all("@sha256:" in r[0] for r in rows)  # keyed on the model file's hash
+
+
+def test_judge_answer_schema_is_a_grammar_llama_cpp_accepts(tmp_path: Path) -> None:
+    # At maxLength 4000 llama.cpp's grammar parser gave up and the server died mid-run:
+    # the judge's schema for a local model must stay within what it can compile.
+    from essaybench.judge import JudgeParams
+    from essaybench.rubrics import load_rubric
+
+    limit = JudgeParams(judges=[MODEL], analysis_max_chars=300).analysis_max_chars
+    schema = load_rubric().answer_schema("argumentative", limit)
+    request = ChatRequest(model=MODEL, stage="judge", response_schema=schema,
+                          params={"temperature": 0.0, "max_tokens": 600, "seed": 1},
+                          messages=(Message(role="user", content="Score the essay 'Hi.' "
+                                            "on every question, in JSON."),))
+    with open_gateway(load_registry(), tmp_path, [MODEL], log_dir=tmp_path / "logs") as s:
+        [result] = s.run([request])
+    assert result.error_kind not in ("connect", "http_500"), result.error
+    assert result.status in (CallStatus.OK, CallStatus.TRUNCATED)

@@ -57,3 +57,38 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
                              [again["run_id"]]).fetchall()
     assert [s for (s,) in stages] == ["judge", "aggregate"]
 
+
+
+def test_judging_fails_midway_then_rerun_judges_only_the_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from essaybench.llm.fake_scenario import FakeScenario
+    from flows.pipeline import pipeline_flow
+
+    # The judge's first attempt at every essay fails (503, no retries): judging "fails midway".
+    scenario = FakeScenario.model_validate(
+        {"faults": [{"kind": "status", "status": 503, "first_attempts": 1, "models": ["judge"]}]})
+    with run_fake_server(scenario) as server:
+        models = {m: {"provider": "fake", "base_url": server.base_url, "model_id": m,
+                      "family": "fake", "structured_output": "json_schema",
+                      "max_concurrency": 4, "timeout_s": 10, "max_retries": 0}
+                  for m in ("writer", "judge")}
+        (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": models}),
+                                              encoding="utf-8")
+        monkeypatch.setenv("ESSAYBENCH_MODELS", str(tmp_path / "models.yaml"))
+        store = tmp_path / "store"
+        first = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
+                              str(store))
+        before = server.stats().per_model
+        again = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
+                              str(store), False, "judge", first["run_id"])
+        after = server.stats().per_model
+    assert after["writer"].received == before["writer"].received == 8  # no essay written twice
+    assert before["judge"].completed == 0 and after["judge"].completed == 8
+    with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
+        snap = con.execute("select snapshot_id from stage_runs where run_id = ? and "
+                           "stage = 'judge'", [again["run_id"]]).fetchall()[0][0]
+    import polars as pl
+
+    judged = pl.read_parquet(next((store / "snapshots" / "judge").glob(f"{snap}.parquet")))
+    assert set(judged["status"]) == {"ok"} and judged["score_weighted"].null_count() == 0

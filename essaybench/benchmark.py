@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from essaybench.aggregate import export, table5, trait_means
 from essaybench.compliance import compliance_rates, compliance_table
+from essaybench.curate.promptset import GENRES
 from essaybench.curate.table import StageOutput
 from essaybench.generate import GenerateParams, run_generate
 from essaybench.judge import JudgeParams, run_judge
@@ -27,7 +27,6 @@ from essaybench.store import Snapshot, Store
 from essaybench.yamlio import load_strict
 
 BENCHMARK_STAGES = ("generate", "judge", "aggregate")
-GENRES = ("argumentative", "narrative", "descriptive", "expository")
 
 
 class BenchmarkConfigError(ValueError):
@@ -155,7 +154,3 @@ def _expect(snapshot: Snapshot, stage: str) -> None:
     if snapshot.stage != stage:
         raise ValueError(f"expected a {stage!r} snapshot, got {snapshot.snapshot_id}")
 
-
-def summary(store: Store, run_id: str, aggregate: Snapshot, folder: Path) -> dict[str, Any]:
-    return {"run_id": run_id, "snapshot_id": aggregate.snapshot_id, "reports": str(folder),
-            "table5": str(folder / "table5_weighted.md")}

@@ -180,14 +180,19 @@ def runs(
     console.print(table)
 
 
-@promptset_app.command("show")
-def promptset_show(version: str, store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
-    """Counts and funnel of a published prompt set."""
+def _prompt_set_record(store: Path, version: str) -> dict[str, Any]:
     from essaybench.store import Store
 
     record = Store(store).get_prompt_set(version)
     if record is None:
         raise typer.BadParameter(f"no prompt set {version!r} in {store}", param_hint="VERSION")
+    return record
+
+
+@promptset_app.command("show")
+def promptset_show(version: str, store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+    """Counts and funnel of a published prompt set."""
+    record = _prompt_set_record(store, version)
     console.print(counts_table(record["counts"], f"Prompt set {version}"))
     console.print_json(json.dumps(record["funnel"]))
     console.print(f"files: {store / record['jsonl_path']}, {store / record['parquet_path']}")
@@ -200,11 +205,7 @@ def promptset_export(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
 ) -> None:
     """Copy a published prompt set to a JSONL or Parquet file."""
-    from essaybench.store import Store
-
-    record = Store(store).get_prompt_set(version)
-    if record is None:
-        raise typer.BadParameter(f"no prompt set {version!r} in {store}", param_hint="VERSION")
+    record = _prompt_set_record(store, version)
     suffix = to.suffix.lower()
     if suffix not in (".jsonl", ".parquet"):
         raise typer.BadParameter("destination must end in .jsonl or .parquet", param_hint="--to")

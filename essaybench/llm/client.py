@@ -15,7 +15,7 @@ import random
 import ssl
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
@@ -74,7 +74,6 @@ class _Totals:
     input_tokens: int = 0
     output_tokens: int = 0
     any_usage: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def add_usage(self, usage: dict[str, Any] | None) -> None:
         if not usage:

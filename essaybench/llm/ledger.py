@@ -73,6 +73,11 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
     )
 
 
+def _named_rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
 class Ledger:
     def __init__(self, path: Path | str, lock_timeout_s: float = 120.0,
                  linger_s: float = 0.2, max_batch: int = 256) -> None:
@@ -126,18 +131,15 @@ class Ledger:
         with self._db_lock:
             self.con.register("wanted", wanted)
             try:
-                cur = self.con.execute(statement("ledger_lookup_ok"))
-                names = [d[0] for d in cur.description or []]
-                rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+                rows = _named_rows(self.con.execute(statement("ledger_lookup_ok")))
             finally:
                 self.con.unregister("wanted")
         return {r["key"]: result_from_row(r) for r in rows}
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         with self._db_lock:
-            cur = self.con.execute(sql, params if isinstance(params, dict) else list(params))
-            names = [d[0] for d in cur.description or []]
-            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            return _named_rows(
+                self.con.execute(sql, params if isinstance(params, dict) else list(params)))
 
     # -- writes ------------------------------------------------------------
 

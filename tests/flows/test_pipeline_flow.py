@@ -15,16 +15,22 @@ from essaybench.paths import PROJECT_ROOT
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 
 
+def _use_fake_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str,
+                       **overrides: object) -> None:
+    """Point $ESSAYBENCH_MODELS at a registry of `writer` and `judge` on the fake server."""
+    models = {m: {"provider": "fake", "base_url": base_url, "model_id": m, "family": "fake",
+                  "structured_output": "json_schema", "max_concurrency": 4, "timeout_s": 10,
+                  **overrides}
+              for m in ("writer", "judge")}
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
+    monkeypatch.setenv("ESSAYBENCH_MODELS", str(path))
+
+
 @pytest.fixture
 def fake_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServerHandle]:
     with run_fake_server() as server:
-        models = {m: {"provider": "fake", "base_url": server.base_url, "model_id": m,
-                      "family": "fake", "structured_output": "json_schema",
-                      "max_concurrency": 4, "timeout_s": 10}
-                  for m in ("writer", "judge")}
-        path = tmp_path / "models.yaml"
-        path.write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
-        monkeypatch.setenv("ESSAYBENCH_MODELS", str(path))
+        _use_fake_registry(tmp_path, monkeypatch, server.base_url)
         yield server
 
 
@@ -69,13 +75,7 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     scenario = FakeScenario.model_validate(
         {"faults": [{"kind": "status", "status": 503, "first_attempts": 1, "models": ["judge"]}]})
     with run_fake_server(scenario) as server:
-        models = {m: {"provider": "fake", "base_url": server.base_url, "model_id": m,
-                      "family": "fake", "structured_output": "json_schema",
-                      "max_concurrency": 4, "timeout_s": 10, "max_retries": 0}
-                  for m in ("writer", "judge")}
-        (tmp_path / "models.yaml").write_text(yaml.safe_dump({"models": models}),
-                                              encoding="utf-8")
-        monkeypatch.setenv("ESSAYBENCH_MODELS", str(tmp_path / "models.yaml"))
+        _use_fake_registry(tmp_path, monkeypatch, server.base_url, max_retries=0)
         store = tmp_path / "store"
         first = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
                               str(store))

@@ -60,7 +60,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy import sparse  # type: ignore[import-untyped]
+from scipy import sparse
 from sklearn.cluster import KMeans
 from sklearn.decomposition import TruncatedSVD
 from sklearn.exceptions import ConvergenceWarning

@@ -55,7 +55,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz.distance import LCSseq
-from scipy import sparse  # type: ignore[import-untyped]
+from scipy import sparse
 
 from essaybench.curate.segment import Segmenter
 from essaybench.curate.table import (

@@ -1,0 +1,153 @@
+"""Seeded, prompt-level paired bootstrap of column means.
+
+The observed matrix has one row per prompt (the resampling unit) and one
+column per item (a model, a model × cell, …). A replicate resamples ROWS with
+replacement, the same rows for every column, so differences between columns
+keep the pairing that makes them precise. NaN marks a missing cell (a failed
+judgment): it is left out of that column's mean, never imputed.
+
+Replicates are computed from a count matrix (how often each row was drawn in
+each replicate) and one matrix product, so memory is O(n_boot × n_prompts +
+n_boot × n_items) rather than O(n_boot × n_prompts × n_items).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+# Rows of the count matrix built per chunk: bounds the index matrix to ~8 MB.
+_CHUNK_CELLS = 1_000_000
+
+
+@dataclass(frozen=True)
+class BootstrapMeans:
+    """Point estimates, percentile bounds and the replicate matrix."""
+
+    mean: FloatArray  # (n_items,) nan-aware column means of the observed matrix
+    lo: FloatArray  # (n_items,) lower percentile bound
+    hi: FloatArray  # (n_items,) upper percentile bound
+    boot: FloatArray  # (n_boot, n_items) bootstrap replicate means
+    level: float
+    n_boot: int
+
+
+def as_generator(seed: int | np.random.Generator) -> np.random.Generator:
+    """A Generator from a seed, or the Generator itself (so callers can share a stream)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def check_level(level: float) -> float:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
+    return float(level)
+
+
+def check_n_boot(n_boot: int) -> int:
+    if int(n_boot) != n_boot or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    return int(n_boot)
+
+
+def resample_counts(n_rows: int, n_boot: int,
+                    rng: np.random.Generator) -> NDArray[np.float64]:
+    """(n_boot, n_rows): how often each row is drawn in each replicate.
+
+    Equivalent to drawing ``n_rows`` row indices uniformly with replacement per
+    replicate (it is built from exactly those draws), stored as counts.
+    """
+    counts = np.zeros((n_boot, n_rows), dtype=np.float64)
+    step = max(1, _CHUNK_CELLS // max(n_rows, 1))
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        idx = rng.integers(0, n_rows, size=(stop - start, n_rows))
+        flat = (idx + (np.arange(stop - start)[:, None] * n_rows)).ravel()
+        counts[start:stop] = np.bincount(
+            flat, minlength=(stop - start) * n_rows).reshape(stop - start, n_rows)
+    return counts
+
+
+def percentile_bounds(boot: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
+    """Column-wise (lo, hi) percentile bounds; NaN replicates ignored, all-NaN → NaN."""
+    alpha = (1.0 - check_level(level)) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN
+        q = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
+    return np.asarray(q[0], dtype=np.float64), np.asarray(q[1], dtype=np.float64)
+
+
+def weighted_column_means(counts: FloatArray, values: FloatArray) -> FloatArray:
+    """(n_boot, n_items) nan-aware column means of each resampled matrix."""
+    present = ~np.isnan(values)
+    sums = counts @ np.where(present, values, 0.0)
+    weights = counts @ present.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(weights > 0, sums / weights, np.nan), dtype=np.float64)
+
+
+def paired_bootstrap_means(values: np.ndarray, *, n_boot: int = 2000, level: float = 0.95,
+                           seed: int | np.random.Generator = 0) -> BootstrapMeans:
+    """values: (n_prompts, n_items), NaN = missing (a failed cell, never imputed).
+
+    Resamples ROWS (prompts) with replacement jointly across all items (paired).
+    A column with no observed value has NaN mean, lo and hi; a replicate that
+    happens to draw only missing rows of a column is NaN for that column and is
+    ignored by the percentile bounds.
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"values must be 2-D (n_prompts, n_items), got shape {matrix.shape}")
+    if matrix.shape[0] < 1 or matrix.shape[1] < 1:
+        raise ValueError(f"values needs at least one prompt and one item, got {matrix.shape}")
+    if np.isinf(matrix).any():
+        raise ValueError("values must be finite or NaN (missing)")
+    level = check_level(level)
+    n_boot = check_n_boot(n_boot)
+    rng = as_generator(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.asarray(np.nanmean(matrix, axis=0), dtype=np.float64)
+    counts = resample_counts(matrix.shape[0], n_boot, rng)
+    boot = weighted_column_means(counts, matrix)
+    lo, hi = percentile_bounds(boot, level)
+    return BootstrapMeans(mean=mean, lo=lo, hi=hi, boot=boot, level=level, n_boot=n_boot)
+
+
+def _column(boot: np.ndarray, i: int, j: int) -> FloatArray:
+    matrix = np.asarray(boot, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"boot must be 2-D (n_boot, n_items), got shape {matrix.shape}")
+    n_items = matrix.shape[1]
+    for k in (i, j):
+        if not -n_items <= k < n_items:
+            raise IndexError(f"item {k} out of range for {n_items} items")
+    return np.asarray(matrix[:, i] - matrix[:, j], dtype=np.float64)
+
+
+def difference_ci(boot: np.ndarray, i: int, j: int, level: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of the paired difference item i − item j from the replicate matrix.
+
+    Replicates where either item is NaN are ignored; (nan, nan) if none remain.
+    """
+    diff = _column(boot, i, j)[:, None]
+    lo, hi = percentile_bounds(diff, level)
+    return float(lo[0]), float(hi[0])
+
+
+def indistinguishable(boot: np.ndarray, i: int, j: int, level: float = 0.95) -> bool:
+    """True when the paired-difference CI contains 0.
+
+    An undefined CI (no usable replicate) also counts as indistinguishable: the
+    data cannot tell the two apart.
+    """
+    lo, hi = difference_ci(boot, i, j, level)
+    if np.isnan(lo) or np.isnan(hi):
+        return True
+    return lo <= 0.0 <= hi

@@ -83,13 +83,44 @@ def percentile_bounds(boot: FloatArray, level: float) -> tuple[FloatArray, Float
     return np.asarray(q[0], dtype=np.float64), np.asarray(q[1], dtype=np.float64)
 
 
-def weighted_column_means(counts: FloatArray, values: FloatArray) -> FloatArray:
-    """(n_boot, n_items) nan-aware column means of each resampled matrix."""
-    present = ~np.isnan(values)
-    sums = counts @ np.where(present, values, 0.0)
-    weights = counts @ present.astype(np.float64)
+def ratio_replicates(counts: FloatArray, sums: FloatArray, weights: FloatArray) -> FloatArray:
+    """(n_boot, n_items): Σ_rows count·sums / Σ_rows count·weights per replicate; NaN if 0/0."""
+    num = counts @ sums
+    den = counts @ weights
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(np.where(weights > 0, sums / weights, np.nan), dtype=np.float64)
+        return np.asarray(np.where(den > 0, num / den, np.nan), dtype=np.float64)
+
+
+def _check_common(level: float, n_boot: int) -> tuple[float, int]:
+    return check_level(level), check_n_boot(n_boot)
+
+
+def paired_bootstrap_ratio(sums: np.ndarray, weights: np.ndarray, *, n_boot: int = 2000,
+                           level: float = 0.95,
+                           seed: int | np.random.Generator = 0) -> BootstrapMeans:
+    """Cluster bootstrap of ratio means Σ sums / Σ weights, one cluster per row.
+
+    sums, weights: (n_prompts, n_items); row p holds, for each item, the sum of
+    the prompt's observations and how many there were (0 = none). The point
+    estimate is the pooled mean over all observations — equal to the plain mean
+    of every observed value, however many observations each prompt has — and a
+    replicate resamples prompts (rows) with replacement, jointly for all items.
+    """
+    num = np.asarray(sums, dtype=np.float64)
+    den = np.asarray(weights, dtype=np.float64)
+    if num.ndim != 2 or num.shape != den.shape:
+        raise ValueError(f"sums and weights must be 2-D of one shape, got {num.shape} and "
+                         f"{den.shape}")
+    if num.shape[0] < 1 or num.shape[1] < 1:
+        raise ValueError(f"need at least one prompt and one item, got shape {num.shape}")
+    if not (np.isfinite(num).all() and np.isfinite(den).all()) or (den < 0).any():
+        raise ValueError("sums must be finite and weights finite and non-negative")
+    level, n_boot = _check_common(level, n_boot)
+    rng = as_generator(seed)
+    mean = ratio_replicates(np.ones((1, num.shape[0])), num, den)[0]
+    boot = ratio_replicates(resample_counts(num.shape[0], n_boot, rng), num, den)
+    lo, hi = percentile_bounds(boot, level)
+    return BootstrapMeans(mean=mean, lo=lo, hi=hi, boot=boot, level=level, n_boot=n_boot)
 
 
 def paired_bootstrap_means(values: np.ndarray, *, n_boot: int = 2000, level: float = 0.95,
@@ -108,16 +139,9 @@ def paired_bootstrap_means(values: np.ndarray, *, n_boot: int = 2000, level: flo
         raise ValueError(f"values needs at least one prompt and one item, got {matrix.shape}")
     if np.isinf(matrix).any():
         raise ValueError("values must be finite or NaN (missing)")
-    level = check_level(level)
-    n_boot = check_n_boot(n_boot)
-    rng = as_generator(seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.asarray(np.nanmean(matrix, axis=0), dtype=np.float64)
-    counts = resample_counts(matrix.shape[0], n_boot, rng)
-    boot = weighted_column_means(counts, matrix)
-    lo, hi = percentile_bounds(boot, level)
-    return BootstrapMeans(mean=mean, lo=lo, hi=hi, boot=boot, level=level, n_boot=n_boot)
+    present = ~np.isnan(matrix)
+    return paired_bootstrap_ratio(np.where(present, matrix, 0.0), present.astype(np.float64),
+                                  n_boot=n_boot, level=level, seed=seed)
 
 
 def _column(boot: np.ndarray, i: int, j: int) -> FloatArray:

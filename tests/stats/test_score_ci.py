@@ -1,0 +1,111 @@
+"""Table 5 CIs: means equal aggregate.table5, CIs equal a naive prompt-resampling loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from essaybench.aggregate import table5
+from essaybench.judge import JUDGMENT_SCHEMA
+from essaybench.stats.score_ci import score_cis
+
+GENRES = [("argumentative", "open"), ("narrative", "constrained"), ("expository", "open")]
+
+
+def _judgments(seed: int = 0, n_prompts: int = 24) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, object]] = []
+    quality = {"m-a": 70.0, "m-b": 72.0, "m-c": 65.0}
+    for p in range(n_prompts):
+        genre, pset = GENRES[p % len(GENRES)]
+        difficulty = rng.normal(0, 6)
+        for judge in ("j1", "j2"):
+            for model, q in quality.items():
+                for s in range(int(rng.integers(1, 4))):  # unequal samples per prompt
+                    status = "ok" if rng.random() > 0.15 else str(
+                        rng.choice(["parse_error", "api_error", "refused"]))
+                    value = q + difficulty + rng.normal(0, 4)
+                    rows.append({
+                        "prompt_id": f"p{p:02d}", "model": model, "sample_index": s,
+                        "genre": genre, "prompt_set": pset, "judge": judge, "status": status,
+                        "score_weighted": value if status == "ok" else None,
+                        "score_unweighted": value - 1 if status == "ok" else None,
+                        "align_total": None})
+    return pl.DataFrame(rows).with_columns(
+        [pl.lit(None, dtype=dtype).alias(name) for name, dtype in JUDGMENT_SCHEMA.items()
+         if name not in rows[0]]).select(list(JUDGMENT_SCHEMA)).cast(
+        JUDGMENT_SCHEMA)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("score", ["score_weighted", "score_unweighted"])
+def test_means_and_n_equal_table5(score: str) -> None:
+    judgments = _judgments()
+    res = score_cis(judgments, score, n_boot=50, seed=1)
+    t5 = table5(judgments, score)
+    checked = 0
+    for row in res.cells.iter_rows(named=True):
+        ref = t5.filter((pl.col("judge") == row["judge"]) & (pl.col("model") == row["model"]))
+        assert row["mean"] == pytest.approx(ref[row["cell"]][0], rel=1e-12)
+        assert row["n"] == ref[f"{row['cell']}:n"][0]
+        assert row["ci_lo"] <= row["mean"] <= row["ci_hi"]
+        checked += 1
+    assert checked == 2 * 3 * (1 + len(GENRES))
+
+
+def test_cis_equal_naive_prompt_resampling() -> None:
+    judgments = _judgments(seed=3)
+    n_boot = 200
+    res = score_cis(judgments, n_boot=n_boot, seed=7)
+    # Judge j1 is processed first, from a fresh default_rng(7).
+    ok = judgments.filter((pl.col("judge") == "j1") & (pl.col("status") == "ok"))
+    prompts = sorted(set(ok["prompt_id"].to_list()) | set(
+        judgments.filter(pl.col("judge") == "j1")["prompt_id"].to_list()))
+    idx = np.random.default_rng(7).integers(0, len(prompts), size=(n_boot, len(prompts)))
+    by_prompt = {p: ok.filter(pl.col("prompt_id") == p) for p in prompts}
+    for model in ("m-a", "m-c"):
+        reps = []
+        for b in range(n_boot):
+            values: list[float] = []
+            for i in idx[b]:
+                frame = by_prompt[prompts[i]]
+                values += frame.filter(pl.col("model") == model)["score_weighted"].to_list()
+            reps.append(np.mean(values))
+        lo, hi = np.percentile(reps, [2.5, 97.5])
+        row = res.cells.filter((pl.col("judge") == "j1") & (pl.col("model") == model)
+                               & (pl.col("cell") == "overall"))
+        assert row["ci_lo"][0] == pytest.approx(lo, rel=1e-10)
+        assert row["ci_hi"][0] == pytest.approx(hi, rel=1e-10)
+
+
+def test_pairs_flags_follow_difference_cis() -> None:
+    judgments = _judgments(seed=5, n_prompts=60)
+    res = score_cis(judgments, n_boot=400, seed=2)
+    pairs = res.pairs
+    assert pairs.height == 2 * 3 * (1 + len(GENRES))  # 3 model pairs per judge and cell
+    overall = pairs.filter((pl.col("cell") == "overall") & (pl.col("judge") == "j1"))
+    flags = {(a, b): f for a, b, f in overall.select(
+        "model_a", "model_b", "indistinguishable").iter_rows()}
+    # m-c is 5–7 points behind with a shared prompt effect: clearly distinguishable.
+    assert flags[("m-a", "m-c")] is False and flags[("m-b", "m-c")] is False
+    for row in pairs.iter_rows(named=True):
+        assert row["indistinguishable"] == (row["diff_lo"] <= 0 <= row["diff_hi"])
+        means = res.cells.filter((pl.col("judge") == row["judge"])
+                                 & (pl.col("cell") == row["cell"]))
+        get = dict(zip(means["model"], means["mean"], strict=True))
+        assert row["diff"] == pytest.approx(get[row["model_a"]] - get[row["model_b"]])
+
+
+def test_all_failed_cell_is_null_and_seed_reproducible() -> None:
+    judgments = _judgments(seed=2).with_columns(
+        pl.when((pl.col("model") == "m-b") & (pl.col("genre") == "narrative"))
+        .then(pl.lit("api_error")).otherwise(pl.col("status")).alias("status"))
+    a = score_cis(judgments, n_boot=30, seed=4)
+    b = score_cis(judgments, n_boot=30, seed=4)
+    assert a.cells.equals(b.cells) and a.pairs.equals(b.pairs)
+    dead = a.cells.filter((pl.col("model") == "m-b") & (pl.col("cell") == "narrative/constrained"))
+    assert dead.height == 2
+    assert dead["mean"].null_count() == 2 and dead["ci_lo"].null_count() == 2
+    assert (dead["n"] == 0).all()
+    with pytest.raises(ValueError, match="level"):
+        score_cis(judgments, level=95)

@@ -1,0 +1,294 @@
+"""The pairwise stage: two essays for the same prompt, judged twice with the order swapped.
+
+The designed comparisons are either every model against one ``baseline`` model
+(``model_a`` = the candidate, ``model_b`` = the baseline, so "A" means the candidate
+won) or ``all_pairs`` (``model_a`` before ``model_b`` in the model order). Sample ``i``
+of one model meets sample ``i`` of the other. A pair whose essays are not both ``ok``
+is not sent: its rows are ``skipped`` with the reason.
+
+Each sent pair is two requests per judge, order ``AB`` and ``BA``; their tags and
+seeds derive from a content hash of the pair, so a rerun asks for exactly the same
+calls and the gateway's ledger serves the finished ones. See ``pairwise_tables`` for
+the tables and how the two orders are merged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Literal, Self
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from essaybench.curate.table import StageOutput
+from essaybench.hashing import canonical_json, content_hash, sha256_hex
+from essaybench.judge import ESSAY_COLUMNS, ESSAY_ERROR_COLUMN, Runner, status_counts
+from essaybench.llm.structured import StructuredError, parse_json_reply
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
+from essaybench.pairwise_prompt import (
+    VERDICTS,
+    PairwisePrompt,
+    load_pairwise_prompt,
+    pairwise_answer_schema,
+    render_pairwise_messages,
+)
+from essaybench.pairwise_tables import (
+    ORDERS,
+    Order,
+    calls_frame,
+    merge_calls,
+    model_verdict,
+    position_bias,
+)
+from essaybench.rubrics import Rubric, load_rubric
+
+STAGE = "pairwise"
+SEED_RANGE = 2**31 - 1  # fits every server's seed type (llama.cpp uint32, OpenAI int64)
+
+
+class PairwiseParams(BaseModel):
+    """Pairwise-stage settings. ``models`` restricts and orders the compared models
+    (default: every model in the essays table, sorted by name)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    judges: list[str] = Field(min_length=1)
+    design: Literal["baseline", "all_pairs"] = "all_pairs"
+    baseline: str | None = Field(default=None, description="Required by design 'baseline'.")
+    models: list[str] | None = Field(default=None, min_length=2)
+    temperature: float = Field(default=0.2, ge=0)
+    max_tokens: int = Field(default=2048, ge=1)
+    analysis_max_chars: int = Field(
+        default=4000, ge=50, le=20000,
+        description="maxLength of the judge's analysis; a local llama.cpp judge needs a few "
+        "hundred (its grammar parser rejects thousands).")
+    seed: int = Field(default=0, description="Mixed into every per-request seed.")
+    rubric_path: str | None = Field(default=None, description="Genre rubric (the criteria).")
+    prompt_path: str | None = Field(default=None, description="Pairwise prompt file.")
+
+    @model_validator(mode="after")
+    def _design(self) -> Self:
+        if self.design == "baseline" and self.baseline is None:
+            raise ValueError("design 'baseline' needs a baseline model")
+        if self.design == "all_pairs" and self.baseline is not None:
+            raise ValueError("baseline is only used by design 'baseline'")
+        for name, values in (("judges", self.judges), ("models", self.models or [])):
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise ValueError(f"{name} listed twice: {twice}")
+        if self.models is not None and self.baseline is not None \
+                and self.baseline not in self.models:
+            raise ValueError(f"baseline {self.baseline!r} is not among models {self.models}")
+        return self
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One designed comparison on one prompt sample; ``skip_reason`` set when not sendable."""
+
+    prompt_id: str
+    sample_index: int
+    genre: str
+    prompt_set: str
+    prompt_text: str
+    model_a: str
+    model_b: str
+    essay_a: str | None
+    essay_b: str | None
+    skip_reason: str | None = None
+
+    @property
+    def pair_id(self) -> str:
+        return "pw-" + content_hash({
+            "prompt_id": self.prompt_id, "sample_index": self.sample_index,
+            "prompt_text": self.prompt_text, "model_a": self.model_a, "model_b": self.model_b,
+            "essay_a": self.essay_a, "essay_b": self.essay_b})
+
+    def tag(self, order: Order) -> str:
+        return f"{self.pair_id}:{order}"
+
+    def shown(self, order: Order) -> tuple[str, str]:
+        """(first, second) essay texts as the judge sees them in ``order``."""
+        assert self.essay_a is not None and self.essay_b is not None
+        return (self.essay_a, self.essay_b) if order == "AB" else (self.essay_b, self.essay_a)
+
+
+def designed_pairs(models: Sequence[str], params: PairwiseParams) -> list[tuple[str, str]]:
+    """(model_a, model_b) pairs of the design, in model order."""
+    if params.design == "all_pairs":
+        return list(combinations(models, 2))
+    if params.baseline not in models:
+        raise ValueError(f"{STAGE}: baseline {params.baseline!r} wrote no essays; models: "
+                         f"{list(models)}")
+    return [(m, str(params.baseline)) for m in models if m != params.baseline]
+
+
+def _check_essays(essays: pl.DataFrame) -> None:
+    missing = [c for c in ESSAY_COLUMNS if c not in essays.columns]
+    if missing:
+        raise ValueError(f"{STAGE}: essays table lacks column(s) {missing}")
+
+
+def _why_not(row: Mapping[str, Any] | None, model: str) -> str | None:
+    if row is None:
+        return f"no essay from {model}"
+    if row["status"] == CallStatus.OK.value:
+        return None
+    why = row.get(ESSAY_ERROR_COLUMN)
+    return f"essay of {model} has status {row['status']}" + (f": {why}" if why else "")
+
+
+def build_pairs(essays: pl.DataFrame, params: PairwiseParams) -> list[Pair]:
+    """Every designed pair on every (prompt, sample), in essay-table order."""
+    _check_essays(essays)
+    by_key: dict[tuple[str, str, int], dict[str, Any]] = {}
+    slots: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in essays.iter_rows(named=True):
+        key = (str(row["prompt_id"]), str(row["model"]), int(row["sample_index"]))
+        if key in by_key:
+            raise ValueError(f"{STAGE}: essay {key} appears twice")
+        by_key[key] = row
+        slots.setdefault((key[0], key[2]), row)
+    models = params.models or sorted({m for _, m, _ in by_key})
+    pairs: list[Pair] = []
+    for (pid, sample), first in slots.items():
+        for model_a, model_b in designed_pairs(models, params):
+            row_a, row_b = by_key.get((pid, model_a, sample)), by_key.get((pid, model_b, sample))
+            reasons = [r for r in (_why_not(row_a, model_a), _why_not(row_b, model_b)) if r]
+            texts = (None, None) if reasons or row_a is None or row_b is None else \
+                (str(row_a["essay_text"]), str(row_b["essay_text"]))
+            pairs.append(Pair(
+                prompt_id=pid, sample_index=sample, genre=str(first["genre"]),
+                prompt_set=str(first["prompt_set"]), prompt_text=str(first["prompt_text"]),
+                model_a=model_a, model_b=model_b, essay_a=texts[0], essay_b=texts[1],
+                skip_reason="; ".join(reasons) or None))
+    return pairs
+
+
+def call_seed(seed: int, pair_id: str, order: Order) -> int:
+    """Deterministic per call, so a rerun is the same request (and a ledger hit)."""
+    digest = sha256_hex(canonical_json({"seed": seed, "pair_id": pair_id, "order": order}))
+    return int(digest[:15], 16) % SEED_RANGE
+
+
+def build_pairwise_requests(pairs: Sequence[Pair], params: PairwiseParams, rubric: Rubric,
+                            prompt: PairwisePrompt) -> list[ChatRequest]:
+    """Per sendable pair: order AB then BA, each for every judge."""
+    schema = pairwise_answer_schema(params.analysis_max_chars)
+    requests: list[ChatRequest] = []
+    for pair in pairs:
+        if pair.skip_reason is not None:
+            continue
+        for order in ORDERS:
+            first, second = pair.shown(order)
+            messages = render_pairwise_messages(rubric, pair.genre, pair.prompt_text, first,
+                                                second, params.analysis_max_chars, prompt)
+            call = {"temperature": params.temperature, "max_tokens": params.max_tokens,
+                    "seed": call_seed(params.seed, pair.pair_id, order)}
+            for judge in params.judges:
+                requests.append(ChatRequest(
+                    model=judge, messages=tuple(Message.model_validate(m) for m in messages),
+                    params=call, response_schema=schema, stage=STAGE, tag=pair.tag(order)))
+    return requests
+
+
+class VerdictError(ValueError):
+    """A reply that is not a valid pairwise verdict."""
+
+
+def parse_verdict(parsed_or_text: Any) -> tuple[str, str | None]:
+    """(position verdict, analysis) of a reply; raises :class:`VerdictError`."""
+    value = parsed_or_text
+    if isinstance(value, str):
+        try:
+            value = parse_json_reply(value)
+        except StructuredError as exc:
+            raise VerdictError(f"reply is {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise VerdictError(f"reply must be a JSON object, got {type(value).__name__}")
+    verdict = value.get("verdict")
+    if not isinstance(verdict, str) or verdict not in VERDICTS:
+        raise VerdictError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
+    analysis = value.get("analysis")
+    return verdict, analysis if isinstance(analysis, str) else None
+
+
+def _call_row(base: dict[str, Any], order: Order, result: ChatResult) -> dict[str, Any]:
+    row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
+           "from_ledger": result.from_ledger, "call_key": result.key}
+    if result.status is not CallStatus.OK:
+        return {**row, "status": result.status.value, "error": result.error}
+    try:
+        position, analysis = parse_verdict(
+            result.parsed if result.parsed is not None else result.text)
+    except VerdictError as exc:
+        return {**row, "status": CallStatus.PARSE_ERROR.value, "error": str(exc)}
+    return {**row, "status": CallStatus.OK.value, "analysis": analysis,
+            "position_verdict": position, "verdict": model_verdict(position, order)}
+
+
+def calls_table(pairs: Sequence[Pair], requests: Sequence[ChatRequest],
+                results: Sequence[ChatResult], params: PairwiseParams, rubric: Rubric,
+                prompt: PairwisePrompt) -> pl.DataFrame:
+    """One row per (pair, judge, order); a skipped pair has its two rows, nothing sent."""
+    if len(requests) != len(results):
+        raise ValueError(f"{len(requests)} requests but {len(results)} results")
+    by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
+    rows: list[dict[str, Any]] = []
+    for pair in pairs:
+        for judge in params.judges:
+            for order in ORDERS:
+                base: dict[str, Any] = {
+                    "judge": judge, "prompt_id": pair.prompt_id,
+                    "sample_index": pair.sample_index, "model_a": pair.model_a,
+                    "model_b": pair.model_b, "genre": pair.genre,
+                    "prompt_set": pair.prompt_set, "pair_id": pair.pair_id,
+                    "rubric_id": rubric.id, "rubric_fingerprint": rubric.fingerprint,
+                    "template_id": prompt.id, "template_fingerprint": prompt.fingerprint,
+                    "order": order,
+                    "first_model": pair.model_a if order == "AB" else pair.model_b}
+                if pair.skip_reason is not None:
+                    rows.append({**base, "status": CallStatus.SKIPPED.value,
+                                 "error": pair.skip_reason})
+                    continue
+                result = by_call.get((judge, pair.tag(order)))
+                if result is None:
+                    raise ValueError(f"no result for judge {judge!r} on {pair.tag(order)}")
+                rows.append(_call_row(base, order, result))
+    return calls_frame(rows)
+
+
+@dataclass(frozen=True)
+class PairwiseRun:
+    pairs: list[Pair]
+    requests: list[ChatRequest]
+    calls: pl.DataFrame
+    merged: pl.DataFrame
+    rubric: Rubric
+    prompt: PairwisePrompt
+
+
+def judge_pairs(essays: pl.DataFrame, params: PairwiseParams, session: Runner) -> PairwiseRun:
+    """Build the pairs, send both orders to every judge, and tabulate the replies."""
+    rubric = load_rubric(params.rubric_path)
+    prompt = load_pairwise_prompt(params.prompt_path)
+    pairs = build_pairs(essays, params)
+    requests = build_pairwise_requests(pairs, params, rubric, prompt)
+    results = session.run(requests) if requests else []
+    calls = calls_table(pairs, requests, results, params, rubric, prompt)
+    return PairwiseRun(pairs, requests, calls, merge_calls(calls), rubric, prompt)
+
+
+def run_pairwise(essays: pl.DataFrame, params: PairwiseParams, session: Runner) -> StageOutput:
+    """The stage's output: the merged table (both orders' details in per-order columns)."""
+    run = judge_pairs(essays, params, session)
+    return StageOutput(run.merged, meta={
+        "counts": status_counts(run.merged), "design": params.design,
+        "baseline": params.baseline, "pairs": len(run.pairs),
+        "requests": len(run.requests),
+        "from_ledger": int(run.calls["from_ledger"].fill_null(False).sum()),
+        "rubric_id": run.rubric.id, "rubric_fingerprint": run.rubric.fingerprint,
+        "template_id": run.prompt.id, "template_fingerprint": run.prompt.fingerprint,
+        "position_bias": position_bias(run.merged).to_dicts()})

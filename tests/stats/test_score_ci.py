@@ -62,14 +62,15 @@ def test_cis_equal_naive_prompt_resampling() -> None:
     prompts = sorted(set(ok["prompt_id"].to_list()) | set(
         judgments.filter(pl.col("judge") == "j1")["prompt_id"].to_list()))
     idx = np.random.default_rng(7).integers(0, len(prompts), size=(n_boot, len(prompts)))
-    by_prompt = {p: ok.filter(pl.col("prompt_id") == p) for p in prompts}
+    scores: dict[tuple[str, str], list[float]] = {}
+    for prompt, model, value in ok.select("prompt_id", "model", "score_weighted").iter_rows():
+        scores.setdefault((prompt, model), []).append(value)
     for model in ("m-a", "m-c"):
         reps = []
         for b in range(n_boot):
             values: list[float] = []
             for i in idx[b]:
-                frame = by_prompt[prompts[i]]
-                values += frame.filter(pl.col("model") == model)["score_weighted"].to_list()
+                values += scores.get((prompts[i], model), [])
             reps.append(np.mean(values))
         lo, hi = np.percentile(reps, [2.5, 97.5])
         row = res.cells.filter((pl.col("judge") == "j1") & (pl.col("model") == model)

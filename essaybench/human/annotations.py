@@ -1,0 +1,204 @@
+"""Human annotations from JSONL or CSV files, validated row by row.
+
+Two formats. The file's suffix chooses the reader: ``.jsonl`` (one JSON object
+per line, blank lines ignored) or ``.csv`` (UTF-8, header row naming the
+fields, an empty cell = absent optional field).
+
+**Pairwise** — one row per (pair, annotator); several annotators per pair::
+
+    {"prompt_id": "p1", "model_a": "m1", "model_b": "m2", "annotator": "zhang",
+     "verdict": "A", "genre": "narrative"}
+
+* ``verdict``: ``A`` (model_a's essay is better), ``B`` or ``tie``.
+* ``genre`` is optional; when given, every row of one prompt must agree on it.
+* One annotator judges one unordered pair of one prompt at most once: a second
+  row for (p1, m2, m1, zhang) is a duplicate of (p1, m1, m2, zhang).
+
+**Absolute** — one score per (prompt, model, annotator)::
+
+    prompt_id,model,annotator,score,genre
+    p1,m1,zhang,3,narrative
+
+* ``score``: any finite number (an integer scale such as 0–3 or 1–10 is usual).
+
+Unknown fields are errors. Any invalid row stops the load with
+:class:`AnnotationFileError`, whose message names the file, the line and the
+field (``annotations.csv:7: field 'verdict': ...``), for every bad row up to
+:data:`MAX_REPORTED` of them.
+
+The loaded table is a polars DataFrame with the fields above plus ``line``
+(the row's line in the file), so later checks can point back at the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, model_validator
+
+MAX_REPORTED = 20
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Verdict = Literal["A", "B", "tie"]
+VERDICTS: tuple[Verdict, ...] = ("A", "B", "tie")
+
+PAIRWISE_SCHEMA: dict[str, type[pl.DataType]] = {
+    "prompt_id": pl.Utf8, "genre": pl.Utf8, "model_a": pl.Utf8, "model_b": pl.Utf8,
+    "annotator": pl.Utf8, "verdict": pl.Utf8, "line": pl.Int64,
+}
+ABSOLUTE_SCHEMA: dict[str, type[pl.DataType]] = {
+    "prompt_id": pl.Utf8, "genre": pl.Utf8, "model": pl.Utf8, "annotator": pl.Utf8,
+    "score": pl.Float64, "line": pl.Int64,
+}
+
+
+class AnnotationFileError(ValueError):
+    """An annotation file is unreadable or invalid; the message names file, line and field."""
+
+
+class PairwiseAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_id: Name
+    model_a: Name
+    model_b: Name
+    annotator: Name
+    verdict: Verdict
+    genre: Name | None = None
+
+    @model_validator(mode="after")
+    def _two_models(self) -> Self:
+        if self.model_a == self.model_b:
+            raise ValueError(f"model_a and model_b are the same model {self.model_a!r}")
+        return self
+
+    def key(self) -> tuple[str, ...]:
+        return (self.prompt_id, *sorted((self.model_a, self.model_b)), self.annotator)
+
+
+class AbsoluteAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_id: Name
+    model: Name
+    annotator: Name
+    score: float
+    genre: Name | None = None
+
+    @model_validator(mode="after")
+    def _finite(self) -> Self:
+        if not math.isfinite(self.score):
+            raise ValueError(f"score must be a finite number, got {self.score!r}")
+        return self
+
+    def key(self) -> tuple[str, ...]:
+        return (self.prompt_id, self.model, self.annotator)
+
+
+Row = TypeVar("Row", PairwiseAnnotation, AbsoluteAnnotation)
+
+
+def _raw_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, raw row) pairs; a row that cannot be parsed at all is an error."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for number, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield number, json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise AnnotationFileError(
+                        f"{path}:{number}: not valid JSON: {exc.msg}") from exc
+    elif suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                # The line the row ends on (a quoted cell may span lines; blank lines are skipped).
+                line = reader.line_num
+                if None in row:
+                    raise AnnotationFileError(f"{path}:{line}: more cells than header fields")
+                yield line, {k: v for k, v in row.items() if v is not None and v.strip() != ""}
+    else:
+        raise AnnotationFileError(f"{path}: unknown annotation file type {path.suffix!r} "
+                                  "(expected .jsonl or .csv)")
+
+
+def _describe(path: Path, line: int, exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"])
+        where = f"field {field!r}: " if field else ""
+        out.append(f"{path}:{line}: {where}{err['msg']}")
+    return out
+
+
+def _load(path: Path | str, model: type[Row]) -> list[tuple[int, Row]]:
+    path = Path(path)
+    if not path.is_file():
+        raise AnnotationFileError(f"{path}: annotation file not found")
+    rows: list[tuple[int, Row]] = []
+    problems: list[str] = []
+    first_seen: dict[tuple[str, ...], int] = {}
+    genre_of: dict[str, tuple[str, int]] = {}
+    try:
+        for line, raw in _raw_rows(path):
+            if not isinstance(raw, dict):
+                problems.append(f"{path}:{line}: expected an object, got {type(raw).__name__}")
+                continue
+            try:
+                row = model.model_validate(raw)
+            except ValidationError as exc:
+                problems.extend(_describe(path, line, exc))
+                continue
+            key = row.key()
+            if key in first_seen:
+                problems.append(f"{path}:{line}: duplicate of line {first_seen[key]} "
+                                f"({', '.join(key)})")
+                continue
+            first_seen[key] = line
+            if row.genre is not None:
+                seen = genre_of.setdefault(row.prompt_id, (row.genre, line))
+                if seen[0] != row.genre:
+                    problems.append(f"{path}:{line}: field 'genre': prompt {row.prompt_id!r} "
+                                    f"has genre {row.genre!r} here but {seen[0]!r} "
+                                    f"at line {seen[1]}")
+                    continue
+            rows.append((line, row))
+    except UnicodeDecodeError as exc:
+        raise AnnotationFileError(f"{path}: not UTF-8 text: {exc}") from exc
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        shown = problems[:MAX_REPORTED] + ([f"... and {more} more"] if more > 0 else [])
+        raise AnnotationFileError("invalid annotations:\n  " + "\n  ".join(shown))
+    if not rows:
+        raise AnnotationFileError(f"{path}: no annotations in the file")
+    return rows
+
+
+def load_pairwise(path: Path | str) -> pl.DataFrame:
+    """Pairwise annotations (see the module docstring) as a DataFrame with ``PAIRWISE_SCHEMA``."""
+    rows = _load(path, PairwiseAnnotation)
+    return pl.DataFrame([{**row.model_dump(), "line": line} for line, row in rows],
+                        schema=PAIRWISE_SCHEMA)
+
+
+def load_absolute(path: Path | str) -> pl.DataFrame:
+    """Absolute annotations (see the module docstring) as a DataFrame with ``ABSOLUTE_SCHEMA``."""
+    rows = _load(path, AbsoluteAnnotation)
+    return pl.DataFrame([{**row.model_dump(), "line": line} for line, row in rows],
+                        schema=ABSOLUTE_SCHEMA)
+
+
+def require_columns(df: pl.DataFrame, columns: tuple[str, ...] | list[str], what: str) -> None:
+    """Raise a ValueError naming ``what`` and the missing columns, if any."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; has {df.columns}")

@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any, Protocol
 
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
@@ -29,11 +30,11 @@ from essaybench.llm.structured import StructuredError, parse_structured, reask_m
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
-# httpcore's pool checks every connection on each request (a syscall each, via anyio),
-# measured at ~19 ms CPU per call with one pool of 64 connections, ~2.6 ms with pools of 8
-# and ~2.0 ms with pools of 2 (benchmarks/llm_gateway.py): a wide endpoint gets many
-# small pools used in turn instead of one big one.
-CONNECTIONS_PER_POOL = 2
+# Transport: httpx's API over aiohttp's connection pool (httpx-aiohttp, the transport the
+# OpenAI SDK offers as its aiohttp option). httpcore's own pool checks every connection
+# on each request (a syscall each, via anyio): ~19 ms CPU per call with one pool of 64,
+# ~2.0 ms with many pools of 2; aiohttp's C-accelerated parser and pool take ~1.5 ms
+# for the whole call (benchmarks/llm_gateway.py), with one pool per endpoint.
 
 
 class ChatBackend(Protocol):
@@ -41,7 +42,9 @@ class ChatBackend(Protocol):
 
     spec: ModelSpec
 
-    async def complete(self, request: ChatRequest) -> ChatResult: ...
+    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+        """Answer ``request``; ``key`` is its ``request_key`` when the caller already has it."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -106,28 +109,16 @@ class OpenAICompatBackend:
         self.rng = random.Random(seed)
         self.sleep = sleep
         self._own_http = http is None
-        if http is not None:
-            self.pools = [http]
-        else:
-            n_pools = -(-spec.max_concurrency // CONNECTIONS_PER_POOL)
-            per_pool = -(-spec.max_concurrency // n_pools)
-            tls = _tls_context()  # loading CA certificates costs ~40 ms: once, not per pool
-            self.pools = [httpx.AsyncClient(
-                verify=tls,
-                timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s),
-                limits=httpx.Limits(max_connections=per_pool,
-                                    max_keepalive_connections=per_pool),
-            ) for _ in range(n_pools)]
-        self._next_pool = 0
+        self.http = http if http is not None else httpx.AsyncClient(
+            transport=AiohttpTransport(
+                verify=_tls_context(),  # loading CA certificates costs ~40 ms: once
+                limits=httpx.Limits(max_connections=spec.max_concurrency,
+                                    max_keepalive_connections=spec.max_concurrency)),
+            timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s))
 
     async def aclose(self) -> None:
         if self._own_http:
-            for pool in self.pools:
-                await pool.aclose()
-
-    def _pool(self) -> httpx.AsyncClient:
-        self._next_pool = (self._next_pool + 1) % len(self.pools)
-        return self.pools[self._next_pool]
+            await self.http.aclose()
 
     def _headers(self) -> dict[str, str]:
         key = self.spec.api_key()
@@ -137,8 +128,7 @@ class OpenAICompatBackend:
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:
-                response = await self._pool().post(self.url, json=body,
-                                                    headers=self._headers())
+                response = await self.http.post(self.url, json=body, headers=self._headers())
             except httpx.TimeoutException as exc:
                 return _Attempt(transient=True, error_kind="timeout",
                                 error=f"{type(exc).__name__} after {self.spec.timeout_s:g} s",
@@ -166,9 +156,9 @@ class OpenAICompatBackend:
                                   f"{response.text[:200]!r}")
         return _Attempt(payload=payload, latency_s=latency)
 
-    async def complete(self, request: ChatRequest) -> ChatResult:
+    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
         spec = self.spec
-        key = request_key(spec, request)
+        key = key or request_key(spec, request)
         started_at = datetime.now(UTC)
         messages = list(request.messages)
         params = spec.effective_params(request.params)

@@ -144,6 +144,7 @@ def _make_server(scenario: FakeScenario, *, quiet_logging: bool,
     state = FakeState(scenario)
     config = uvicorn.Config(
         build_app(state), http=_TransportH11, ws="none", lifespan="off", proxy_headers=False,
+        loop="asyncio",  # the drop/hang faults need asyncio transports (uvloop has its own)
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
         # Long enough that a busy client's pooled connection is not closed under it (uvicorn's
         # 5 s default races with reuse and shows up as spurious ReadErrors).

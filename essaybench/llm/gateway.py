@@ -132,7 +132,7 @@ class Gateway:
             # own task, so a worker goes straight on to the next request.
             while queue:
                 key, request = queue.popleft()
-                result = await self.backend(request.model).complete(request)
+                result = await self.backend(request.model).complete(request, key)
                 group.create_task(store(key, request, result))
 
         self._active_runs += 1

@@ -34,13 +34,19 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 MAX_REPORTED = 20
 
@@ -88,14 +94,8 @@ class AbsoluteAnnotation(BaseModel):
     prompt_id: Name
     model: Name
     annotator: Name
-    score: float
+    score: float = Field(allow_inf_nan=False)
     genre: Name | None = None
-
-    @model_validator(mode="after")
-    def _finite(self) -> Self:
-        if not math.isfinite(self.score):
-            raise ValueError(f"score must be a finite number, got {self.score!r}")
-        return self
 
     def key(self) -> tuple[str, ...]:
         return (self.prompt_id, self.model, self.annotator)

@@ -1,0 +1,171 @@
+"""Davidson–Bradley–Terry: fits checked against scipy, statsmodels and closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+from scipy.optimize import minimize
+
+from essaybench.stats.bradley_terry import (
+    bradley_terry,
+    fit_davidson,
+    ranking_table,
+    sum_zero_basis,
+)
+
+
+def _outcomes(theta: np.ndarray, nu: float, n_prompts: int, seed: int,
+              pairs: list[tuple[int, int]] | None = None) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    k = len(theta)
+    pairs = pairs or [(i, j) for i in range(k) for j in range(i + 1, k)]
+    rows = []
+    for p in range(n_prompts):
+        for i, j in pairs:
+            a, b = math.exp(theta[i]), math.exp(theta[j])
+            t = nu * math.sqrt(a * b)
+            u = rng.random() * (a + b + t)
+            verdict = "A" if u < a else ("B" if u < a + b else "tie")
+            # Alternate which model is listed first: orientation must not matter.
+            first, second = (i, j) if p % 2 else (j, i)
+            if first != i:
+                verdict = {"A": "B", "B": "A", "tie": "tie"}[verdict]
+            rows.append((f"p{p:03d}", f"m{first}", f"m{second}", verdict, "ok"))
+    return pl.DataFrame(rows, schema=["prompt_id", "model_a", "model_b", "verdict", "status"],
+                        orient="row")
+
+
+def _neg_loglik(x: np.ndarray, df: pl.DataFrame, k: int) -> float:
+    """Davidson log-likelihood written out per comparison, θ_k = −Σ others."""
+    theta = np.append(x[: k - 1], -x[: k - 1].sum())
+    log_nu = x[k - 1]
+    ti = theta[[int(a[1:]) for a in df["model_a"]]]
+    tj = theta[[int(b[1:]) for b in df["model_b"]]]
+    verdict = df["verdict"].to_numpy()
+    log_tie = log_nu + (ti + tj) / 2
+    log_d = np.logaddexp(np.logaddexp(ti, tj), log_tie)
+    own = np.where(verdict == "A", ti, np.where(verdict == "B", tj, log_tie))
+    return -float((own - log_d).sum())
+
+
+def test_fit_equals_scipy_maximum_of_handwritten_likelihood() -> None:
+    theta = np.array([0.4, -0.2, 0.1, -0.3])
+    df = _outcomes(theta, 0.7, 60, seed=1)
+    fit = fit_davidson(df, ridge=0.0)
+    opt = minimize(_neg_loglik, np.zeros(4), args=(df, 4), method="BFGS",
+                   options={"gtol": 1e-9})
+    ref = np.append(opt.x[:3], -opt.x[:3].sum())
+    np.testing.assert_allclose(fit.theta, ref, atol=1e-5)
+    assert fit.nu == pytest.approx(math.exp(opt.x[3]), rel=1e-5)
+    assert fit.theta.sum() == pytest.approx(0.0, abs=1e-12) and fit.converged
+
+
+def test_no_ties_equals_statsmodels_logistic_regression() -> None:
+    theta = np.array([0.5, 0.0, -0.5])
+    df = _outcomes(theta, 0.0, 80, seed=2)
+    assert "tie" not in df["verdict"].to_list()
+    fit = fit_davidson(df, ridge=0.0)
+    assert fit.nu == 0.0
+    design = np.zeros((df.height, 3))
+    y = np.zeros(df.height)
+    for r, (a, b, verdict) in enumerate(df.select("model_a", "model_b", "verdict").iter_rows()):
+        design[r, int(a[1:])] += 1
+        design[r, int(b[1:])] -= 1
+        y[r] = verdict == "A"
+    # Model m2 is the reference (its column dropped): coefficients are θ_i − θ_2.
+    logit = sm.Logit(y, design[:, :2]).fit(disp=0, tol=1e-12)
+    np.testing.assert_allclose(fit.theta[:2] - fit.theta[2], logit.params, atol=1e-6)
+
+
+def test_two_models_closed_form() -> None:
+    # Saturated: θ1 − θ2 = log(w1/w2) and ν = t / sqrt(w1·w2).
+    rows = [("p", "x", "y", "A")] * 30 + [("p", "x", "y", "B")] * 12 + \
+        [("p", "y", "x", "tie")] * 9 + [("q", "y", "x", "A")] * 8
+    df = pl.DataFrame(rows, schema=["prompt_id", "model_a", "model_b", "verdict"],
+                      orient="row")
+    w_x, w_y, t = 30, 12 + 8, 9
+    fit = fit_davidson(df, ridge=0.0)
+    assert fit.theta[0] - fit.theta[1] == pytest.approx(math.log(w_x / w_y), rel=1e-8)
+    assert fit.nu == pytest.approx(t / math.sqrt(w_x * w_y), rel=1e-8)
+    res = bradley_terry(df, n_boot=20, seed=0, ridge=0.0)
+    gap = 400 * math.log10(w_x / w_y)
+    assert res.rating[0] == pytest.approx(1000 + gap / 2, rel=1e-8)
+    assert res.rating[1] == pytest.approx(1000 - gap / 2, rel=1e-8)
+
+
+def test_ranking_table_record_anchor_and_failed_rows() -> None:
+    theta = np.array([0.6, 0.0, -0.6])
+    df = _outcomes(theta, 0.5, 50, seed=3)
+    df = pl.concat([df, pl.DataFrame(
+        [("p000", "m0", "m1", None, "api_error"), ("p001", "m1", "m2", "A", "parse_error")],
+        schema=df.schema, orient="row")])
+    res = bradley_terry(df, n_boot=200, seed=1)
+    assert res.n_failed == 2
+    assert res.rating.mean() == pytest.approx(1000.0)
+    table = res.table()
+    assert table["model"].to_list() == ["m0", "m1", "m2"]
+    assert table["rank"].to_list() == [1, 2, 3]
+    ok = df.filter(pl.col("status") == "ok")
+    m0 = ok.filter((pl.col("model_a") == "m0") | (pl.col("model_b") == "m0"))
+    wins = m0.filter(((pl.col("model_a") == "m0") & (pl.col("verdict") == "A"))
+                     | ((pl.col("model_b") == "m0") & (pl.col("verdict") == "B"))).height
+    ties = m0.filter(pl.col("verdict") == "tie").height
+    row = table.row(0, named=True)
+    assert (row["wins"], row["ties"], row["n"]) == (wins, ties, m0.height)
+    assert row["losses"] == m0.height - wins - ties
+    assert (table["ci_lo"] <= table["rating"]).all() and (table["rating"] <= table["ci_hi"]).all()
+    anchored = bradley_terry(df, n_boot=200, seed=1, anchor="m1")
+    assert anchored.rating[1] == 1000.0 and anchored.lo[1] == anchored.hi[1] == 1000.0
+    np.testing.assert_allclose(anchored.rating - anchored.rating[1], res.rating - res.rating[1])
+
+
+def test_bootstrap_replicates_equal_refits_on_resampled_prompts() -> None:
+    theta = np.array([0.3, -0.1, -0.2, 0.0])
+    df = _outcomes(theta, 0.8, 30, seed=4)
+    res = bradley_terry(df, n_boot=5, seed=11)
+    prompts = sorted(set(df["prompt_id"].to_list()))
+    idx = np.random.default_rng(11).integers(0, len(prompts), size=(5, len(prompts)))
+    for b in (0, 3):
+        parts = [df.filter(pl.col("prompt_id") == prompts[i]) for i in idx[b]]
+        refit = fit_davidson(pl.concat(parts), ridge=1e-3)
+        np.testing.assert_allclose(res.boot[b], 1000 + 400 * refit.theta / math.log(10),
+                                   atol=1e-6)
+
+
+def test_separation_needs_ridge_and_disconnected_graph_is_rejected() -> None:
+    rows = [("p1", "a", "b", "A"), ("p2", "a", "b", "A"), ("p1", "b", "c", "tie"),
+            ("p2", "c", "b", "A")]
+    df = pl.DataFrame(rows, schema=["prompt_id", "model_a", "model_b", "verdict"],
+                      orient="row")
+    with pytest.raises(ValueError, match="ridge"):
+        fit_davidson(df, ridge=0.0)
+    fit = fit_davidson(df, ridge=1e-3)
+    assert np.isfinite(fit.theta).all() and fit.theta[0] == fit.theta.max()
+    apart = pl.DataFrame([("p", "a", "b", "A"), ("p", "c", "d", "B"), ("q", "a", "b", "B"),
+                          ("q", "c", "d", "A")],
+                         schema=["prompt_id", "model_a", "model_b", "verdict"], orient="row")
+    with pytest.raises(ValueError, match="disconnected"):
+        fit_davidson(apart, ridge=0.0)
+
+
+def test_several_judges_split_by_ranking_table() -> None:
+    one = _outcomes(np.array([0.5, 0.0, -0.5]), 0.5, 20, seed=5)
+    two = _outcomes(np.array([-0.5, 0.0, 0.5]), 0.5, 20, seed=6)
+    both = pl.concat([one.with_columns(pl.lit("j1").alias("judge")),
+                      two.with_columns(pl.lit("j2").alias("judge"))])
+    with pytest.raises(ValueError, match="several judges"):
+        bradley_terry(both)
+    table = ranking_table(both, n_boot=50, seed=0)
+    assert table.columns[0] == "judge" and table.height == 6
+    assert table.filter(pl.col("judge") == "j1")["model"][0] == "m0"
+    assert table.filter(pl.col("judge") == "j2")["model"][0] == "m2"
+
+
+def test_sum_zero_basis_is_orthonormal() -> None:
+    basis = sum_zero_basis(5)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(4), atol=1e-12)
+    np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-12)

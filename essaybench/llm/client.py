@@ -26,7 +26,12 @@ from httpx_aiohttp import AiohttpTransport
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.retry import Backoff, classify_http_error, parse_retry_after
-from essaybench.llm.structured import StructuredError, parse_structured, reask_message
+from essaybench.llm.structured import (
+    StructuredError,
+    looks_like_refusal,
+    parse_structured,
+    reask_message,
+)
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
@@ -220,6 +225,9 @@ class OpenAICompatBackend:
             try:
                 parsed = parse_structured(text, request.response_schema)
             except StructuredError as exc:
+                if looks_like_refusal(text):
+                    return finish(CallStatus.REFUSED, text=text, error_kind="refusal",
+                                  error=f"the model declined: {text.strip()[:200]!r}", **common)
                 if reasks < spec.max_reasks:
                     reasks += 1
                     messages = [*messages, Message(role="assistant", content=text),

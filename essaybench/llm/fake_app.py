@@ -216,6 +216,9 @@ class ChatEndpoint:
                 return "好的，以下是结果：评分很高，理由充分。"  # prose where JSON was asked for
             valid = generate_instance(chat.schema, _seed(key, st.scenario.seed))
             return json.dumps(violate(chat.schema, valid), ensure_ascii=False)
+        for reply_rule in cfg.rules:
+            if reply_rule.matches(chat.first_prompt):
+                return reply_rule.reply
         if chat.structured and cfg.structured == "script":
             script = cfg.structured_script
             return script[(st.ordinal(chat.model, key) - 1) % len(script)]

@@ -72,6 +72,7 @@ class ChatFields:
     max_tokens: int | None
     structured: bool
     schema: dict[str, Any] | None
+    first_prompt: str = ""  # text of the first user message (stays put across re-asks)
 
 
 def _text_of(content: Any) -> str:
@@ -111,6 +112,7 @@ def parse_chat(body: Any) -> ChatFields | str:
         schema = found if isinstance(found, dict) else None
     # Prompt tokens: each message's text plus 4 for its framing, plus 3 to prime the reply.
     return ChatFields(model=model, prompt=users[-1] if users else texts[-1],
+                      first_prompt=users[0] if users else texts[-1],
                       prompt_tokens=sum(count_tokens(t) + 4 for t in texts) + 3,
                       max_tokens=limit, structured=structured, schema=schema)
 

@@ -10,6 +10,8 @@ A scenario is data (YAML or JSON, or built in Python). Example::
         reply: template
         template: "第{n}篇（{model}）：{prompt}"
       judge-a:
+        rules:                          # first match on the first user message wins
+          - {contains: ["【甲】", "论点"], reply: '{"scores": {"q1": 7}}'}
         reply: script
         script: ["甲", "乙"]
         structured: schema              # json_schema requests get a valid generated object
@@ -51,6 +53,22 @@ class Latency(BaseModel):
     seed: int = Field(default=0, description="Seed of the per-request jitter draw.")
 
 
+class ReplyRule(BaseModel):
+    """A fixed reply for requests whose first user message contains every string given.
+
+    Matching the first user message (not the last) keeps a rule's answer the same when
+    the client re-asks, so a scripted bad reply stays bad through the re-ask budget.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    contains: tuple[str, ...] = Field(min_length=1, description="All must appear.")
+    reply: str = Field(description="The content returned, for plain and structured requests.")
+
+    def matches(self, first_prompt: str) -> bool:
+        return all(part in first_prompt for part in self.contains)
+
+
 class ModelScenario(BaseModel):
     """How one model name answers."""
 
@@ -73,6 +91,8 @@ class ModelScenario(BaseModel):
     structured_script: tuple[str, ...] = Field(
         default=(),
         description="Raw reply strings for structured requests, cycling per distinct request.")
+    rules: tuple[ReplyRule, ...] = Field(
+        default=(), description="Content-matched replies, tried first; the first match wins.")
     enforce_max_tokens: bool = Field(
         default=True, description="Cut replies longer than max_tokens and finish with 'length'.")
     context_window: int | None = Field(

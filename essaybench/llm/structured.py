@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.paths import project_dir
 
@@ -20,16 +20,68 @@ class StructuredError(ValueError):
     """The reply is not JSON, or not JSON that satisfies the schema."""
 
 
+_FENCED_ANYWHERE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?\s*```", re.DOTALL)
+# strict=False: small local models put raw newlines inside JSON strings.
+_DECODER = json.JSONDecoder(strict=False)
+
+
+def _embedded_objects(text: str) -> list[Any]:
+    """Top-level JSON objects inside prose, left to right (an object's own braces skipped)."""
+    found: list[Any] = []
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find("{", at + 1)
+            continue
+        found.append(value)
+        at = text.find("{", end)
+    return found
+
+
 def parse_json_reply(text: str) -> Any:
-    """JSON from a reply; tolerates a Markdown code fence and raw newlines inside strings."""
+    """JSON from a reply: the whole text, else inside a Markdown fence, else the last JSON
+    object embedded in prose ("分析……最终结果：{...}"), which is where a judge that ignores
+    the JSON mode puts its answer after the analysis. The raw text is kept by the caller."""
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
     try:
-        # strict=False: small local models put raw newlines inside JSON strings.
-        return json.loads(body, strict=False)
+        return _DECODER.decode(body.strip())
     except json.JSONDecodeError as exc:
-        raise StructuredError(f"not valid JSON ({exc.msg} at line {exc.lineno} "
-                              f"column {exc.colno})") from exc
+        whole_error = exc
+    for block in reversed(_FENCED_ANYWHERE.findall(text)):
+        try:
+            return _DECODER.decode(block.strip())
+        except json.JSONDecodeError:
+            continue
+    objects = _embedded_objects(text)
+    if objects:
+        return objects[-1]
+    raise StructuredError(f"not valid JSON ({whole_error.msg} at line {whole_error.lineno} "
+                          f"column {whole_error.colno})")
+
+
+class _Refusal(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    version: str
+    window: int = Field(gt=0)
+    phrases: tuple[str, ...] = Field(min_length=1)
+
+
+@cache
+def refusal_rules() -> _Refusal:
+    path = project_dir("rubrics") / "gateway" / "refusal.v1.yaml"
+    return _Refusal.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def looks_like_refusal(text: str) -> bool:
+    """No JSON object anywhere, and a refusal phrase at the start (rubrics/gateway)."""
+    if "{" in text:
+        return False
+    rules = refusal_rules()
+    opening = text.strip()[: rules.window].lower()
+    return any(p.lower() in opening for p in rules.phrases)
 
 
 @cache

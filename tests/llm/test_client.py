@@ -156,3 +156,25 @@ def test_api_key_sent_from_environment_only(monkeypatch: pytest.MonkeyPatch) -> 
     denied, _ = _call(scenario, api_key_env="FAKE_KEY_FOR_TEST_WRONG")
     assert denied.status is CallStatus.API_ERROR and denied.error_kind == "http_401"
     assert secret not in repr(ok) and secret not in repr(denied)
+
+
+def test_refusal_in_words_is_refused_without_reask() -> None:
+    scenario = {"models": {"*": {"rules": [{"contains": ["秋天"],
+                                            "reply": "抱歉，我无法完成这个请求。"}]}}}
+    result, stats = _call(scenario, _request(response_schema=SCHEMA), max_reasks=2)
+    assert result.status is CallStatus.REFUSED and result.error_kind == "refusal"
+    assert result.text == "抱歉，我无法完成这个请求。" and result.parsed is None
+    assert result.attempts == 1 and stats.totals.received == 1
+
+
+def test_reply_rules_match_the_first_user_message_through_reasks() -> None:
+    # The rule's reply breaks the schema; the re-ask's last user message is the re-ask
+    # wording, yet the same rule answers again, so the budget runs out: parse_error.
+    scenario = {"models": {"*": {"rules": [
+        {"contains": ["冬天"], "reply": '{"score": 3, "why": "冬"}'},
+        {"contains": ["秋天"], "reply": '{"score": 11, "why": "太高"}'}]}}}
+    result, stats = _call(scenario, _request(response_schema=SCHEMA), max_reasks=2)
+    assert result.status is CallStatus.PARSE_ERROR and "11" in (result.error or "")
+    assert result.attempts == 3 and stats.totals.received == 3
+    ok, _ = _call(scenario, _request("写冬天", response_schema=SCHEMA))
+    assert ok.status is CallStatus.OK and ok.parsed == {"score": 3, "why": "冬"}

@@ -4,6 +4,7 @@ import pytest
 
 from essaybench.llm.structured import (
     StructuredError,
+    looks_like_refusal,
     parse_json_reply,
     parse_structured,
     reask_message,
@@ -42,3 +43,26 @@ def test_schema_violations_name_the_field() -> None:
 def test_reask_wording_comes_from_rubrics() -> None:
     msg = reask_message("at score: 11 is not one of [1..10]")
     assert "at score: 11" in msg and "JSON" in msg
+
+
+def test_json_inside_prose_is_the_last_object() -> None:
+    reply = '分析：论点明确，例如 {注意} 这里不是 JSON。\n最终评分：{"score": 8, "why": "好"}\n以上。'
+    assert parse_json_reply(reply) == {"score": 8, "why": "好"}
+    two = '草稿 {"score": 3, "why": "x"} 修改后 {"score": 9, "why": "y"}'
+    assert parse_json_reply(two) == {"score": 9, "why": "y"}
+    fenced = '我的分析如下。\n```json\n{"score": 6, "why": "z"}\n```\n谢谢。'
+    assert parse_structured(fenced, SCHEMA) == {"score": 6, "why": "z"}
+    with pytest.raises(StructuredError, match="not valid JSON"):
+        parse_json_reply("评分：很好 {没有闭合")
+
+
+@pytest.mark.parametrize("text, refused", [
+    ("抱歉，我无法对这篇作文进行评分。", True),
+    ("I'm sorry, but I can't help with that.", True),
+    ("作为一个AI，我不能评价。", True),
+    ("这篇作文写得很好，结构清楚。", False),  # prose, not a refusal: re-asked
+    ('抱歉，格式如下：{"score": 7}', False),  # carries JSON: a parse problem, not a refusal
+    ("好的。" + "这是分析。" * 40 + "抱歉", False),  # the phrase is not at the opening
+])
+def test_refusal_is_told_from_malformed(text: str, refused: bool) -> None:
+    assert looks_like_refusal(text) is refused

@@ -36,6 +36,9 @@ def load_pairwise_params(path: Path | str) -> PairwiseParams:
         raise PairwiseConfigError(f"pairwise config {path}: invalid YAML: {exc}") from exc
     if isinstance(raw, dict) and SECTION in raw:
         raw = raw[SECTION]
+    elif isinstance(raw, dict) and "judges" not in raw and {"generate", "judge"} & set(raw):
+        raise PairwiseConfigError(f"pairwise config {path} looks like a benchmark config "
+                                  f"without a '{SECTION}:' section")
     try:
         return PairwiseParams.model_validate(raw)
     except ValidationError as exc:

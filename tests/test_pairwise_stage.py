@@ -44,7 +44,8 @@ def test_settings_at_top_level_or_under_pairwise(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     for text, match in [("judges: [j]\nbogus: 1\n", "bogus"),
                         ("judges: [j]\njudges: [k]\n", "duplicate"),
-                        ("design: baseline\njudges: [j]\n", "needs a baseline")]:
+                        ("design: baseline\njudges: [j]\n", "needs a baseline"),
+                        ("generate: {models: [m]}\njudge: {judges: [j]}\n", "without a")]:
         bad.write_text(text, encoding="utf-8")
         with pytest.raises(PairwiseConfigError, match=match) as info:
             load_pairwise_params(bad)

@@ -22,7 +22,7 @@ def score_matrix(df: pl.DataFrame, *, unit: str, item: str,
     """(n_units, n_items) matrix of ``score``, NaN where missing; with unit and item labels."""
     require_columns(df, [unit, item, score], "score_matrix")
     cells = df.filter(pl.col(score).is_not_null()).select(unit, item, score)
-    dup = cells.group_by(unit, item).len().filter(pl.col("len") > 1)
+    dup = cells.group_by(unit, item).len().filter(pl.col("len") > 1).sort(unit, item)
     if not dup.is_empty():
         first = dup.row(0)
         raise ValueError(f"score_matrix: {dup.height} ({unit}, {item}) cell(s) have several "

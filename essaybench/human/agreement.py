@@ -186,3 +186,24 @@ def fleiss_kappa_long(df: pl.DataFrame, *, items: Sequence[str], label: str) -> 
     return FleissKappa(kappa=result.kappa, n_items=result.n_items, n_raters=modal,
                        n_items_dropped=grouped.height - used.height,
                        categories=result.categories)
+
+
+def annotator_pairs(df: pl.DataFrame, *, items: Sequence[str] = ("prompt_id", "model"),
+                    score: str = "score", annotator: str = "annotator") -> pl.DataFrame:
+    """:func:`rater_agreement` for every pair of annotators, over the items both scored.
+
+    For absolute annotations with several annotators; one row per pair, the
+    ``group`` column reading ``"a vs b"`` (alphabetical).
+    """
+    require_columns(df, [*items, score, annotator], "annotator_pairs")
+    scored = df.filter(pl.col(score).is_not_null()).select(*items, annotator, score)
+    both = scored.join(scored, on=list(items), suffix="_2").filter(
+        pl.col(annotator) < pl.col(f"{annotator}_2"))
+    rows = []
+    for (first, second), group in sorted(both.group_by(annotator, f"{annotator}_2"),
+                                         key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        rows.append(agreement_row(f"{first} vs {second}",
+                                  rater_agreement(group[score], group[f"{score}_2"])))
+    if not rows:
+        raise ValueError("annotator_pairs: no item was scored by two annotators")
+    return pl.DataFrame(rows)

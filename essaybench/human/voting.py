@@ -17,6 +17,7 @@ judge's own pairwise verdicts into voting scores.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import polars as pl
 
@@ -139,6 +140,22 @@ def rank_agreement(human: pl.DataFrame, judge: pl.DataFrame) -> tuple[Correlatio
             kendall(both["score"], both["judge_score"]))
 
 
+def _by_scope(human: pl.DataFrame, judge_rows: pl.DataFrame,
+              human_scores: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
+    require_columns(judge_rows, ["model", "genre", "score"], "judge scores")
+    scopes: list[tuple[str, pl.DataFrame, pl.DataFrame]] = [(OVERALL, human, judge_rows)]
+    for genre in sorted(g for g in human["genre"].unique().to_list() if g is not None):
+        scopes.append((genre, human.filter(pl.col("genre") == genre),
+                       judge_rows.filter(pl.col("genre") == genre)))
+    out = []
+    for scope, scope_human, scope_judge in scopes:
+        rho, tau = rank_agreement(human_scores(scope_human), _model_means(scope_judge))
+        out.append({"scope": scope, "n_models": rho.n, "n_human_rows": scope_human.height,
+                    "spearman": rho.statistic, "spearman_p": rho.p_value,
+                    "kendall": tau.statistic, "kendall_p": tau.p_value})
+    return pl.DataFrame(out)
+
+
 def judge_human_agreement(annotations: pl.DataFrame, judge_rows: pl.DataFrame) -> pl.DataFrame:
     """Ranking agreement between human voting scores and a judge, overall and per genre.
 
@@ -146,18 +163,16 @@ def judge_human_agreement(annotations: pl.DataFrame, judge_rows: pl.DataFrame) -
     or already averaged per model and genre. The judge's per-model score is the
     mean of its rows in scope; the human score is the voting score from the
     majority votes in scope (all votes overall; the genre's votes per genre).
+    ``n_human_rows`` counts the majority-vote outcomes (prompt × pair) in scope.
     """
-    require_columns(judge_rows, ["model", "genre", "score"], "judge scores")
-    votes = majority_votes(annotations)
-    scopes: list[tuple[str, pl.DataFrame, pl.DataFrame]] = [
-        (OVERALL, votes, judge_rows)]
-    for genre in sorted(g for g in votes["genre"].unique().to_list() if g is not None):
-        scopes.append((genre, votes.filter(pl.col("genre") == genre),
-                       judge_rows.filter(pl.col("genre") == genre)))
-    out = []
-    for scope, scope_votes, scope_judge in scopes:
-        rho, tau = rank_agreement(voting_scores(scope_votes), _model_means(scope_judge))
-        out.append({"scope": scope, "n_models": rho.n, "n_pairs": scope_votes.height,
-                    "spearman": rho.statistic, "spearman_p": rho.p_value,
-                    "kendall": tau.statistic, "kendall_p": tau.p_value})
-    return pl.DataFrame(out)
+    return _by_scope(majority_votes(annotations), judge_rows, voting_scores)
+
+
+def judge_human_agreement_absolute(annotations: pl.DataFrame,
+                                   judge_rows: pl.DataFrame) -> pl.DataFrame:
+    """As :func:`judge_human_agreement`, for absolute annotations: the human per-model
+    score is the mean of the annotators' scores in scope (``n_human_rows`` = scores)."""
+    require_columns(annotations, ["model", "score"], "absolute annotations")
+    df = annotations if "genre" in annotations.columns else annotations.with_columns(
+        pl.lit(None, dtype=pl.Utf8).alias("genre"))
+    return _by_scope(df, judge_rows, _model_means)

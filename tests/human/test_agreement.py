@@ -12,6 +12,7 @@ from scipy import stats
 
 from essaybench.human.agreement import (
     agreement_table,
+    annotator_pairs,
     exact_agreement,
     fleiss_kappa,
     fleiss_kappa_long,
@@ -175,3 +176,21 @@ def test_agreement_table_per_group_then_overall() -> None:
     assert rater_agreement(a, b).spearman.statistic == pytest.approx(overall["spearman"])
     with pytest.raises(ValueError, match="missing column"):
         agreement_table(df, "a", "c")
+
+
+def test_annotator_pairs_over_shared_items() -> None:
+    df = pl.DataFrame({
+        "prompt_id": ["p1"] * 6 + ["p2"] * 4,
+        "model": ["m1", "m2", "m3"] * 2 + ["m1", "m2"] * 2,
+        "annotator": ["zhang"] * 3 + ["li"] * 3 + ["zhang", "zhang", "wang", "wang"],
+        "score": [3, 2, 0, 3, 1, 1, 2, 2, 2, 1]})
+    table = annotator_pairs(df)
+    assert table["group"].to_list() == ["li vs zhang", "wang vs zhang"]
+    li, zhang = [3, 1, 1], [3, 2, 0]  # p1, models m1..m3
+    row = table.row(0, named=True)
+    assert row["n"] == 3
+    assert row["exact"] == pytest.approx(1 / 3)
+    assert row["kappa_linear"] == pytest.approx(textbook_weighted_kappa(li, zhang, 1))
+    assert table.row(1, named=True)["exact"] == pytest.approx(1 / 2)
+    with pytest.raises(ValueError, match="no item was scored by two"):
+        annotator_pairs(df.filter(pl.col("annotator") == "li"))

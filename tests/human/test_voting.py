@@ -12,6 +12,7 @@ from scipy import stats
 from essaybench.human.voting import (
     canonical_pairs,
     judge_human_agreement,
+    judge_human_agreement_absolute,
     judge_scores,
     majority_votes,
     pairwise_fleiss,
@@ -111,7 +112,7 @@ def test_judge_human_agreement_overall_and_per_genre() -> None:
     assert by_scope["narrative"]["kendall"] == pytest.approx((5 - 1) / 6)
     # Expository: human m1 > m2 > m4 > m3 (m4 won its p3 duel), judge 60, 50, 40, 45.
     assert by_scope["expository"]["spearman"] == pytest.approx(1.0)
-    assert by_scope["expository"]["n_pairs"] == 6
+    assert by_scope["expository"]["n_human_rows"] == 6
     # Overall: judge means over all rows of a model; human over all 18 votes.
     human = voting_scores(majority_votes(ann(rows, genre)))
     judge_means = judge.group_by("model").agg(pl.col("score").mean())
@@ -140,3 +141,25 @@ def test_judge_scores_keeps_ok_rows_of_one_judge() -> None:
         judge_scores(judgments)
     with pytest.raises(ValueError, match="score_unweighted"):
         judge_scores(judgments, "score_unweighted", judge="j1")
+
+
+def test_judge_human_agreement_absolute_uses_mean_human_scores() -> None:
+    absolute = pl.DataFrame({
+        "prompt_id": ["p1", "p1", "p1", "p1", "p2", "p2", "p2"],
+        "model": ["m1", "m1", "m2", "m3", "m1", "m2", "m3"],
+        "annotator": ["a", "b", "a", "a", "a", "a", "a"],
+        "score": [3.0, 1.0, 3.0, 0.0, 2.0, 2.0, 1.0],
+        "genre": ["narrative"] * 4 + ["expository"] * 3})
+    judge = judge_rows({("m1", "narrative"): [5], ("m2", "narrative"): [9],
+                        ("m3", "narrative"): [1], ("m1", "expository"): [4],
+                        ("m2", "expository"): [3], ("m3", "expository"): [2]})
+    out = {r["scope"]: r for r in
+           judge_human_agreement_absolute(absolute, judge).iter_rows(named=True)}
+    # Narrative human means m1 2, m2 3, m3 0 vs judge 5, 9, 1: same order.
+    assert out["narrative"]["spearman"] == pytest.approx(1.0)
+    # Overall human means m1 2, m2 2.5, m3 0.5; judge means 4.5, 6, 1.5.
+    assert out["overall"]["kendall"] == pytest.approx(1.0)
+    # Expository: human m1 = m2 = 2 > m3 = 1; judge 4 > 3 > 2.
+    expected = stats.spearmanr([2.0, 2.0, 1.0], [4.0, 3.0, 2.0]).statistic
+    assert out["expository"]["spearman"] == pytest.approx(expected)
+    assert out["overall"]["n_human_rows"] == 7

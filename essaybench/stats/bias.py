@@ -1,0 +1,202 @@
+"""Judge bias monitors: score–length slope and correlation, and self-preference.
+
+Length bias. Per judge and genre (plus ``all``) over ok rows: the OLS slope of
+score on essay length in points per 100 Chinese characters
+(``scipy.stats.linregress``; its standard error and p-value), Pearson r and
+Spearman ρ with their p-values, and n. Length is whatever column the caller
+passes, e.g. :func:`chinese_length` of each essay.
+
+Self-preference. For each judge whose family is known, the mean score it gives
+essays by models of its own family and by other models, and the difference
+own − other with a seeded prompt-bootstrap CI (prompts resampled, own and other
+kept paired). A positive difference is not by itself bias — the family may
+simply write better — so when other judges scored the same models, ``excess``
+is the judge's difference minus the mean difference the other judges give the
+same split of models (a difference in differences), with its CI from the same
+resampling (prompts are resampled jointly across judges). Models whose family
+is unknown are left out of both sides.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from essaybench.stats.bootstrap import (
+    as_generator,
+    check_level,
+    check_n_boot,
+    paired_bootstrap_ratio,
+    percentile_bounds,
+)
+
+OK = "ok"
+ALL = "all"
+
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
+
+# Checked in order; a name must not be preceded by a letter (so "ollama" is not
+# llama). Specific families come before OpenAI's short "o1"-style names.
+_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("smollm", r"smollm"),
+    ("deepseek", r"deepseek"),
+    ("qwen", r"qwen|qwq"),
+    ("doubao", r"doubao|skylark"),
+    ("glm", r"(chat)?glm|zhipu"),
+    ("grok", r"grok"),
+    ("claude", r"claude|anthropic"),
+    ("gemini", r"gemini"),
+    ("mistral", r"mistral|mixtral|ministral|codestral"),
+    ("llama", r"llama"),
+    ("openai", r"gpt|chatgpt|openai|davinci|o[1-9](?![0-9a-z])"),
+)
+_FAMILY_RES = tuple((name, re.compile(rf"(?<![a-z])(?:{pattern})")) for name, pattern in _FAMILIES)
+
+LENGTH_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "genre": pl.Utf8, "n": pl.Int64, "slope_per_100": pl.Float64,
+    "slope_se": pl.Float64, "slope_p": pl.Float64, "intercept": pl.Float64,
+    "pearson_r": pl.Float64, "pearson_p": pl.Float64, "spearman_rho": pl.Float64,
+    "spearman_p": pl.Float64,
+}
+SELF_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "family": pl.Utf8, "own_mean": pl.Float64, "other_mean": pl.Float64,
+    "diff": pl.Float64, "diff_lo": pl.Float64, "diff_hi": pl.Float64,
+    "excess": pl.Float64, "excess_lo": pl.Float64, "excess_hi": pl.Float64,
+    "n_own": pl.Int64, "n_other": pl.Int64,
+}
+
+
+def chinese_length(text: str) -> int:
+    """Number of CJK ideographs in ``text`` (punctuation, Latin and digits not counted)."""
+    return len(_CJK.findall(text))
+
+
+def infer_family(model_id: str) -> str | None:
+    """Model family from a model id, e.g. "deepseek-r1" → "deepseek"; None if unknown.
+
+    Families: openai (gpt, o1…, openai), deepseek, qwen, doubao, glm, grok,
+    claude, gemini, llama, mistral, smollm.
+    """
+    name = model_id.lower()
+    for family, pattern in _FAMILY_RES:
+        if pattern.search(name):
+            return family
+    return None
+
+
+def _length_row(judge: str, genre: str, x: np.ndarray, y: np.ndarray,
+                per: float) -> dict[str, object]:
+    row: dict[str, object] = {"judge": judge, "genre": genre, "n": len(x)}
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return row  # a slope or correlation is undefined: nulls, not zeros
+    fit = stats.linregress(x, y)
+    pearson = stats.pearsonr(x, y)
+    spearman = stats.spearmanr(x, y)
+    row.update(slope_per_100=float(fit.slope) * per, slope_se=float(fit.stderr) * per,
+               slope_p=float(fit.pvalue), intercept=float(fit.intercept),
+               pearson_r=float(pearson.statistic), pearson_p=float(pearson.pvalue),
+               spearman_rho=float(spearman.statistic), spearman_p=float(spearman.pvalue))
+    return row
+
+
+def length_bias(rows: pl.DataFrame, score: str = "score_weighted",
+                length: str = "length_chars", per: float = 100.0) -> pl.DataFrame:
+    """Score–length slope (points per ``per`` characters) and correlations per judge × genre.
+
+    ``rows`` needs ``judge``, ``genre``, ``status``, ``score`` and ``length``;
+    only ok rows with both values count. Genre ``all`` pools the judge's rows.
+    """
+    missing = [c for c in ("judge", "genre", "status", score, length) if c not in rows.columns]
+    if missing:
+        raise ValueError(f"length_bias needs column(s) {missing}")
+    ok = rows.filter((pl.col("status") == OK) & pl.col(score).is_not_null()
+                     & pl.col(length).is_not_null())
+    out: list[dict[str, object]] = []
+    for judge in sorted({str(j) for j in rows["judge"].to_list()}):
+        mine = ok.filter(pl.col("judge") == judge)
+        genres = sorted({str(g) for g in mine["genre"].drop_nulls().to_list()})
+        for genre in [ALL, *genres]:
+            part = mine if genre == ALL else mine.filter(pl.col("genre") == genre)
+            out.append(_length_row(judge, genre, part[length].cast(pl.Float64).to_numpy(),
+                                   part[score].cast(pl.Float64).to_numpy(), per))
+    return pl.DataFrame(out, schema=LENGTH_SCHEMA)
+
+
+def _family(name: str, family_of: Mapping[str, str] | None) -> str | None:
+    if family_of is not None and name in family_of:
+        return family_of[name]
+    return infer_family(name)
+
+
+def _judge_family(judge: str, rows: pl.DataFrame,
+                  family_of: Mapping[str, str] | None) -> str | None:
+    found = _family(judge, family_of)
+    if found is None and "judge_returned_model" in rows.columns:
+        returned = rows.filter(pl.col("judge") == judge)["judge_returned_model"].drop_nulls()
+        found = infer_family(str(returned[0])) if len(returned) else None
+    return found
+
+
+def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None = None,
+                    score: str = "score_weighted", *, n_boot: int = 2000,
+                    level: float = 0.95,
+                    seed: int | np.random.Generator = 0) -> pl.DataFrame:
+    """Per judge of known family: own-family vs other mean score, difference and excess.
+
+    ``family_of`` maps judge or model names to a family and wins over
+    :func:`infer_family`; a judge's family may also come from its
+    ``judge_returned_model``. Judges of unknown family, or whose family wrote no
+    scored essay, or for which no other model was scored, are left out.
+    """
+    level, n_boot = check_level(level), check_n_boot(n_boot)
+    rng = as_generator(seed)
+    ok = judgments.filter((pl.col("status") == OK) & pl.col(score).is_not_null())
+    judges = sorted({str(j) for j in judgments["judge"].to_list()})
+    prompts = sorted({str(p) for p in ok["prompt_id"].to_list()})
+    p_index = {p: i for i, p in enumerate(prompts)}
+    j_index = {j: i for i, j in enumerate(judges)}
+    model_family = {m: _family(m, family_of) for m in {str(x) for x in ok["model"].to_list()}}
+    out: list[dict[str, object]] = []
+    for judge in judges:
+        family = _judge_family(judge, judgments, family_of)
+        if family is None or not prompts:
+            continue
+        # Columns 2k, 2k+1: judge k's scores of family / non-family models.
+        sums = np.zeros((len(prompts), 2 * len(judges)))
+        counts = np.zeros_like(sums)
+        for prompt, model, by, value in ok.select("prompt_id", "model", "judge",
+                                                  score).iter_rows():
+            fam = model_family[str(model)]
+            if fam is None:
+                continue
+            col = 2 * j_index[str(by)] + (0 if fam == family else 1)
+            sums[p_index[str(prompt)], col] += float(value)
+            counts[p_index[str(prompt)], col] += 1.0
+        me = j_index[judge]
+        n_own, n_other = int(counts[:, 2 * me].sum()), int(counts[:, 2 * me + 1].sum())
+        if n_own == 0 or n_other == 0:
+            continue
+        res = paired_bootstrap_ratio(sums, counts, n_boot=n_boot, level=level, seed=rng)
+        point_diff = res.mean[0::2] - res.mean[1::2]
+        boot_diff = res.boot[:, 0::2] - res.boot[:, 1::2]
+        d_lo, d_hi = percentile_bounds(boot_diff[:, [me]], level)
+        row: dict[str, object] = {
+            "judge": judge, "family": family, "own_mean": float(res.mean[2 * me]),
+            "other_mean": float(res.mean[2 * me + 1]), "diff": float(point_diff[me]),
+            "diff_lo": float(d_lo[0]), "diff_hi": float(d_hi[0]),
+            "n_own": n_own, "n_other": n_other}
+        others = [k for k in range(len(judges)) if k != me and np.isfinite(point_diff[k])]
+        if others:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN replicate
+                excess_boot = boot_diff[:, me] - np.nanmean(boot_diff[:, others], axis=1)
+            e_lo, e_hi = percentile_bounds(excess_boot[:, None], level)
+            row.update(excess=float(point_diff[me] - point_diff[others].mean()),
+                       excess_lo=float(e_lo[0]), excess_hi=float(e_hi[0]))
+        out.append(row)
+    return pl.DataFrame(out, schema=SELF_SCHEMA)

@@ -113,7 +113,8 @@ class WpbReport:
             f"Spearman ρ {rho:.3f} (p {_p(p)}, {n} models with text).", "",
             "## Tier separation by response length (high = 3, medium = 2, low = 0–1)", "",
             _table(self.sensitivity), "",
-            "`u_share` = share of (higher-tier, lower-tier) pairs where the higher tier is "
+            "Pooled over all prompts. `u_share` = share of (higher-tier, lower-tier) pairs "
+            "where the higher tier is "
             "longer (ties half); `p_value` one-sided Mann–Whitney; `mean_diff` in length "
             "units with the SD of the pairwise differences and its standard error. A judge "
             "whose scores separate the tiers no better than length does adds little.", "",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ WPB_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "writ
 MakeWpb = Callable[..., Path]
 
 
-def _write(path: Path, rows: list[dict[str, object]]) -> None:
+def _write(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                     encoding="utf-8")
 
@@ -38,7 +38,7 @@ def write_wpb(folder: Path, *, n_prompts: int = 12, n_models: int = 4,
             text = "好" * int((k + 1) * 40 + rng.integers(0, 20)) + "，abc 123。"
             row: dict[str, object] = {
                 "question_id": p["question_id"], "model_dir": m["model_dir"],
-                "tag": p["__internal_tags__"][0], "predict0": text,  # type: ignore[index]
+                "tag": p["__internal_tags__"][0], "predict0": text,
                 "completion_tokens": len(text), "word_len": len(text), "score": score,
                 "comment": "", "original_item_index": 0}
             if k < alt_models:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -17,7 +18,7 @@ from essaybench.human.annotations import (
 )
 
 
-def jsonl(tmp_path: Path, rows: list[object], name: str = "ann.jsonl") -> Path:
+def jsonl(tmp_path: Path, rows: Sequence[object], name: str = "ann.jsonl") -> Path:
     path = tmp_path / name
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
                     encoding="utf-8")

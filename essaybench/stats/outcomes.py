@@ -64,7 +64,8 @@ def split_ok(outcomes: pl.DataFrame) -> tuple[pl.DataFrame, int]:
         ok, n_failed = outcomes.filter(is_ok), outcomes.filter(~is_ok).height
     else:
         ok, n_failed = outcomes, 0
-    bad = ok.filter(~pl.col("verdict").is_in(list(VERDICTS)).fill_null(True))
+    bad = ok.filter(pl.col("verdict").is_null()
+                    | ~pl.col("verdict").is_in(list(VERDICTS)).fill_null(False))
     if bad.height:
         raise ValueError(f"{bad.height} ok row(s) have a verdict outside {VERDICTS}, e.g. "
                          f"{bad['verdict'][0]!r}")

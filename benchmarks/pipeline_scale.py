@@ -1,0 +1,194 @@
+"""The weekly pipeline at the paper's scale, on the fake server (issue 4, item 10).
+
+728 prompts × 15 models = 10,920 essays and 10,920 judgments (one judge), 300 ms
+server latency, concurrency 64 per model, run by the real ``pipeline`` flow (generate
+→ judge → aggregate) under a Prefect engine with its own temporary home. Prints:
+
+* wall time of the flow against the ideal: Σ over stages of the slowest model's
+  calls × latency / concurrency (generate: 728 × 0.3 / 64; judge: 10,920 × 0.3 / 64),
+  target ≤ 1.15×;
+* peak RSS of this process (the pipeline), target ≤ 1.5 GiB;
+* Prefect task runs and flow runs created;
+* time outside LLM calls: wall minus the union of the ledger's call intervals (the
+  stretches with at least one request in flight), split by stage from the catalog.
+
+    python benchmarks/pipeline_scale.py [--prompts 728] [--models 15] [--latency-ms 300]
+                                        [--concurrency 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import yaml
+
+from essaybench.curate.table import StageOutput
+from essaybench.hashing import sha256_hex
+from essaybench.llm.fake_scenario import FakeScenario
+from essaybench.llm.fake_server import spawn_fake_server
+from essaybench.paths import PROJECT_ROOT
+from essaybench.stages import run_stage
+from essaybench.store import Store
+
+GENRES = {"argumentative": "议论文", "narrative": "记叙文", "descriptive": "描写文",
+          "expository": "说明文"}
+TOPICS = ("门", "远方", "灯", "雨后", "老街", "种子", "回声", "桥", "风筝", "书架", "河流", "钟声")
+
+
+def synthetic_prompt_set(store: Store, n: int) -> str:
+    """Publish ``n`` distinct prompts (4 genres × Open/Constrained) as a prompt-set version."""
+    rows = []
+    genres = list(GENRES)
+    for i in range(n):
+        genre = genres[i % 4]
+        constrained = (i // 4) % 2 == 1
+        topic = TOPICS[i % len(TOPICS)]
+        text = (f"第{i}题：以“{topic}”为题，写一篇{GENRES[genre]}"
+                + ("，不少于800字。" if constrained else "。"))
+        rows.append({"prompt_id": sha256_hex(text)[:16], "text": text, "genre": genre,
+                     "prompt_set": "constrained" if constrained else "open",
+                     "decision": "kept"})
+    prompts = pl.DataFrame(rows)
+    snap = run_stage(store, run_id="bench-setup", stage="classify", upstream=[], params={},
+                     compute=lambda: StageOutput(prompts))
+    version = "ps-bench-" + sha256_hex(str(n))[:8]
+    folder = store.root / "prompt_sets" / version
+    folder.mkdir(parents=True)
+    prompts.drop("decision").write_parquet(folder / "prompts.parquet")
+    store.record_prompt_set({
+        "version": version, "snapshot_id": snap.snapshot_id, "run_id": "bench-setup",
+        "n_prompts": n, "counts": {}, "funnel": {}, "jsonl_path": "",
+        "parquet_path": str((folder / "prompts.parquet").relative_to(store.root))})
+    return version
+
+
+def union_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of [start, end] intervals."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+def llm_busy_seconds(ledger: Path, stage: str) -> float:
+    with duckdb.connect(str(ledger), read_only=True) as con:
+        rows = con.execute(
+            "select epoch(started_at), epoch(finished_at) from llm_calls where stage = ?",
+            [stage]).fetchall()
+    return union_seconds([(float(a), float(b)) for a, b in rows])
+
+
+def stage_seconds(store: Path, run_id: str) -> dict[str, float]:
+    with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
+        rows = con.execute("select stage, epoch(ended_at) - epoch(started_at) from "
+                           "stage_runs where run_id = ?", [run_id]).fetchall()
+    return {str(s): float(d) for s, d in rows}
+
+
+async def prefect_counts() -> tuple[int, int]:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        # The API's own counters (a filter read is capped at 200 rows).
+        response = await client._client.post("/task_runs/count", json={})
+        flows = await client.count_flow_runs()
+    return int(response.json()), flows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=728)
+    parser.add_argument("--models", type=int, default=15)
+    parser.add_argument("--latency-ms", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="essaybench-scale-"))
+    os.environ.update({"PREFECT_HOME": str(tmp / "prefect"), "DO_NOT_TRACK": "1",
+                       "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+                       "PREFECT_LOGGING_LEVEL": "WARNING"})
+    writers = [f"writer-{i:02d}" for i in range(args.models)]
+    scenario = FakeScenario.model_validate({"models": {"*": {
+        "latency_ms": args.latency_ms, "reply": "template", "template": "{model}第{n}篇：{prompt}",
+        "structured": "schema", "enforce_max_tokens": False}}})
+    with spawn_fake_server(scenario) as server:
+        common: dict[str, Any] = {"provider": "fake", "base_url": server.base_url,
+                                  "family": "fake", "structured_output": "json_schema",
+                                  "max_concurrency": args.concurrency, "timeout_s": 60}
+        registry = {m: {**common, "model_id": m} for m in [*writers, "judge"]}
+        (tmp / "models.yaml").write_text(yaml.safe_dump({"models": registry}), "utf-8")
+        os.environ["ESSAYBENCH_MODELS"] = str(tmp / "models.yaml")
+        store = Store(tmp / "store")
+        version = synthetic_prompt_set(store, args.prompts)
+        (tmp / "benchmark.yaml").write_text(yaml.safe_dump({
+            "prompt_set": version, "generate": {"models": writers},
+            "judge": {"judges": ["judge"]}}), "utf-8")
+
+        from prefect import flow
+
+        from flows.pipeline import pipeline_flow
+
+        @flow(name="warm-up")
+        def warm_up() -> None:
+            """Start the ephemeral Prefect server before the clock starts."""
+
+        t0 = time.perf_counter()
+        warm_up()
+        cold = time.perf_counter() - t0
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t0 = time.perf_counter()
+        out = pipeline_flow(str(tmp / "benchmark.yaml"),
+                            str(PROJECT_ROOT / "configs" / "curate.yaml"),
+                            str(store.root), False)
+        wall = time.perf_counter() - t0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        received = server.stats().totals.received
+    tasks, flows = asyncio.run(prefect_counts())
+
+    lat = args.latency_ms / 1000
+    ideal = {"generate": args.prompts * lat / args.concurrency,
+             "judge": args.prompts * args.models * lat / args.concurrency}
+    ledger = store.root / "ledger.duckdb"
+    busy = {s: llm_busy_seconds(ledger, s) for s in ideal}
+    per_stage = stage_seconds(store.root, out["run_id"])
+    ratio = wall / sum(ideal.values())
+    n = args.prompts * args.models
+    print(f"scale: {args.prompts} prompts x {args.models} models = {n} essays + {n} "
+          f"judgments; {received} requests received by the fake server")
+    print(f"wall {wall:.1f} s (ideal {sum(ideal.values()):.1f} s = generate "
+          f"{ideal['generate']:.1f} + judge {ideal['judge']:.1f}); {ratio:.3f}x "
+          f"(target <= 1.15x: {'PASS' if ratio <= 1.15 else 'FAIL'})")
+    for stage in ("generate", "judge", "aggregate"):
+        line = f"  {stage}: stage {per_stage.get(stage, float('nan')):.1f} s"
+        if stage in busy:
+            line += (f", LLM calls in flight {busy[stage]:.1f} s (ideal {ideal[stage]:.1f} s), "
+                     f"outside calls {per_stage.get(stage, 0) - busy[stage]:.1f} s")
+        print(line)
+    outside = wall - sum(busy.values())
+    print(f"time outside LLM calls: {outside:.1f} s of {wall:.1f} s (Prefect, snapshots, "
+          f"catalog, ledger reads, aggregation)")
+    print(f"peak RSS of the pipeline process {peak:.0f} MiB (after Prefect start "
+          f"{rss0:.0f} MiB; target <= 1536: {'PASS' if peak <= 1536 else 'FAIL'})")
+    print(f"Prefect: {tasks} task runs, {flows} flow runs (cold engine start {cold:.1f} s, "
+          "not in the wall time)")
+    print(f"outputs kept in {tmp}")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,12 +16,15 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from essaybench.aggregate import export, table5, trait_means
+from essaybench.analysis import StatsParams
 from essaybench.compliance import compliance_rates, compliance_table
 from essaybench.curate.promptset import GENRES
 from essaybench.curate.table import StageOutput
 from essaybench.generate import GenerateParams, run_generate
 from essaybench.judge import JudgeParams, run_judge
+from essaybench.judge_prefetch import JudgePrefetch
 from essaybench.llm.session import GatewaySession
+from essaybench.pairwise import PairwiseParams
 from essaybench.stages import run_stage
 from essaybench.store import Snapshot, Store
 from essaybench.yamlio import load_strict
@@ -43,9 +46,14 @@ class BenchmarkConfig(BaseModel):
     sample_seed: int = Field(default=0, description="Seed of the per-genre prompt sample.")
     generate: GenerateParams
     judge: JudgeParams
+    pairwise: PairwiseParams | None = Field(
+        default=None, description="Order-swapped pairwise judging of the essays (optional).")
+    stats: StatsParams = Field(default_factory=StatsParams,
+                               description="Bootstrap settings of the stats stage.")
 
     def models(self) -> list[str]:
-        return list(dict.fromkeys([*self.generate.models, *self.judge.judges]))
+        pairwise = self.pairwise.judges if self.pairwise is not None else []
+        return list(dict.fromkeys([*self.generate.models, *self.judge.judges, *pairwise]))
 
 
 def load_benchmark_config(path: Path | str) -> BenchmarkConfig:
@@ -92,14 +100,18 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
 
 
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
-                   session: GatewaySession) -> Snapshot:
+                   session: GatewaySession, *, prefetch_judge: bool = False) -> Snapshot:
+    """``prefetch_judge``: also send each fresh essay's judge calls as it comes back (for
+    a run that judges next; the judge stage then finds them in the ledger)."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
+    prefetch = JudgePrefetch.for_prompts(selected, config.judge) if prefetch_judge else None
     return run_stage(store, run_id=run_id, stage="generate", upstream=[upstream], params=params,
                      rows_in=selected.height,
-                     compute=lambda: run_generate(selected, config.generate, session, version))
+                     compute=lambda: run_generate(selected, config.generate, session, version,
+                                                  follow_up=prefetch))
 
 
 def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,

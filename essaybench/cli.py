@@ -33,7 +33,7 @@ ConfigOpt = Annotated[Path, typer.Option("--config", help="Curate config (YAML).
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store folder (catalog + snapshots).")]
 
 
-def _prefect_env() -> None:
+def prefect_env() -> None:
     # No network here or on most CI machines: keep Prefect from phoning home.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -55,7 +55,7 @@ def curate(
     if from_stage not in CURATE_STAGES:
         raise typer.BadParameter(f"{from_stage!r}; choose one of {', '.join(CURATE_STAGES)}",
                                  param_hint="--from-stage")
-    _prefect_env()
+    prefect_env()
     from flows.curate import curate_flow  # Prefect import is slow; only when needed
 
     started = time.perf_counter()
@@ -107,7 +107,7 @@ def run(
         "--curate/--no-curate", help="Rebuild the prompt set first.")] = True,
 ) -> None:
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5."""
-    _prefect_env()
+    prefect_env()
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
@@ -131,7 +131,7 @@ def rerun(
     if stage not in BENCHMARK_STAGES:
         raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
                                  param_hint="--stage")
-    _prefect_env()
+    prefect_env()
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
@@ -262,6 +262,12 @@ def llm_models(
                       f"{m.price_input_per_mtok} / {m.price_output_per_mtok}")
     console.print(table)
 
+
+# The analysis commands (pairwise, stats, agreement, wpb-report, sample-size) register
+# themselves on ``app``; imported last because they import from this module.
+from essaybench import cli_analysis  # noqa: E402
+
+__all__ = ["app", "cli_analysis"]
 
 if __name__ == "__main__":
     app()

@@ -24,3 +24,8 @@ def project_dir(name: str) -> Path:
 
 def default_store_root() -> Path:
     return PROJECT_ROOT / "out" / "store"
+
+
+def default_wpb_dir() -> Path:
+    """WritingPreferenceBench's data beside the checkout (../shared/data/...); never copied in."""
+    return PROJECT_ROOT.parent / "shared" / "data" / "writingpreferencebench"

@@ -1,0 +1,22 @@
+"""The ``agreement`` stage as a flow: a run's judge against the user's human annotations."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from essaybench.settings import DEFAULT_STORE_ROOT
+from tasks.agreement import agreement_stage_task
+
+
+@flow(name="agreement")
+def agreement_flow(
+    base_run: str,
+    annotations: str,
+    kind: str = "pairwise",
+    tiers: dict[str, list[float]] | None = None,
+    store_root: str = DEFAULT_STORE_ROOT,
+    run_id: str | None = None,
+) -> str:
+    """Judge–human agreement for ``base_run``'s judgments; returns the snapshot id."""
+    params: dict[str, object] = {"annotations": annotations, "kind": kind, "tiers": tiers}
+    return agreement_stage_task(run_id or base_run, params, store_root, base_run)

@@ -1,0 +1,20 @@
+"""The ``stats`` stage as its own flow: confidence intervals, rankings and bias monitors."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from essaybench.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from tasks.stats import stats_stage_task
+
+
+@flow(name="stats")
+def stats_flow(
+    base_run: str,
+    config_path: str = DEFAULT_BENCHMARK_CONFIG,
+    store_root: str = DEFAULT_STORE_ROOT,
+    run_id: str | None = None,
+) -> str:
+    """Statistics over ``base_run``'s judge (and pairwise) snapshots, recorded under
+    ``run_id`` (default: the same run); returns the id of the snapshot it wrote."""
+    return stats_stage_task(run_id or base_run, config_path, store_root, base_run)

@@ -1,0 +1,36 @@
+"""Prefect tasks for the human-agreement stages (no LLM calls: pure statistics over files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from essaybench.agreement import AgreementParams, agreement_stage, wpb_report_stage
+from essaybench.store import Store
+
+
+@task(name="agreement-stage", cache_policy=NO_CACHE, task_run_name="agreement")
+def agreement_stage_task(run_id: str, params: dict[str, object], store_root: str,
+                         base_run: str) -> str:
+    store = Store(store_root)
+    judged = store.latest_ok_snapshot("judge", base_run)
+    if judged is None:
+        raise LookupError(f"agreement: run {base_run} has no successful 'judge' snapshot")
+    snapshot, folder = agreement_stage(store, run_id, AgreementParams.model_validate(params),
+                                       judged)
+    get_run_logger().info("agreement: snapshot %s; report in %s", snapshot.snapshot_id, folder)
+    return snapshot.snapshot_id
+
+
+@task(name="wpb-report-stage", cache_policy=NO_CACHE, task_run_name="wpb_report")
+def wpb_report_stage_task(run_id: str, data_dir: str, store_root: str, seed: int,
+                          n_boot: int) -> str:
+    snapshot, folder = wpb_report_stage(Store(store_root), run_id, Path(data_dir), seed=seed,
+                                        n_boot=n_boot)
+    log = get_run_logger()
+    for line in snapshot.meta.get("headline", []):
+        log.info("wpb: %s", line)
+    log.info("wpb_report: snapshot %s; report in %s", snapshot.snapshot_id, folder)
+    return snapshot.snapshot_id

@@ -1,0 +1,24 @@
+"""Prefect task for the stats stage: intervals, rankings and bias monitors of a run."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from essaybench.analysis import stats_inputs, stats_stage
+from essaybench.benchmark import load_benchmark_config
+from essaybench.llm.registry import load_registry
+from essaybench.store import Store
+
+
+@task(name="stats-stage", cache_policy=NO_CACHE, task_run_name="stats")
+def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: str) -> str:
+    store = Store(store_root)
+    params = load_benchmark_config(config_path).stats
+    judged, pairwise = stats_inputs(store, base_run)
+    family_of = {name: spec.family for name, spec in load_registry().models.items()}
+    snapshot, folder = stats_stage(store, run_id, params, judged, pairwise, family_of)
+    get_run_logger().info("stats: snapshot %s from %s%s; report %s/stats.md",
+                          snapshot.snapshot_id, judged.snapshot_id,
+                          f" and {pairwise.snapshot_id}" if pairwise else "", folder)
+    return snapshot.snapshot_id

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.curate.table import StageOutput, require_kept_input
 from essaybench.hashing import canonical_json, sha256_hex
+from essaybench.llm.gateway import FollowUp
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
@@ -100,7 +101,8 @@ def _tag(prompt_id: str, sample: int) -> str:
     return f"{prompt_id}#{sample}"
 
 
-def _prompt_of(tag: str) -> str:
+def prompt_of(tag: str) -> str:
+    """The prompt id of a generate request's tag."""
     return tag.rsplit("#", 1)[0]
 
 
@@ -157,7 +159,7 @@ def essays_table(
               in prompts.select("prompt_id", "genre", "prompt_set", "text").iter_rows()}
     rows: list[dict[str, Any]] = []
     for request, result in zip(requests, results, strict=True):
-        pid = _prompt_of(request.tag)
+        pid = prompt_of(request.tag)
         if pid not in labels:
             raise ValueError(f"request tag {request.tag!r} names no prompt of the set")
         if result.model != request.model:
@@ -196,13 +198,16 @@ def status_counts(table: pl.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: GatewaySession,
-                 prompt_set_version: str) -> StageOutput:
-    """Send every request (stored successes come from the ledger) and tabulate the results."""
+                 prompt_set_version: str, follow_up: FollowUp | None = None) -> StageOutput:
+    """Send every request (stored successes come from the ledger) and tabulate the results.
+
+    ``follow_up`` (e.g. ``judge_prefetch.JudgePrefetch``) asks for more calls as essays
+    come back; they are sent in the same batch and land in the ledger only."""
     specs = {m: session.gateway.spec(m) for m in params.models}  # unknown names fail here
     requests = build_requests(prompts, params)
-    results = session.run(requests)
+    results = session.run(requests, follow_up=follow_up)
     table = essays_table(prompts, requests, results, prompt_set_version, specs=specs)
-    return StageOutput(table, meta={
+    meta: dict[str, Any] = {
         "stage": STAGE,
         "prompt_set_version": prompt_set_version,
         "params": json.loads(params.model_dump_json()),
@@ -210,4 +215,10 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
         "n_rows": table.height,
         "from_ledger": int(table["from_ledger"].sum()),
         "counts": status_counts(table),
-    })
+    }
+    stats = session.gateway.last_stats
+    if follow_up is not None and stats is not None:
+        meta["follow_ups"] = {"requests": stats.follow_ups,
+                              "from_ledger": stats.follow_ups_from_ledger,
+                              "sent": stats.follow_ups_sent}
+    return StageOutput(table, meta=meta)

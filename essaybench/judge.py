@@ -127,27 +127,34 @@ def _question_ids(scoring: Scoring, genre: str) -> list[str]:
     return scoring.question_ids(genre)
 
 
+def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams,
+                         rubric: Scoring) -> list[ChatRequest]:
+    """The judge calls of one ok essay (a row of the essays table), in judge order. The
+    generate stage uses this too, to judge essays while others are still being written
+    (the calls land in the ledger, where this stage finds them)."""
+    genre = str(essay["genre"])
+    if isinstance(rubric, AlignScore):
+        messages = render_align_messages(rubric, essay["prompt_text"], essay["essay_text"])
+        schema = rubric.answer_schema(params.analysis_max_chars)
+    else:
+        messages = render_judge_messages(rubric, genre, essay["prompt_text"],
+                                         essay["essay_text"])
+        schema = rubric.answer_schema(genre, params.analysis_max_chars)
+    tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
+    sent = tuple(Message.model_validate(m) for m in messages)
+    return [ChatRequest(model=judge, messages=sent,
+                        params={"temperature": params.temperature,
+                                "max_tokens": params.max_tokens},
+                        response_schema=schema, stage=STAGE, tag=tag)
+            for judge in params.judges]
+
+
 def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
                          rubric: Scoring) -> list[ChatRequest]:
     """One request per ok essay per judge, in essay order then judge order."""
     _check_essays(essays)
-    requests: list[ChatRequest] = []
-    for row in _ok_essays(essays):
-        genre = str(row["genre"])
-        if isinstance(rubric, AlignScore):
-            messages = render_align_messages(rubric, row["prompt_text"], row["essay_text"])
-            schema = rubric.answer_schema(params.analysis_max_chars)
-        else:
-            messages = render_judge_messages(rubric, genre, row["prompt_text"],
-                                             row["essay_text"])
-            schema = rubric.answer_schema(genre, params.analysis_max_chars)
-        tag = essay_tag(row["prompt_id"], row["model"], int(row["sample_index"]))
-        for judge in params.judges:
-            requests.append(ChatRequest(
-                model=judge, messages=tuple(Message.model_validate(m) for m in messages),
-                params={"temperature": params.temperature, "max_tokens": params.max_tokens},
-                response_schema=schema, stage=STAGE, tag=tag))
-    return requests
+    return [request for row in _ok_essays(essays)
+            for request in essay_judge_requests(row, params, rubric)]
 
 
 def _as_object(parsed_or_text: Any) -> Mapping[str, Any]:

@@ -15,7 +15,9 @@ def generate_flow(
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
     upstream_snapshot_id: str | None = None,
+    prefetch_judge: bool = False,
 ) -> str:
-    """Run generate; returns the id of the snapshot it wrote."""
+    """Run generate; returns the id of the snapshot it wrote. ``prefetch_judge`` (set by
+    the pipeline, which judges next) sends each essay's judge calls as it is written."""
     return benchmark_stage_task("generate", run_id or new_run_id(), config_path, store_root,
-                                upstream_snapshot_id)
+                                upstream_snapshot_id, prefetch_judge)

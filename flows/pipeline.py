@@ -6,6 +6,7 @@ snapshots; the ledger serves every call that already succeeded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from prefect import flow
@@ -23,7 +24,8 @@ from flows.curate import curate_flow
 from flows.generate import generate_flow
 from flows.judge import judge_flow
 
-STAGE_FLOWS = {"generate": generate_flow, "judge": judge_flow, "aggregate": aggregate_flow}
+STAGE_FLOWS: dict[str, Callable[..., str]] = {
+    "generate": generate_flow, "judge": judge_flow, "aggregate": aggregate_flow}
 
 
 @flow(name="pipeline")
@@ -46,8 +48,14 @@ def pipeline_flow(
     upstream = (resolve_upstream(Store(store_root), from_stage, base_run)
                 if base_run is not None else None)
     snapshot_id = upstream.snapshot_id if upstream else None
-    for stage in BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]:
-        snapshot_id = STAGE_FLOWS[stage](benchmark_config, store_root, run_id, snapshot_id)
+    stages = BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]
+    for stage in stages:
+        if stage == "generate":
+            # The judge stage runs next: judge each essay as soon as it is written.
+            snapshot_id = generate_flow(benchmark_config, store_root, run_id, snapshot_id,
+                                        prefetch_judge="judge" in stages)
+        else:
+            snapshot_id = STAGE_FLOWS[stage](benchmark_config, store_root, run_id, snapshot_id)
         result[stage] = snapshot_id
     result["reports"] = str(Store(store_root).root / "reports" / run_id)
     return result

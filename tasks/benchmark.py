@@ -22,7 +22,7 @@ from essaybench.store import Store
 
 @task(name="benchmark-stage", cache_policy=NO_CACHE, task_run_name="{stage}")
 def benchmark_stage_task(stage: str, run_id: str, config_path: str, store_root: str,
-                         upstream_snapshot_id: str | None) -> str:
+                         upstream_snapshot_id: str | None, prefetch_judge: bool = False) -> str:
     store = Store(store_root)
     config = load_benchmark_config(config_path)
     log = get_run_logger()
@@ -34,13 +34,15 @@ def benchmark_stage_task(stage: str, run_id: str, config_path: str, store_root: 
     with open_gateway(load_registry(), store.root, config.models(),
                       log_dir=store.root / "logs") as session:
         if stage == "generate":
-            snapshot = generate_stage(store, run_id, config, session)
+            snapshot = generate_stage(store, run_id, config, session,
+                                      prefetch_judge=prefetch_judge)
         else:
             assert upstream_snapshot_id is not None
             snapshot = judge_stage(store, run_id, config, store.get_snapshot(upstream_snapshot_id),
                                    session)
         stats = session.gateway.last_stats
-    log.info("%s: snapshot %s (%d rows); calls sent %s, from ledger %s", stage,
-             snapshot.snapshot_id, snapshot.n_rows, stats.sent if stats else 0,
-             stats.from_ledger if stats else 0)
+    log.info("%s: snapshot %s (%d rows); calls sent %s, from ledger %s; judge calls "
+             "prefetched %s", stage, snapshot.snapshot_id, snapshot.n_rows,
+             stats.sent if stats else 0, stats.from_ledger if stats else 0,
+             stats.follow_ups_sent if stats else 0)
     return snapshot.snapshot_id

@@ -23,6 +23,8 @@ from essaybench.llm.retry import Backoff
 from essaybench.llm.types import ChatRequest, ChatResult
 
 ProgressCallback = Callable[[ChatResult, int, int], None]
+# Requests a finished call asks for (e.g. the judge calls of a fresh essay).
+FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
 T = TypeVar("T")
 
 
@@ -37,6 +39,9 @@ class BatchStats:
     unique: int
     from_ledger: int
     sent: int
+    follow_ups: int = 0  # distinct follow-up requests new to the batch
+    follow_ups_from_ledger: int = 0
+    follow_ups_sent: int = 0
 
 
 class Gateway:
@@ -98,8 +103,14 @@ class Gateway:
                      "sample_index": request.sample_index}))
 
     async def run(
-        self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None
+        self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None,
+        follow_up: FollowUp | None = None,
     ) -> list[ChatResult]:
+        """One result per request, in order. ``follow_up(request, result)`` is called once
+        for each request when its result is known (served from the ledger, or committed);
+        the requests it returns join this batch: the same ledger look-up, de-duplication,
+        limits and retries, committed as they finish, but not returned (a later stage
+        finds them in the ledger). The batch ends when they are done too."""
         keys = [request_key(self.spec(r.model), r) for r in requests]
         for model in {r.model for r in requests}:
             # A missing key fails the batch before anything is sent, naming the variable.
@@ -112,40 +123,143 @@ class Gateway:
         total = len(first)
         done = 0
         results: dict[str, ChatResult] = dict(stored)
+        follow = _FollowUps(self, follow_up, seen=set(keys))
 
-        queues: dict[str, deque[tuple[str, ChatRequest]]] = {}
-        for key, request in first.items():
-            queues.setdefault(request.model, deque()).append((key, request))
-
-        async def store(key: str, request: ChatRequest, result: ChatResult) -> None:
+        async def finish(key: str, request: ChatRequest, result: ChatResult) -> None:
             nonlocal done
             await self._record(request, result)  # durable before anyone sees the result
             results[key] = result
             done += 1
             if progress is not None:
                 progress(result, done, total)
-
-        async def worker(queue: deque[tuple[str, ChatRequest]],
-                         group: asyncio.TaskGroup) -> None:
-            # A fixed pool of workers per endpoint instead of one task per request: far
-            # fewer tasks and semaphore waits at 10k calls. The commit wait happens in its
-            # own task, so a worker goes straight on to the next request.
-            while queue:
-                key, request = queue.popleft()
-                result = await self.backend(request.model).complete(request, key)
-                group.create_task(store(key, request, result))
+            follow.after(request, result)
 
         self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:
-                for model, queue in queues.items():
-                    for _ in range(min(len(queue), self.spec(model).max_concurrency)):
-                        group.create_task(worker(queue, group))
+                pools = _Pools(self, group)
+                follow.start(pools)
+                for key, request in first.items():
+                    pools.submit(key, request, finish)
+                # Stored results may need their follow-ups sent (a rerun after a crash).
+                for key, request in zip(keys, requests, strict=True):
+                    if key in stored:
+                        follow.after(request, stored[key])
+                follow.close_when_idle()
         finally:
             self._active_runs -= 1
             if self._active_runs == 0:
                 await self.aclose()
         self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
                                      from_ledger=len({k for k in keys if k in stored}),
-                                     sent=total)
+                                     sent=total, follow_ups=follow.unique,
+                                     follow_ups_from_ledger=follow.from_ledger,
+                                     follow_ups_sent=follow.sent)
         return [results[k] for k in keys]
+
+
+OnDone = Callable[[str, ChatRequest, ChatResult], Coroutine[Any, Any, None]]
+
+
+class _Pools:
+    """A pool of workers per endpoint over its queue, instead of one task per request:
+    far fewer tasks and semaphore waits at 10k calls. Requests may be added while the
+    batch runs; workers are spawned up to the endpoint's concurrency."""
+
+    def __init__(self, gateway: Gateway, group: asyncio.TaskGroup) -> None:
+        self.gateway = gateway
+        self.group = group
+        self.queues: dict[str, deque[tuple[str, ChatRequest, OnDone]]] = {}
+        self.workers: dict[str, int] = {}
+        self.outstanding = 0  # submitted, not yet through ``on_done``
+        self.wake = asyncio.Event()  # set when outstanding reaches 0 (and by follow-ups)
+
+    def submit(self, key: str, request: ChatRequest, on_done: OnDone) -> None:
+        model = request.model
+        queue = self.queues.setdefault(model, deque())
+        queue.append((key, request, on_done))
+        self.outstanding += 1
+        if self.workers.get(model, 0) < self.gateway.spec(model).max_concurrency:
+            self.workers[model] = self.workers.get(model, 0) + 1
+            self.group.create_task(self._worker(model, queue))
+
+    async def _worker(self, model: str, queue: deque[tuple[str, ChatRequest, OnDone]]) -> None:
+        try:
+            while queue:
+                key, request, on_done = queue.popleft()
+                result = await self.gateway.backend(model).complete(request, key)
+                # The commit wait runs in its own task: the worker goes on to the next call.
+                self.group.create_task(self._done(on_done, key, request, result))
+        finally:
+            self.workers[model] -= 1
+
+    async def _done(self, on_done: OnDone, key: str, request: ChatRequest,
+                    result: ChatResult) -> None:
+        try:
+            await on_done(key, request, result)
+        finally:
+            self.outstanding -= 1
+            if self.outstanding == 0:
+                self.wake.set()
+
+
+class _FollowUps:
+    """Requests that results of a batch ask for: looked up in the ledger in bunches
+    (one query per bunch, off the event loop) and sent through the same pools when
+    not stored."""
+
+    def __init__(self, gateway: Gateway, follow_up: FollowUp | None, seen: set[str]) -> None:
+        self.gateway = gateway
+        self.follow_up = follow_up
+        self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
+        self.pending: list[tuple[str, ChatRequest]] = []
+        self.pools: _Pools | None = None
+        self.all_submitted = False
+        self.unique = self.from_ledger = self.sent = 0
+
+    def start(self, pools: _Pools) -> None:
+        if self.follow_up is not None:
+            self.pools = pools
+            pools.group.create_task(self._feed())
+
+    def after(self, request: ChatRequest, result: ChatResult) -> None:
+        if self.follow_up is None or self.pools is None:
+            return
+        for extra in self.follow_up(request, result):
+            key = request_key(self.gateway.spec(extra.model), extra)
+            if key not in self.seen:
+                self.seen.add(key)
+                self.pending.append((key, extra))
+                self.unique += 1
+        if self.pending:
+            self.pools.wake.set()  # wakes the feeder
+
+    def close_when_idle(self) -> None:
+        """Every primary request is submitted: the feeder ends once nothing is pending
+        or outstanding."""
+        self.all_submitted = True
+        if self.pools is not None:
+            self.pools.wake.set()
+
+    async def _feed(self) -> None:
+        pools = self.pools
+        assert pools is not None
+        while True:
+            await pools.wake.wait()
+            pools.wake.clear()
+            if not self.pending:
+                if self.all_submitted and pools.outstanding == 0:
+                    return
+                continue
+            batch, self.pending = self.pending, []
+            stored = await asyncio.to_thread(self.gateway.ledger.lookup_ok,
+                                             [k for k, _ in batch])
+            self.from_ledger += len(stored)
+            for key, request in batch:
+                if key not in stored:
+                    self.sent += 1
+                    pools.submit(key, request, self._commit)
+            pools.wake.set()  # look again: more may have come in during the look-up
+
+    async def _commit(self, key: str, request: ChatRequest, result: ChatResult) -> None:
+        await self.gateway._record(request, result)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
+from essaybench.llm.gateway import FollowUp, Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import Registry
 from essaybench.llm.retry import Backoff
@@ -31,9 +31,11 @@ class GatewaySession:
     ledger: Ledger
 
     def run(self, requests: Sequence[ChatRequest],
-            progress: ProgressCallback | None = None) -> list[ChatResult]:
-        """Send a batch from synchronous code; stored successes are not re-sent."""
-        return run_async(self.gateway.run(requests, progress))
+            progress: ProgressCallback | None = None,
+            follow_up: FollowUp | None = None) -> list[ChatResult]:
+        """Send a batch from synchronous code; stored successes are not re-sent.
+        ``follow_up``: see ``Gateway.run``."""
+        return run_async(self.gateway.run(requests, progress, follow_up))
 
 
 @contextlib.contextmanager

@@ -170,3 +170,44 @@ def test_api_key_never_reaches_the_ledger(
     assert {r.status for r in results} == {CallStatus.OK, CallStatus.API_ERROR}
     for path in tmp_path.iterdir():  # the database, its WAL and its lock file
         assert secret.encode() not in path.read_bytes(), path
+
+
+def _follow(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+    """Two follow-ups per ok reply (one of them shared by every reply)."""
+    if not result.ok:
+        return []
+    return [ChatRequest(model="fake", stage="judge", tag=request.tag,
+                        messages=(Message(role="user", content=f"评一评：{result.text}"),)),
+            ChatRequest(model="fake", stage="judge", tag="shared",
+                        messages=(Message(role="user", content="同一个问题"),))]
+
+
+def test_follow_ups_join_the_batch_and_land_in_the_ledger(tmp_path: Path) -> None:
+    async def batch(server: FakeServerHandle) -> tuple[list[ChatResult], Gateway]:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec(max_concurrency=4)), ledger,
+                              base_urls={"fake": server.base_url}, backoff=FAST)
+            return await gateway.run(_requests(12), follow_up=_follow), gateway
+
+    with run_fake_server() as server:
+        results, gw = asyncio.run(batch(server))
+        assert server.stats().totals.received == 12 + 12 + 1
+        again, gw2 = asyncio.run(batch(server))
+        assert server.stats().totals.received == 25  # a rerun finds the follow-ups stored
+    assert len(results) == 12 and all(r.stage == "generate" for r in results)
+    assert gw.last_stats is not None
+    assert (gw.last_stats.sent, gw.last_stats.follow_ups, gw.last_stats.follow_ups_sent) \
+        == (12, 13, 13)
+    assert gw2.last_stats is not None
+    assert (gw2.last_stats.sent, gw2.last_stats.follow_ups_from_ledger,
+            gw2.last_stats.follow_ups_sent) == (0, 13, 0)
+    assert [r.text for r in again] == [r.text for r in results]
+    with duckdb.connect(str(tmp_path / "l.duckdb"), read_only=True) as con:
+        rows = con.execute("select stage, count(*) from llm_calls group by 1").fetchall()
+    assert dict(rows) == {"generate": 12, "judge": 13}
+
+
+def test_a_batch_without_requests_ends_with_a_follow_up(tmp_path: Path) -> None:
+    with run_fake_server() as server:
+        results, gw = _run(server, tmp_path / "l.duckdb", [])
+    assert results == [] and gw.last_stats is not None and gw.last_stats.follow_ups == 0

@@ -1,0 +1,60 @@
+"""The analysis commands end to end: CLI → Prefect flow → stage → snapshot + report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from essaybench.cli import app
+from essaybench.store import Snapshot, Store
+from tests.test_analysis import judged_run  # noqa: F401  (module-scoped judged store)
+from tests.test_benchmark import curated  # noqa: F401
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
+
+
+def _stages(store: Path, run_id: str) -> list[str]:
+    with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
+        rows = con.execute("select stage from stage_runs where run_id = ? and status = 'ok' "
+                           "order by started_at", [run_id]).fetchall()
+    return [s for (s,) in rows]
+
+
+def test_stats_and_agreement_commands(judged_run: tuple[Store, Snapshot, Snapshot],  # noqa: F811
+                                      tmp_path: Path) -> None:
+    store, judged, _ = judged_run
+    out = CliRunner().invoke(app, ["stats", "--run", "r1", "--store", str(store.root)])
+    assert out.exit_code == 0, out.output
+    assert "Bradley–Terry ranking" in out.output and "stats.md" in out.output
+    assert "stats" in _stages(store.root, "r1")
+
+    rows = [{"prompt_id": p, "model_a": "gpt-writer", "model_b": "qwen-writer",
+             "annotator": who, "verdict": "A"}
+            for p in judged.read()["prompt_id"].unique().to_list() for who in ("x", "y", "z")]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), "utf-8")
+    out = CliRunner().invoke(app, ["agreement", "--run", "r1", "--annotations", str(path),
+                                   "--store", str(store.root)])
+    assert out.exit_code == 0, out.output
+    assert "agreement.md" in out.output and "agreement" in _stages(store.root, "r1")
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt_id": "p", "model_a": "a", "model_b": "b", "annotator": "x", '
+                   '"verdict": "C"}\n', "utf-8")
+    out = CliRunner().invoke(app, ["agreement", "--run", "r1", "--annotations", str(bad),
+                                   "--store", str(store.root)])
+    assert out.exit_code != 0 and "bad.jsonl:1" in str(out.exception)
+
+
+def test_wpb_report_command(shared_data: Path, tmp_path: Path) -> None:
+    data = shared_data / "writingpreferencebench"
+    out = CliRunner().invoke(app, ["wpb-report", "--data", str(data), "--n-boot", "300",
+                                   "--store", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    assert "58.8%" in out.output  # the second annotator's exact agreement (README: 58.8%)
+    report = next((tmp_path / "reports").glob("*/wpb_report/wpb_report.md"))
+    assert "Headline" in report.read_text(encoding="utf-8")

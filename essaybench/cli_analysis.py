@@ -4,6 +4,7 @@
     essaybench stats --run RUN             CIs, win rates, Bradley–Terry, bias monitors
     essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute
     essaybench wpb-report                  the WritingPreferenceBench human-label report
+    essaybench compare --run RUN           this week against last week, with paired CIs
     essaybench sample-size --margin 0.05   prompts needed / smallest detectable difference
 """
 
@@ -140,6 +141,40 @@ def wpb_report(
     for line in meta.get("headline", []):
         console.print(line, markup=False)
     console.print(f"report: {meta['report']}")
+
+
+@app.command()
+def compare(
+    run_id: RunOpt,
+    base: Annotated[str | None, typer.Option(
+        help="The run to compare with (default: the previous run that judged).")] = None,
+    score: Annotated[str, typer.Option(
+        help="score_weighted, score_unweighted or align_total.")] = "score_weighted",
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """This run against an earlier one (last week by default): change per (judge, model)
+    with a paired-bootstrap CI over the prompts both scored, and model-id drift."""
+    from essaybench.aggregate import export
+    from essaybench.compare import compare_snapshots, previous_run
+    from essaybench.store import Store
+
+    st = Store(store)
+    try:
+        base = base or previous_run(st, run_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    if base is None:
+        raise typer.BadParameter(f"no earlier run with a judge stage than {run_id}",
+                                 param_hint="--base")
+    snaps = [st.latest_ok_snapshot("judge", r) for r in (run_id, base)]
+    if snaps[0] is None or snaps[1] is None:
+        raise typer.BadParameter(f"runs {run_id} and {base} both need a judge stage")
+    table = compare_snapshots(st, snaps[0], snaps[1], score=score)
+    print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
+                           "judge_ids_before"), f"{run_id} vs {base} ({score})")
+    folder = store / "reports" / run_id
+    export({f"compare_{base}": table}, folder)
+    console.print(f"written: {folder / f'compare_{base}.md'} (.csv .parquet)")
 
 
 @app.command("sample-size")

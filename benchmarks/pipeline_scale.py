@@ -84,19 +84,25 @@ def union_seconds(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def llm_busy_seconds(ledger: Path, stage: str) -> float:
+def call_intervals(ledger: Path) -> list[tuple[str, float, float]]:
+    """(stage, start, end) of every call in the ledger, epoch seconds."""
     with duckdb.connect(str(ledger), read_only=True) as con:
-        rows = con.execute(
-            "select epoch(started_at), epoch(finished_at) from llm_calls where stage = ?",
-            [stage]).fetchall()
-    return union_seconds([(float(a), float(b)) for a, b in rows])
+        rows = con.execute("select stage, epoch(started_at), epoch(finished_at) "
+                           "from llm_calls").fetchall()
+    return [(str(s), float(a), float(b)) for s, a, b in rows]
 
 
-def stage_seconds(store: Path, run_id: str) -> dict[str, float]:
+def stage_windows(store: Path, run_id: str) -> dict[str, tuple[float, float]]:
     with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
-        rows = con.execute("select stage, epoch(ended_at) - epoch(started_at) from "
+        rows = con.execute("select stage, epoch(started_at), epoch(ended_at) from "
                            "stage_runs where run_id = ?", [run_id]).fetchall()
-    return {str(s): float(d) for s, d in rows}
+    return {str(s): (float(a), float(b)) for s, a, b in rows}
+
+
+def busy_within(calls: list[tuple[str, float, float]], window: tuple[float, float]) -> float:
+    """Seconds of ``window`` with at least one call (of any stage) in flight."""
+    lo, hi = window
+    return union_seconds([(max(a, lo), min(b, hi)) for _, a, b in calls if b > lo and a < hi])
 
 
 async def prefect_counts() -> tuple[int, int]:
@@ -164,9 +170,8 @@ def main() -> None:
     lat = args.latency_ms / 1000
     ideal = {"generate": args.prompts * lat / args.concurrency,
              "judge": args.prompts * args.models * lat / args.concurrency}
-    ledger = store.root / "ledger.duckdb"
-    busy = {s: llm_busy_seconds(ledger, s) for s in ideal}
-    per_stage = stage_seconds(store.root, out["run_id"])
+    calls = call_intervals(store.root / "ledger.duckdb")
+    windows = stage_windows(store.root, out["run_id"])
     ratio = wall / sum(ideal.values())
     n = args.prompts * args.models
     print(f"scale: {args.prompts} prompts x {args.models} models = {n} essays + {n} "
@@ -174,13 +179,24 @@ def main() -> None:
     print(f"wall {wall:.1f} s (ideal {sum(ideal.values()):.1f} s = generate "
           f"{ideal['generate']:.1f} + judge {ideal['judge']:.1f}); {ratio:.3f}x "
           f"(target <= 1.15x: {'PASS' if ratio <= 1.15 else 'FAIL'})")
+    judge_start = windows["judge"][0]
+    judge_calls = [(a, b) for s, a, b in calls if s == "judge"]
+    prefetched = sum(a < judge_start for a, _ in judge_calls)
+    print(f"judge calls: {prefetched} prefetched during generation, "
+          f"{len(judge_calls) - prefetched} sent by the judge stage")
     for stage in ("generate", "judge", "aggregate"):
-        line = f"  {stage}: stage {per_stage.get(stage, float('nan')):.1f} s"
-        if stage in busy:
-            line += (f", LLM calls in flight {busy[stage]:.1f} s (ideal {ideal[stage]:.1f} s), "
-                     f"outside calls {per_stage.get(stage, 0) - busy[stage]:.1f} s")
+        lo, hi = windows[stage]
+        busy = busy_within(calls, (lo, hi))
+        line = (f"  {stage}: stage {hi - lo:.1f} s, LLM calls in flight {busy:.1f} s, "
+                f"outside calls {hi - lo - busy:.1f} s")
+        if stage == "generate":
+            own = union_seconds([(a, b) for s, a, b in calls if s == stage])
+            line += f"; generate calls {own:.1f} s (ideal {ideal[stage]:.1f} s)"
         print(line)
-    outside = wall - sum(busy.values())
+    in_stages = sum(hi - lo for lo, hi in windows.values())
+    print(f"  between stages (Prefect flows and tasks, gateway/ledger opening, snapshot "
+          f"reads): {wall - in_stages:.1f} s")
+    outside = wall - union_seconds([(a, b) for _, a, b in calls])
     print(f"time outside LLM calls: {outside:.1f} s of {wall:.1f} s (Prefect, snapshots, "
           f"catalog, ledger reads, aggregation)")
     print(f"peak RSS of the pipeline process {peak:.0f} MiB (after Prefect start "

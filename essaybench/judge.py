@@ -25,6 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.curate.table import Decision, StageOutput
+from essaybench.judge_render import JudgeRenderer
 from essaybench.llm.structured import StructuredError, parse_json_reply
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 from essaybench.rubrics import (
@@ -32,8 +33,6 @@ from essaybench.rubrics import (
     Rubric,
     load_align_score,
     load_rubric,
-    render_align_messages,
-    render_judge_messages,
 )
 from essaybench.scoring import TraitSpec, align_score, essay_score
 
@@ -127,25 +126,22 @@ def _question_ids(scoring: Scoring, genre: str) -> list[str]:
     return scoring.question_ids(genre)
 
 
-def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams,
-                         rubric: Scoring) -> list[ChatRequest]:
+def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: Scoring,
+                         renderer: JudgeRenderer | None = None) -> list[ChatRequest]:
     """The judge calls of one ok essay (a row of the essays table), in judge order. The
     generate stage uses this too, to judge essays while others are still being written
-    (the calls land in the ledger, where this stage finds them)."""
+    (the calls land in the ledger, where this stage finds them). ``renderer`` (for
+    ``rubric``) renders each genre's rubric once for many essays."""
     genre = str(essay["genre"])
-    if isinstance(rubric, AlignScore):
-        messages = render_align_messages(rubric, essay["prompt_text"], essay["essay_text"])
-        schema = rubric.answer_schema(params.analysis_max_chars)
-    else:
-        messages = render_judge_messages(rubric, genre, essay["prompt_text"],
-                                         essay["essay_text"])
-        schema = rubric.answer_schema(genre, params.analysis_max_chars)
+    render = renderer or JudgeRenderer(rubric, params.analysis_max_chars)
+    messages = render.messages(genre, essay["prompt_text"], essay["essay_text"])
     tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
-    sent = tuple(Message.model_validate(m) for m in messages)
+    sent = tuple(Message(role=m["role"], content=m["content"])  # type: ignore[arg-type]
+                 for m in messages)
     return [ChatRequest(model=judge, messages=sent,
                         params={"temperature": params.temperature,
                                 "max_tokens": params.max_tokens},
-                        response_schema=schema, stage=STAGE, tag=tag)
+                        response_schema=render.schema(genre), stage=STAGE, tag=tag)
             for judge in params.judges]
 
 
@@ -153,8 +149,9 @@ def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
                          rubric: Scoring) -> list[ChatRequest]:
     """One request per ok essay per judge, in essay order then judge order."""
     _check_essays(essays)
+    renderer = JudgeRenderer(rubric, params.analysis_max_chars)
     return [request for row in _ok_essays(essays)
-            for request in essay_judge_requests(row, params, rubric)]
+            for request in essay_judge_requests(row, params, rubric, renderer)]
 
 
 def _as_object(parsed_or_text: Any) -> Mapping[str, Any]:

@@ -19,6 +19,7 @@ import polars as pl
 
 from essaybench.generate import prompt_of
 from essaybench.judge import JudgeParams, Scoring, essay_judge_requests, load_scoring
+from essaybench.judge_render import JudgeRenderer
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
 
 
@@ -29,6 +30,7 @@ class JudgePrefetch:
     params: JudgeParams
     prompts: dict[str, tuple[str, str]]  # prompt_id -> (genre, prompt text)
     rubric: Scoring
+    renderer: JudgeRenderer
     requested: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -42,7 +44,7 @@ class JudgePrefetch:
             return None
         labels = {str(pid): (str(genre), str(text)) for pid, genre, text
                   in prompts.select("prompt_id", "genre", "text").iter_rows()}
-        return cls(params, labels, rubric)
+        return cls(params, labels, rubric, JudgeRenderer(rubric, params.analysis_max_chars))
 
     def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         if result.status is not CallStatus.OK:
@@ -54,7 +56,7 @@ class JudgePrefetch:
             essay = {"prompt_id": pid, "model": request.model,
                      "sample_index": request.sample_index, "genre": genre,
                      "prompt_text": prompt_text, "essay_text": result.text}
-            requests = essay_judge_requests(essay, self.params, self.rubric)
+            requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
         except Exception as exc:  # the judge stage will meet (and report) it itself
             if len(self.errors) < 5:
                 self.errors.append(f"{request.tag}: {type(exc).__name__}: {exc}")

@@ -92,7 +92,40 @@ def _validator(schema_json: str) -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+def surely_valid(value: Any, schema: dict[str, Any]) -> bool:
+    """A quick check for the schema subset of our judge answers (object, string with
+    maxLength, integer enum): True only where jsonschema accepts ``value`` too; any other
+    keyword or value shape returns False and goes to jsonschema (~0.85 ms per judge
+    reply there, a fifth of a call's client CPU)."""
+    keys = schema.keys()
+    kind = schema.get("type")
+    if "enum" in schema:
+        allowed = schema["enum"]
+        return (keys <= {"type", "enum"} and kind in (None, "integer")
+                and type(value) is int and isinstance(allowed, list)
+                and all(type(a) is int for a in allowed) and value in allowed)
+    if kind == "string":
+        limit = schema.get("maxLength")
+        return (keys <= {"type", "maxLength"} and isinstance(value, str)
+                and (limit is None or (type(limit) is int and len(value) <= limit)))
+    if kind != "object" or not keys <= {"type", "properties", "required",
+                                        "additionalProperties"} or type(value) is not dict:
+        return False
+    props = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or extra not in (True, False):
+        return False
+    if any(k not in value for k in schema.get("required", ())):
+        return False
+    if extra is False and any(k not in props for k in value):
+        return False
+    return all(isinstance(sub, dict) and surely_valid(value[k], sub)
+               for k, sub in props.items() if k in value)
+
+
 def validate(value: Any, schema: dict[str, Any]) -> None:
+    if surely_valid(value, schema):
+        return
     validator = _validator(json.dumps(schema, sort_keys=True))
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:

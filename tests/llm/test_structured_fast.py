@@ -1,0 +1,49 @@
+"""The quick validity check never accepts what jsonschema rejects."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jsonschema
+import pytest
+
+from essaybench.llm.structured import StructuredError, surely_valid, validate
+from essaybench.rubrics import load_rubric
+
+
+def _jsonschema_ok(value: Any, schema: dict[str, Any]) -> bool:
+    return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
+
+
+def test_agrees_with_jsonschema_on_judge_answers() -> None:
+    rubric = load_rubric()
+    schema = rubric.answer_schema("narrative", 20)
+    ids = rubric.question_ids("narrative")
+    good = {"analysis": "分析", "scores": dict.fromkeys(ids, 7)}
+    variants: list[Any] = [good, [], "x", None, {"analysis": "a" * 21, "scores": good["scores"]},
+                           {"scores": good["scores"]}, {**good, "extra": 1}]
+    for value in (0, 11, 7.0, True, "7", None):
+        variants.append({**good, "scores": {**good["scores"], ids[0]: value}})
+    variants.append({**good, "scores": {k: v for k, v in good["scores"].items() if k != ids[1]}})
+    variants.append({**good, "scores": {**good["scores"], "q_x": 5}})
+    variants.append({**good, "analysis": 3})
+    for value in variants:
+        expected = _jsonschema_ok(value, schema)
+        assert not surely_valid(value, schema) or expected, value
+        if expected:
+            validate(value, schema)
+        else:
+            with pytest.raises(StructuredError):
+                validate(value, schema)
+    assert surely_valid(good, schema)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "minimum": 1}, {"type": "number"}, {"type": "array"},
+    {"enum": [1, "a"]}, {"type": "object", "properties": {"a": {"type": "integer"}},
+                         "patternProperties": {}},
+    {"type": "object", "additionalProperties": {"type": "string"}}])
+def test_unknown_keywords_go_to_jsonschema(schema: dict[str, Any]) -> None:
+    for value in itertools.chain([1, 1.5, "a", [1], {"a": 1}, {"a": "x"}]):
+        assert not surely_valid(value, schema) or _jsonschema_ok(value, schema)

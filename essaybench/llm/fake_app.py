@@ -125,6 +125,7 @@ class ChatEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         st = self.state
+        arrived = asyncio.get_running_loop().time()
         request = Request(scope, receive)
         response = auth_error(st.expected_key, request.headers.get("authorization"))
         counted: tuple[str, str] | None = None
@@ -135,7 +136,7 @@ class ChatEndpoint:
                 st.rejected += 1
                 response = error_response(400, "We could not parse the JSON body of your request.")
             else:
-                answer = await self._answer(scope, body)
+                answer = await self._answer(scope, body, arrived)
                 if answer is None:
                     return  # the connection was hung up or dropped on purpose
                 response, counted = answer
@@ -150,9 +151,13 @@ class ChatEndpoint:
             st.completed[key] = st.completed.get(key, 0) + 1
             st.model_completed[model] += 1
 
-    async def _answer(self, scope: Scope,
-                      body: Any) -> tuple[Response, tuple[str, str] | None] | None:
-        """The response and, for a clean completion, the (key, model) to count; None: no reply."""
+    async def _answer(self, scope: Scope, body: Any,
+                      arrived: float) -> tuple[Response, tuple[str, str] | None] | None:
+        """The response and, for a clean completion, the (key, model) to count; None: no reply.
+
+        The configured latency runs from the request's arrival, as a real API's does: the
+        fake's own work (parsing, building the reply) happens inside it, not on top of it.
+        """
         st = self.state
         chat = parse_chat(body)
         if isinstance(chat, str):
@@ -180,16 +185,17 @@ class ChatEndpoint:
         if isinstance(rule, HangFault):
             await self._hang(scope, rule.seconds)
             return None
-        await asyncio.sleep(cfg.latency_s(key, attempt))
+        try:
+            content = self._content(cfg, chat, key, rule)
+        except (ValueError, KeyError, TypeError) as exc:
+            return error_response(400, f"Unusable JSON schema: {exc}"), None
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, cfg.latency_s(key, attempt) - (loop.time() - arrived)))
         if isinstance(rule, DropFault):
             await _kill(_transport(scope), reset=rule.how == "reset")
             return None
         if isinstance(rule, MalformedJsonFault):
             return Response(rule.body, 200, media_type="application/json"), None
-        try:
-            content = self._content(cfg, chat, key, rule)
-        except (ValueError, KeyError, TypeError) as exc:
-            return error_response(400, f"Unusable JSON schema: {exc}"), None
         finish = "stop"
         if isinstance(rule, EmptyContentFault):
             content = ""

@@ -10,6 +10,7 @@ repeated within a batch is sent once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ ProgressCallback = Callable[[ChatResult, int, int], None]
 # Requests a finished call asks for (e.g. the judge calls of a fresh essay).
 FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
 T = TypeVar("T")
+HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -171,6 +173,7 @@ class _Pools:
         self.group = group
         self.queues: dict[str, deque[tuple[str, ChatRequest, OnDone]]] = {}
         self.workers: dict[str, int] = {}
+        self.follow: _FollowUps | None = None  # set when the batch has follow-ups
         self.outstanding = 0  # submitted, not yet through ``on_done``
         self.wake = asyncio.Event()  # set when outstanding reaches 0 (and by follow-ups)
 
@@ -187,6 +190,11 @@ class _Pools:
         try:
             while queue:
                 key, request, on_done = queue.popleft()
+                if self.follow is not None:
+                    if self.follow.owns(on_done):
+                        self.follow.started()
+                    else:
+                        await self.follow.hold_back()
                 result = await self.gateway.backend(model).complete(request, key)
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, key, request, result))
@@ -216,11 +224,50 @@ class _FollowUps:
         self.pools: _Pools | None = None
         self.all_submitted = False
         self.unique = self.from_ledger = self.sent = 0
+        self.queued = 0  # follow-ups submitted to the pools, not yet taken by a worker
+        self.room = 0  # backlog that keeps the follow-ups' endpoints busy
+        self.waiters: deque[asyncio.Future[None]] = deque()
 
     def start(self, pools: _Pools) -> None:
         if self.follow_up is not None:
             self.pools = pools
+            pools.follow = self
             pools.group.create_task(self._feed())
+
+    # -- backpressure ------------------------------------------------------
+    # Follow-ups wait for a worker when their endpoints are the bottleneck (the judge
+    # behind 15 writers). Sending more primaries then only adds load: on a busy client
+    # their replies queue in the event loop ahead of the follow-ups' (measured: judge
+    # latency 0.3 s -> 4 s while 960 essays were in flight). So while the backlog is
+    # over ``room`` a primary waits for a follow-up to start (one lets one through), at
+    # most HOLD_BACK_MAX_S per call: a stuck follow-up endpoint slows primaries, never
+    # stops them.
+
+    def owns(self, on_done: OnDone) -> bool:
+        return on_done == self._commit
+
+    def backlog(self) -> int:
+        return len(self.pending) + self.queued
+
+    async def hold_back(self) -> None:
+        if self.backlog() <= self.room:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter, HOLD_BACK_MAX_S)
+
+    def started(self) -> None:
+        """A follow-up was taken by a worker: let one primary through (all of them once
+        the backlog is within ``room``)."""
+        self.queued -= 1
+        release_all = self.backlog() <= self.room
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                if not release_all:
+                    break
 
     def after(self, request: ChatRequest, result: ChatResult) -> None:
         if self.follow_up is None or self.pools is None:
@@ -258,6 +305,9 @@ class _FollowUps:
             for key, request in batch:
                 if key not in stored:
                     self.sent += 1
+                    self.queued += 1
+                    self.room = max(self.room,
+                                    2 * self.gateway.spec(request.model).max_concurrency)
                     pools.submit(key, request, self._commit)
             pools.wake.set()  # look again: more may have come in during the look-up
 

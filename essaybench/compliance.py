@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import polars as pl
@@ -59,8 +60,13 @@ def _judge(n: int, lo: int | None, hi: int | None) -> tuple[LengthVerdict, float
     return "compliant", 0.0
 
 
+# A prompt's requirement is extracted once, not once per essay (15 models x 728 prompts:
+# ~3 s of the aggregate stage); LengthRequirement is frozen, so sharing it is safe.
+_requirement = lru_cache(maxsize=4096)(length_requirement)
+
+
 def check_length(prompt_text: str, essay_text: str) -> LengthCheck:
-    req = length_requirement(prompt_text)
+    req = _requirement(prompt_text)
     grid = count_grid_chars(essay_text)
     chinese = count_chinese_chars(essay_text)
     if req is None:
@@ -87,7 +93,7 @@ def compliance_table(essays: pl.DataFrame, prompt_column: str = "text") -> pl.Da
     cols: dict[str, list[object]] = {name: [] for name in _TABLE_SCHEMA}
     for prompt, essay in zip(essays[prompt_column].to_list(), essays["essay_text"].to_list(),
                              strict=True):
-        req = length_requirement(prompt) if prompt is not None else None
+        req = _requirement(prompt) if prompt is not None else None
         cols["req_min_chars"].append(req.min_chars if req else None)
         cols["req_max_chars"].append(req.max_chars if req else None)
         cols["req_approx_chars"].append(req.approx_chars if req else None)

@@ -209,12 +209,17 @@ def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
             for t in rubric.genre(genre).traits]
 
 
-def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int]) -> dict[str, Any]:
+def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
+                   specs: dict[str, list[TraitSpec]] | None = None) -> dict[str, Any]:
     if isinstance(rubric, AlignScore):
         dims = {d.id: scores[d.id] for d in rubric.dimensions}
         result = align_score(dims, scores[rubric.overall.id])
         return {"align_total": result.total, "dimension_mean": result.dimension_mean}
-    traits = trait_specs(rubric, genre)
+    if specs is None:
+        specs = {}
+    if genre not in specs:  # per genre, not per judgment
+        specs[genre] = trait_specs(rubric, genre)
+    traits = specs[genre]
     alpha = rubric.alpha_default
     weighted = essay_score(traits, scores, alpha=alpha, weighted=True)
     unweighted = essay_score(traits, scores, alpha=alpha, weighted=False)
@@ -224,7 +229,7 @@ def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int]) -> dict[
 
 
 def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
-                genre: str) -> dict[str, Any]:
+                genre: str, specs: dict[str, list[TraitSpec]] | None = None) -> dict[str, Any]:
     row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
            "from_ledger": result.from_ledger, "call_key": result.key}
     if result.status is not CallStatus.OK:
@@ -232,7 +237,7 @@ def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
     reply = result.parsed if result.parsed is not None else result.text
     try:
         scores = parse_judgment(reply, rubric, genre)
-        scored = _score_columns(rubric, genre, scores)
+        scored = _score_columns(rubric, genre, scores, specs)
     except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
         return {**row, "status": CallStatus.PARSE_ERROR.value, "error": str(exc),
                 "analysis": _analysis(reply)}
@@ -249,6 +254,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
         raise ValueError(f"{len(requests)} requests but {len(results)} results")
     by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
     rows: list[dict[str, Any]] = []
+    specs: dict[str, list[TraitSpec]] = {}
     for essay in essays.iter_rows(named=True):
         genre = str(essay["genre"])
         tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
@@ -266,7 +272,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
             result = by_call.get((judge, tag))
             if result is None:
                 raise ValueError(f"no result for judge {judge!r} on essay {tag}")
-            rows.append(_judged_row(base, result, rubric, genre))
+            rows.append(_judged_row(base, result, rubric, genre, specs))
     for row in rows:
         row["decision"] = (Decision.KEPT.value if row["status"] == CallStatus.OK.value
                            else row["status"])

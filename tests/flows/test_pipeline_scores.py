@@ -97,7 +97,9 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
     # 8 essays per live writer; 甲/乙 judged once each; 丙: prose 1, refusal 1 (no re-ask),
     # the two schema failures 2 each (one re-ask).
     assert {m: per_model[m].received for m in MARKS} == {m: 8 for m in MARKS}
-    assert per_model["judge"].received == 8 + 8 + 2 + 2 + 4 + 4
+    # The pipeline judges while generating; the judge stage then re-sends what the ledger
+    # lacks as ok: 丙's refusals (2) and schema failures (2 x 2 essays, one re-ask) again.
+    assert per_model["judge"].received == 8 + 8 + 2 + 2 + 4 + 4 + (2 + 8)
 
     reports = Path(out["reports"])
     judged = pl.read_parquet(next((tmp_path / "store" / "snapshots" / "judge")

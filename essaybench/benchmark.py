@@ -9,6 +9,7 @@ let ``essaybench rerun --run RUN --stage judge`` start from an earlier run's sna
 from __future__ import annotations
 
 import random
+from datetime import datetime
 from itertools import zip_longest
 from pathlib import Path
 
@@ -114,13 +115,27 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
                                                   follow_up=prefetch))
 
 
+def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | None:
+    """When ``upstream`` was written by ``run_id`` itself: the start of that stage run."""
+    starts = [r.started_at for r in store.stage_runs(run_id, 1000)
+              if r.snapshot_id == upstream.snapshot_id and r.status == "ok"]
+    return min(starts) if starts else None
+
+
 def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,
                 session: GatewaySession) -> Snapshot:
+    """Judge ``upstream``'s essays. Judge calls the same run already made (prefetched
+    while generating) are served from the ledger — failures too, so a run attempts each
+    call once; ``rerun --stage judge`` (a new run) retries the failures."""
     _expect(upstream, "generate")
     essays = upstream.read()
+
+    def compute() -> StageOutput:
+        with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
+            return run_judge(essays, config.judge, session)
+
     return run_stage(store, run_id=run_id, stage="judge", upstream=[upstream],
-                     params=config.judge, rows_in=essays.height,
-                     compute=lambda: run_judge(essays, config.judge, session))
+                     params=config.judge, rows_in=essays.height, compute=compute)
 
 
 def aggregate_stage(store: Store, run_id: str, upstream: Snapshot) -> tuple[Snapshot, Path]:

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
-from essaybench.agreement import AgreementParams, Tiers, agreement_stage
 from essaybench.aggregate import table5
+from essaybench.agreement import AgreementParams, Tiers, agreement_stage
 from essaybench.analysis import StatsParams, stats_inputs, stats_stage
 from essaybench.benchmark import BenchmarkConfig, generate_stage, judge_stage
 from essaybench.generate import GenerateParams
@@ -91,7 +91,7 @@ def test_stats_stage_tables_snapshot_and_determinism(
 
 def test_stats_stage_refuses_the_wrong_snapshot(judged_run: tuple[Store, Snapshot, Snapshot]
                                                 ) -> None:
-    store, judged, pairs = judged_run
+    store, _, pairs = judged_run
     with pytest.raises(ValueError, match="reads a 'judge' snapshot"):
         stats_stage(store, "r1", PARAMS, pairs)
     with pytest.raises(LookupError, match="no successful 'judge'"):

@@ -93,7 +93,7 @@ def test_judge_stage_sends_nothing_after_prefetch(curated: Store, prefetch: bool
         assert gen.meta["follow_ups"] == {"requests": n, "from_ledger": 0, "sent": n}
 
 
-def test_partial_prefetch_then_the_judge_stage_sends_exactly_the_missing(
+def test_partial_prefetch_is_final_for_the_run_and_a_rerun_sends_exactly_the_missing(
     curated: Store, tmp_path: Path,  # noqa: F811
 ) -> None:
     import shutil
@@ -112,20 +112,24 @@ def test_partial_prefetch_then_the_judge_stage_sends_exactly_the_missing(
         gen = generate_stage(store, "r1", CONFIG, session, prefetch_judge=True)
         prefetched = _judge_ledger_rows(session.ledger)
         sent_before = server.stats().per_model["judge"].received
+        # The same run's judge stage: every call was attempted once already; the
+        # failures stand (no second payment in one run).
         judged = judge_stage(store, "r1", CONFIG, gen, session)
         sent_by_stage = server.stats().per_model["judge"].received - sent_before
+        # A rerun of the judge stage (a new run) retries exactly the failures.
+        rerun = judge_stage(store, "r2", CONFIG, gen, session)
+        sent_by_rerun = (server.stats().per_model["judge"].received - sent_before
+                         - sent_by_stage)
     failed = prefetched.get("api_error", 0)
     assert 0 < failed < 16 and prefetched["ok"] == 16 - failed and sent_before == 16
-    assert sent_by_stage == failed
+    assert sent_by_stage == 0
+    table = judged.read()
+    assert (table["status"] == "api_error").sum() == failed
+    assert table.filter(pl.col("status") != "ok")["score_weighted"].null_count() == failed
+    assert table["from_ledger"].all()
+    assert sent_by_rerun == failed
     assert session.gateway.last_stats is not None
     assert session.gateway.last_stats.sent == failed
-    table = judged.read()
-    assert set(table["status"]) == {"ok"}
-    assert table["from_ledger"].sum() == 16 - failed
-
-
-def test_prefetch_is_off_when_the_rubric_does_not_load(tmp_path: Path) -> None:
-    prompts = pl.DataFrame({"prompt_id": ["p1"], "text": ["x"], "genre": ["narrative"],
-                            "prompt_set": ["open"]})
-    params = JudgeParams(judges=["j"], rubric_path=str(tmp_path / "missing.yaml"))
-    assert JudgePrefetch.for_prompts(prompts, params) is None
+    redone = rerun.read()
+    assert set(redone["status"]) == {"ok"}
+    assert redone["from_ledger"].sum() == 16 - failed

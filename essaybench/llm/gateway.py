@@ -14,6 +14,7 @@ import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, request_key
@@ -106,18 +107,22 @@ class Gateway:
 
     async def run(
         self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None,
-        follow_up: FollowUp | None = None,
+        follow_up: FollowUp | None = None, reuse_failed_since: datetime | None = None,
     ) -> list[ChatResult]:
         """One result per request, in order. ``follow_up(request, result)`` is called once
         for each request when its result is known (served from the ledger, or committed);
         the requests it returns join this batch: the same ledger look-up, de-duplication,
         limits and retries, committed as they finish, but not returned (a later stage
-        finds them in the ledger). The batch ends when they are done too."""
+        finds them in the ledger). The batch ends when they are done too.
+
+        ``reuse_failed_since``: a call that failed at or after this moment is served as
+        stored instead of re-sent — within one run a call is attempted once (its failure
+        was already paid for, e.g. by a prefetch); a later rerun retries it."""
         keys = [request_key(self.spec(r.model), r) for r in requests]
         for model in {r.model for r in requests}:
             # A missing key fails the batch before anything is sent, naming the variable.
             self.spec(model).api_key()
-        stored = self.ledger.lookup_ok(keys)
+        stored = self.ledger.lookup_ok(keys, reuse_failed_since)
         first: dict[str, ChatRequest] = {}
         for key, request in zip(keys, requests, strict=True):
             if key not in stored:

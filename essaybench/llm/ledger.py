@@ -20,6 +20,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +126,20 @@ class Ledger:
 
     # -- reads -------------------------------------------------------------
 
-    def lookup_ok(self, keys: Iterable[str]) -> dict[str, ChatResult]:
-        """The newest successful call for each key that has one."""
+    def lookup_ok(self, keys: Iterable[str],
+                  failed_since: datetime | None = None) -> dict[str, ChatResult]:
+        """The newest successful call for each key that has one; with ``failed_since``,
+        also the newest failed call of a key without success that finished since then."""
         wanted = pa.table({"key": pa.array(sorted(set(keys)), pa.string())})
         with self._db_lock:
             self.con.register("wanted", wanted)
             try:
-                rows = _named_rows(self.con.execute(statement("ledger_lookup_ok")))
+                if failed_since is None:
+                    cursor = self.con.execute(statement("ledger_lookup_ok"))
+                else:
+                    cursor = self.con.execute(statement("ledger_lookup_settled"),
+                                              {"since": failed_since})
+                rows = _named_rows(cursor)
             finally:
                 self.con.unregister("wanted")
         return {r["key"]: result_from_row(r) for r in rows}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from essaybench.llm.gateway import FollowUp, Gateway, ProgressCallback, run_async
@@ -29,13 +30,25 @@ LEDGER_FILE = "ledger.duckdb"
 class GatewaySession:
     gateway: Gateway
     ledger: Ledger
+    # Failures recorded since this moment are served, not re-sent (see Gateway.run);
+    # set by a stage that follows its upstream within one run (reusing_failures_since).
+    reuse_failed_since: datetime | None = None
 
     def run(self, requests: Sequence[ChatRequest],
             progress: ProgressCallback | None = None,
             follow_up: FollowUp | None = None) -> list[ChatResult]:
         """Send a batch from synchronous code; stored successes are not re-sent.
         ``follow_up``: see ``Gateway.run``."""
-        return run_async(self.gateway.run(requests, progress, follow_up))
+        return run_async(self.gateway.run(requests, progress, follow_up,
+                                          self.reuse_failed_since))
+
+    @contextlib.contextmanager
+    def reusing_failures_since(self, since: datetime | None) -> Iterator[None]:
+        before, self.reuse_failed_since = self.reuse_failed_since, since
+        try:
+            yield
+        finally:
+            self.reuse_failed_since = before
 
 
 @contextlib.contextmanager

@@ -71,10 +71,11 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     from essaybench.llm.fake_scenario import FakeScenario
     from flows.pipeline import pipeline_flow
 
-    # The judge's first two attempts at every essay fail (503, no retries): the one sent
-    # while generating (prefetch) and the judge stage's own; judging "fails midway".
+    # The judge's first attempt at every essay fails (503, no retries): judging "fails
+    # midway". The attempt is the one sent while generating (prefetch); the judge stage of
+    # the same run does not pay for it again, the rerun does.
     scenario = FakeScenario.model_validate(
-        {"faults": [{"kind": "status", "status": 503, "first_attempts": 2, "models": ["judge"]}]})
+        {"faults": [{"kind": "status", "status": 503, "first_attempts": 1, "models": ["judge"]}]})
     with run_fake_server(scenario) as server:
         _use_fake_registry(tmp_path, monkeypatch, server.base_url, max_retries=0)
         store = tmp_path / "store"
@@ -85,8 +86,8 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
                               str(store), False, "judge", first["run_id"])
         after = server.stats().per_model
     assert after["writer"].received == before["writer"].received == 8  # no essay written twice
-    assert before["judge"].completed == 0 and before["judge"].received == 16
-    assert after["judge"].completed == 8 and after["judge"].received == 24
+    assert before["judge"].completed == 0 and before["judge"].received == 8
+    assert after["judge"].completed == 8 and after["judge"].received == 16
     with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
         snap = con.execute("select snapshot_id from stage_runs where run_id = ? and "
                            "stage = 'judge'", [again["run_id"]]).fetchall()[0][0]

@@ -55,7 +55,8 @@ def _judge_rules(rubric: Rubric) -> list[dict[str, object]]:
             rules.append({"contains": [MARKS[writer], first_q],
                           "reply": _answer(dict(_scores(rubric, genre, writer)))})
         c = _scores(rubric, "argumentative", "writer-c")
-        bad = {"argumentative": "分析：论点鲜明，但论证略显单薄。\n最终评分如下：" + _answer(dict(c)),
+        prose = "分析：论点鲜明，但论证略显单薄。\n最终评分如下："
+        bad = {"argumentative": prose + _answer(dict(c)),
                "narrative": "抱歉，我无法对这篇作文进行评分。",
                "descriptive": _answer({q: 11 for q in rubric.question_ids("descriptive")}),
                "expository": _answer({q: 5 for q in rubric.question_ids("expository")[1:]})}
@@ -95,11 +96,10 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
                             str(tmp_path / "store"))
         per_model = server.stats().per_model
     # 8 essays per live writer; 甲/乙 judged once each; 丙: prose 1, refusal 1 (no re-ask),
-    # the two schema failures 2 each (one re-ask).
+    # the two schema failures 2 each (one re-ask). Judged while generating; the judge stage
+    # of the same run re-sends nothing, failures included (a rerun would retry those).
     assert {m: per_model[m].received for m in MARKS} == {m: 8 for m in MARKS}
-    # The pipeline judges while generating; the judge stage then re-sends what the ledger
-    # lacks as ok: 丙's refusals (2) and schema failures (2 x 2 essays, one re-ask) again.
-    assert per_model["judge"].received == 8 + 8 + 2 + 2 + 4 + 4 + (2 + 8)
+    assert per_model["judge"].received == 8 + 8 + 2 + 2 + 4 + 4
 
     reports = Path(out["reports"])
     judged = pl.read_parquet(next((tmp_path / "store" / "snapshots" / "judge")

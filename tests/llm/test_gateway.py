@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,15 @@ def _requests(n: int, stage: str = "generate") -> list[ChatRequest]:
 
 
 def _run(server: FakeServerHandle, ledger_path: Path, requests: list[ChatRequest],
+         reuse_failed_since: datetime | None = None,
          **spec: Any) -> tuple[list[ChatResult], Gateway]:
     async def main() -> tuple[list[ChatResult], Gateway]:
         with Ledger(ledger_path) as ledger:
             gateway = Gateway(registry_of(fake_spec(**spec)), ledger,
                               base_urls={"fake": server.base_url}, backoff=FAST, seed=0)
             try:
-                return await gateway.run(requests), gateway
+                return await gateway.run(requests, reuse_failed_since=reuse_failed_since), \
+                    gateway
             finally:
                 await gateway.aclose()
     return asyncio.run(main())
@@ -211,3 +214,27 @@ def test_a_batch_without_requests_ends_with_a_follow_up(tmp_path: Path) -> None:
     with run_fake_server() as server:
         results, gw = _run(server, tmp_path / "l.duckdb", [])
     assert results == [] and gw.last_stats is not None and gw.last_stats.follow_ups == 0
+
+
+def test_failures_settled_since_a_moment_are_served_not_resent(tmp_path: Path) -> None:
+    # Every first arrival fails (no retries): the first run records 6 failures.
+    scenario = FakeScenario.model_validate(
+        {"faults": [{"kind": "status", "status": 503, "first_attempts": 1}]})
+    ledger = tmp_path / "ledger.duckdb"
+    with run_fake_server(scenario) as server:
+        started = datetime.now(UTC)
+        first, _ = _run(server, ledger, _requests(6), max_retries=0)
+        assert {r.status for r in first} == {CallStatus.API_ERROR}
+        # Same run (failures since `started` count as settled): nothing is sent again.
+        same, gw = _run(server, ledger, _requests(6), reuse_failed_since=started, max_retries=0)
+        assert server.stats().totals.received == 6
+        assert all(r.from_ledger and r.status is CallStatus.API_ERROR for r in same)
+        assert gw.last_stats is not None and gw.last_stats.sent == 0
+        # Failures older than the moment do not count: a later run retries them.
+        later, _ = _run(server, ledger, _requests(6), max_retries=0,
+                        reuse_failed_since=datetime.now(UTC) + timedelta(seconds=1))
+        assert server.stats().totals.received == 12 and all(r.ok for r in later)
+        # Once a call succeeded, the success wins over any failure, whatever the moment.
+        again, _ = _run(server, ledger, _requests(6), reuse_failed_since=started)
+        assert all(r.ok and r.from_ledger for r in again)
+        assert server.stats().totals.received == 12

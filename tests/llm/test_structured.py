@@ -46,7 +46,8 @@ def test_reask_wording_comes_from_rubrics() -> None:
 
 
 def test_json_inside_prose_is_the_last_object() -> None:
-    reply = '分析：论点明确，例如 {注意} 这里不是 JSON。\n最终评分：{"score": 8, "why": "好"}\n以上。'
+    reply = ('分析：论点明确，例如 {注意} 这里不是 JSON。\n'
+             '最终评分：{"score": 8, "why": "好"}\n以上。')
     assert parse_json_reply(reply) == {"score": 8, "why": "好"}
     two = '草稿 {"score": 3, "why": "x"} 修改后 {"score": 9, "why": "y"}'
     assert parse_json_reply(two) == {"score": 9, "why": "y"}

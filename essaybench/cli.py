@@ -146,8 +146,18 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
     table5 = reports / "table5_weighted.md"
     if table5.is_file():
         console.print(table5.read_text(encoding="utf-8"), markup=False)
+    cis = reports / "stats" / "score_ci_weighted.parquet"
+    if cis.is_file():
+        import polars as pl
+
+        from essaybench.cli_analysis import print_frame
+
+        overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall")
+        print_frame(overall.select("judge", "model", "mean", "ci_lo", "ci_hi", "n"),
+                    "Overall weighted score, 95% bootstrap CI (prompts resampled, paired)")
     console.print(f"run {result['run_id']}: reports in {reports} (Table 5 weighted and w/o WT, "
-                  f"trait means, length compliance; .md .csv .parquet); {seconds:.1f} s")
+                  f"trait means, length compliance, stats/: CIs, rankings, bias; .md .csv "
+                  f".parquet); {seconds:.1f} s")
 
 
 @app.command()

@@ -1,7 +1,9 @@
-"""The ``pipeline`` flow: curate → generate → judge → aggregate (the weekly run).
+"""The ``pipeline`` flow: curate → generate → judge → aggregate (→ pairwise) → stats.
 
-``from_stage`` restarts a run at generate, judge or aggregate from ``base_run``'s
-snapshots; the ledger serves every call that already succeeded.
+The weekly run. ``from_stage`` restarts a run at generate, judge or aggregate from
+``base_run``'s snapshots; the ledger serves every call that already succeeded. Pairwise
+judging runs when the benchmark config has a ``pairwise:`` section; the stats stage
+(bootstrap CIs, rankings, bias monitors) always ends the run.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from prefect import flow
 
-from essaybench.benchmark import BENCHMARK_STAGES, resolve_upstream
+from essaybench.benchmark import BENCHMARK_STAGES, load_benchmark_config, resolve_upstream
 from essaybench.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -23,6 +25,8 @@ from flows.aggregate import aggregate_flow
 from flows.curate import curate_flow
 from flows.generate import generate_flow
 from flows.judge import judge_flow
+from flows.pairwise import pairwise_flow
+from flows.stats import stats_flow
 
 STAGE_FLOWS: dict[str, Callable[..., str]] = {
     "generate": generate_flow, "judge": judge_flow, "aggregate": aggregate_flow}
@@ -57,5 +61,13 @@ def pipeline_flow(
         else:
             snapshot_id = STAGE_FLOWS[stage](benchmark_config, store_root, run_id, snapshot_id)
         result[stage] = snapshot_id
-    result["reports"] = str(Store(store_root).root / "reports" / run_id)
+    store = Store(store_root)
+    # Pairwise judging (when configured) and the statistics read what aggregate read.
+    judged = store.lineage(result["aggregate"])["judge"]
+    essays_id = judged.upstream_snapshot_ids[0]
+    if load_benchmark_config(benchmark_config).pairwise is not None:
+        result["pairwise"] = pairwise_flow(benchmark_config, store_root, run_id, essays_id)
+    result["stats"] = stats_flow(run_id, benchmark_config, store_root, run_id,
+                                 judged.snapshot_id, result.get("pairwise"))
+    result["reports"] = str(store.root / "reports" / run_id)
     return result

@@ -14,7 +14,10 @@ def stats_flow(
     config_path: str = DEFAULT_BENCHMARK_CONFIG,
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
+    judge_snapshot_id: str | None = None,
+    pairwise_snapshot_id: str | None = None,
 ) -> str:
-    """Statistics over ``base_run``'s judge (and pairwise) snapshots, recorded under
-    ``run_id`` (default: the same run); returns the id of the snapshot it wrote."""
-    return stats_stage_task(run_id or base_run, config_path, store_root, base_run)
+    """Statistics over ``base_run``'s judge (and pairwise) snapshots — or the snapshots
+    given — recorded under ``run_id`` (default: the same run); returns the snapshot id."""
+    return stats_stage_task(run_id or base_run, config_path, store_root, base_run,
+                            judge_snapshot_id, pairwise_snapshot_id)

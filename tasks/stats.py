@@ -12,10 +12,16 @@ from essaybench.store import Store
 
 
 @task(name="stats-stage", cache_policy=NO_CACHE, task_run_name="stats")
-def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: str) -> str:
+def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: str,
+                     judge_snapshot_id: str | None = None,
+                     pairwise_snapshot_id: str | None = None) -> str:
     store = Store(store_root)
     params = load_benchmark_config(config_path).stats
-    judged, pairwise = stats_inputs(store, base_run)
+    if judge_snapshot_id is not None:
+        judged = store.get_snapshot(judge_snapshot_id)
+        pairwise = store.get_snapshot(pairwise_snapshot_id) if pairwise_snapshot_id else None
+    else:
+        judged, pairwise = stats_inputs(store, base_run)
     family_of = {name: spec.family for name, spec in load_registry().models.items()}
     snapshot, folder = stats_stage(store, run_id, params, judged, pairwise, family_of)
     get_run_logger().info("stats: snapshot %s from %s%s; report %s/stats.md",

@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-import httpx
-from httpx_aiohttp import AiohttpTransport
+import aiohttp
 
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
@@ -35,11 +34,11 @@ from essaybench.llm.structured import (
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
-# Transport: httpx's API over aiohttp's connection pool (httpx-aiohttp, the transport the
-# OpenAI SDK offers as its aiohttp option). httpcore's own pool checks every connection
-# on each request (a syscall each, via anyio): ~19 ms CPU per call with one pool of 64,
-# ~2.0 ms with many pools of 2; aiohttp's C-accelerated parser and pool take ~1.5 ms
-# for the whole call (benchmarks/llm_gateway.py), with one pool per endpoint.
+# Transport: aiohttp's client, one connection pool per endpoint. httpcore's own pool checks
+# every connection on each request (a syscall each, via anyio): ~19 ms CPU per call with one
+# pool of 64, ~2.0 ms with many pools of 2; httpx's API over aiohttp's pool (httpx-aiohttp)
+# ~1.5 ms for the whole call, much of it httpx's request/response/URL/cookie objects, which
+# a JSON POST does not need: aiohttp alone, with the body encoded once here.
 
 
 class ChatBackend(Protocol):
@@ -99,7 +98,6 @@ class OpenAICompatBackend:
         spec: ModelSpec,
         base_url: str | None = None,
         *,
-        http: httpx.AsyncClient | None = None,
         limiter: EndpointLimiter | None = None,
         backoff: Backoff | None = None,
         seed: int | None = None,
@@ -113,44 +111,61 @@ class OpenAICompatBackend:
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
         self.sleep = sleep
-        self._own_http = http is None
-        self.http = http if http is not None else httpx.AsyncClient(
-            transport=AiohttpTransport(
-                verify=_tls_context(),  # loading CA certificates costs ~40 ms: once
-                limits=httpx.Limits(max_connections=spec.max_concurrency,
-                                    max_keepalive_connections=spec.max_concurrency)),
-            timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s))
+        self._http: aiohttp.ClientSession | None = None  # made in the running loop
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            spec = self.spec
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(
+                    limit=spec.max_concurrency,
+                    ssl=_tls_context()),  # loading CA certificates costs ~40 ms: once
+                # As with httpx before: each read, and the wait for a pooled connection,
+                # may take timeout_s; opening a connection connect_timeout_s.
+                timeout=aiohttp.ClientTimeout(total=None, connect=spec.timeout_s,
+                                              sock_connect=spec.connect_timeout_s,
+                                              sock_read=spec.timeout_s))
+        return self._http
 
     async def aclose(self) -> None:
-        if self._own_http:
-            await self.http.aclose()
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
 
     def _headers(self) -> dict[str, str]:
         key = self.spec.api_key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
 
     async def _send(self, body: dict[str, Any], estimated: int) -> _Attempt:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:
-                response = await self.http.post(self.url, json=body, headers=self._headers())
-            except httpx.TimeoutException as exc:
+                async with self._session().post(self.url, data=data,
+                                                headers=self._headers()) as response:
+                    content = await response.read()
+                    status, reason = response.status, response.reason or ""
+                    retry_after = response.headers.get("retry-after")
+            except TimeoutError as exc:
                 return _Attempt(transient=True, error_kind="timeout",
                                 error=f"{type(exc).__name__} after {self.spec.timeout_s:g} s",
                                 latency_s=time.perf_counter() - started)
-            except httpx.TransportError as exc:
+            except aiohttp.ClientError as exc:
                 return _Attempt(transient=True, error_kind="connect",
                                 error=f"{type(exc).__name__}: {exc}"[:ERROR_TEXT_LIMIT],
                                 latency_s=time.perf_counter() - started)
             latency = time.perf_counter() - started
-        if response.status_code != 200:
-            code, message = _error_fields(response)
-            transient, kind = classify_http_error(response.status_code, code, message)
+        if status != 200:
+            code, message = _error_fields(content, reason)
+            transient, kind = classify_http_error(status, code, message)
             return _Attempt(transient=transient, error_kind=kind, latency_s=latency,
-                            error=f"HTTP {response.status_code}: {message}"[:ERROR_TEXT_LIMIT],
-                            retry_after=parse_retry_after(response.headers.get("retry-after")))
+                            error=f"HTTP {status}: {message}"[:ERROR_TEXT_LIMIT],
+                            retry_after=parse_retry_after(retry_after))
         try:
-            payload = response.json()
+            payload = json.loads(content)
             message = payload["choices"][0]["message"]
             if not isinstance(message, dict):
                 raise TypeError("message is not an object")
@@ -158,7 +173,7 @@ class OpenAICompatBackend:
             # A 200 with a garbled body is what a proxy or a dropped stream produces.
             return _Attempt(transient=True, error_kind="bad_response", latency_s=latency,
                             error=f"unreadable 200 body ({type(exc).__name__}): "
-                                  f"{response.text[:200]!r}")
+                                  f"{content.decode('utf-8', 'replace')[:200]!r}")
         return _Attempt(payload=payload, latency_s=latency)
 
     async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
@@ -243,13 +258,12 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def _error_fields(response: httpx.Response) -> tuple[str | None, str]:
+def _error_fields(content: bytes, reason: str) -> tuple[str | None, str]:
     try:
-        err = response.json().get("error")
+        err = json.loads(content).get("error")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return None, response.text[:ERROR_TEXT_LIMIT] or response.reason_phrase
+        return None, content.decode("utf-8", "replace")[:ERROR_TEXT_LIMIT] or reason
     if isinstance(err, dict):
         code = err.get("code") or err.get("type")
         return (str(code) if code is not None else None), str(err.get("message", ""))
     return None, str(err)[:ERROR_TEXT_LIMIT]
-

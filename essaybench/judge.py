@@ -34,7 +34,7 @@ from essaybench.rubrics import (
     load_align_score,
     load_rubric,
 )
-from essaybench.scoring import TraitSpec, align_score, essay_score
+from essaybench.scoring import TraitSpec, align_score, essay_scores
 
 STAGE = "judge"
 
@@ -221,8 +221,7 @@ def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
         specs[genre] = trait_specs(rubric, genre)
     traits = specs[genre]
     alpha = rubric.alpha_default
-    weighted = essay_score(traits, scores, alpha=alpha, weighted=True)
-    unweighted = essay_score(traits, scores, alpha=alpha, weighted=False)
+    weighted, unweighted = essay_scores(traits, scores, alpha=alpha)
     return {"alpha": alpha, "score_weighted": weighted.total,
             "score_unweighted": unweighted.total,
             "trait_scores": json.dumps(dict(weighted.trait_scores), ensure_ascii=False)}

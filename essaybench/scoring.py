@@ -36,6 +36,7 @@ __all__ = [
     "TraitSpec",
     "align_score",
     "essay_score",
+    "essay_scores",
     "trait_scores",
     "weights",
 ]
@@ -136,6 +137,8 @@ def _check_alpha(alpha: float) -> None:
 
 
 def _check_score(value: object, what: str) -> int:
+    if type(value) is int and MIN_SCORE <= value <= MAX_SCORE:  # the common case, fast
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{what}: score must be an int in {MIN_SCORE}..{MAX_SCORE}, got {value!r}")
     as_int = int(value)
@@ -177,7 +180,21 @@ def essay_score(
 ) -> EssayScore:
     """The 0–100 essay score; ``weighted=False`` is the paper's "w/o WT" ablation."""
     _check_alpha(alpha)  # even when unweighted: a bad config should fail loudly
+    return _from_trait_scores(traits, trait_scores(traits, scores), alpha, weighted)
+
+
+def essay_scores(traits: Sequence[TraitSpec], scores: Mapping[str, int],
+                 alpha: float = DEFAULT_ALPHA) -> tuple[EssayScore, EssayScore]:
+    """(weighted, unweighted) — each equal to :func:`essay_score`'s, the trait sums and
+    their checks done once."""
+    _check_alpha(alpha)
     s_t = trait_scores(traits, scores)
+    return (_from_trait_scores(traits, s_t, alpha, True),
+            _from_trait_scores(traits, s_t, alpha, False))
+
+
+def _from_trait_scores(traits: Sequence[TraitSpec], s_t: dict[str, int], alpha: float,
+                       weighted: bool) -> EssayScore:
     w_t = weights(traits, alpha) if weighted else {t.trait_id: 1.0 for t in traits}
     # fsum is correctly rounded, so the result does not depend on trait order.
     raw = math.fsum(w_t[t.trait_id] * s_t[t.trait_id] for t in traits)
@@ -186,7 +203,7 @@ def essay_score(
         total=100.0 * raw / best,
         weighted_sum=raw,
         max_weighted_sum=best,
-        trait_scores=MappingProxyType(s_t),
+        trait_scores=MappingProxyType(dict(s_t)),
         trait_weights=MappingProxyType(w_t),
         alpha=float(alpha),
         weighted=weighted,

@@ -1,5 +1,8 @@
 -- The newest successful call for each wanted key (keys arrive as the registered table `wanted`).
-SELECT c.*
+-- Only the columns a ChatResult is rebuilt from: the stored request (kilobytes per row) stays put.
+SELECT c.key, c.model, c.status, c.response_text, c.parsed, c.returned_model, c.finish_reason,
+       c.input_tokens, c.output_tokens, c.latency_s, c.cost_usd, c.attempts, c.error_kind,
+       c.error, c.started_at, c.finished_at, c.stage, c.tag
 FROM llm_calls AS c
 JOIN wanted AS w ON c.key = w.key
 WHERE c.status = 'ok'

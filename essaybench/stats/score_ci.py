@@ -25,8 +25,8 @@ from essaybench.stats.bootstrap import (
     as_generator,
     check_level,
     check_n_boot,
-    difference_ci,
     paired_bootstrap_ratio,
+    percentile_bounds,
 )
 
 CI_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
@@ -100,15 +100,21 @@ def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot:
                     "mean": _num(res.mean[k]), "ci_lo": _num(res.lo[k]),
                     "ci_hi": _num(res.hi[k]), "n": int(counts[:, k].sum()),
                     "n_prompts": int((counts[:, k] > 0).sum())})
-        for (a, model_a), (b, model_b) in combinations(enumerate(models), 2):
-            for c, cell in enumerate(cell_names):
-                i, j = a * n_cells + c, b * n_cells + c
-                lo, hi = difference_ci(res.boot, i, j, level)
-                diff = _num(res.mean[i] - res.mean[j])
-                pair_rows.append({
-                    "judge": judge, "cell": cell, "model_a": model_a, "model_b": model_b,
-                    "diff": diff, "diff_lo": _num(lo), "diff_hi": _num(hi),
-                    "indistinguishable": bool(np.isnan(lo) or lo <= 0.0 <= hi)})
+        pairs = [(model_a, model_b, cell, a * n_cells + c, b * n_cells + c)
+                 for (a, model_a), (b, model_b) in combinations(enumerate(models), 2)
+                 for c, cell in enumerate(cell_names)]
+        # All pairs' percentile bounds in one call: column by column the same numbers as
+        # difference_ci on each pair (tested), without a quantile call per pair.
+        first = np.array([p[3] for p in pairs], dtype=np.intp)
+        second = np.array([p[4] for p in pairs], dtype=np.intp)
+        los, his = (percentile_bounds(res.boot[:, first] - res.boot[:, second], level)
+                    if pairs else (np.empty(0), np.empty(0)))
+        for (model_a, model_b, cell, i, j), lo, hi in zip(pairs, los, his, strict=True):
+            diff = _num(res.mean[i] - res.mean[j])
+            pair_rows.append({
+                "judge": judge, "cell": cell, "model_a": model_a, "model_b": model_b,
+                "diff": diff, "diff_lo": _num(lo), "diff_hi": _num(hi),
+                "indistinguishable": bool(np.isnan(lo) or lo <= 0.0 <= hi)})
     return ScoreCIs(cells=pl.DataFrame(ci_rows, schema=CI_SCHEMA),
                     pairs=pl.DataFrame(pair_rows, schema=PAIR_SCHEMA),
                     level=level, n_boot=n_boot)

@@ -110,3 +110,30 @@ def test_all_failed_cell_is_null_and_seed_reproducible() -> None:
     assert (dead["n"] == 0).all()
     with pytest.raises(ValueError, match="level"):
         score_cis(judgments, level=95)
+
+
+def test_pair_bounds_equal_difference_ci_on_each_pair() -> None:
+    """The pairs' bounds come from one vectorised quantile call: the same numbers, bit for
+    bit, as difference_ci on each pair's replicate columns (NaN replicates included)."""
+    from essaybench.stats.bootstrap import difference_ci, paired_bootstrap_ratio
+    from essaybench.stats.score_ci import _judge_matrices
+
+    judgments = _judgments(seed=7, n_prompts=12).with_columns(  # m-c fails a whole cell
+        status=pl.when((pl.col("model") == "m-c") & (pl.col("genre") == "narrative"))
+        .then(pl.lit("api_error")).otherwise(pl.col("status")))
+    res = score_cis(judgments, n_boot=300, seed=4)
+    rng = np.random.default_rng(4)
+    cell_names = ["overall", *sorted(f"{g}/{p}" for g, p in GENRES)]
+    for judge in ("j1", "j2"):
+        rows = judgments.filter(pl.col("judge") == judge)
+        sums, counts, _ = _judge_matrices(rows, ["m-a", "m-b", "m-c"], cell_names,
+                                          "score_weighted")
+        boot = paired_bootstrap_ratio(sums, counts, n_boot=300, seed=rng).boot
+        got = res.pairs.filter(pl.col("judge") == judge)
+        for row in got.iter_rows(named=True):
+            a, b = (["m-a", "m-b", "m-c"].index(row[k]) for k in ("model_a", "model_b"))
+            c = cell_names.index(row["cell"])
+            lo, hi = difference_ci(boot, a * len(cell_names) + c, b * len(cell_names) + c)
+            assert (row["diff_lo"], row["diff_hi"]) == (
+                None if np.isnan(lo) else lo, None if np.isnan(hi) else hi)
+    assert got.filter(pl.col("diff_lo").is_null()).height > 0  # the NaN case was exercised

@@ -2,7 +2,7 @@
 
 728 prompts × 15 models = 10,920 essays and 10,920 judgments (one judge), 300 ms
 server latency, concurrency 64 per model, run by the real ``pipeline`` flow (generate
-→ judge → aggregate) under a Prefect engine with its own temporary home. Prints:
+→ judge → aggregate → stats) under a Prefect engine with its own temporary home. Prints:
 
 * wall time of the flow against the ideal: Σ over stages of the slowest model's
   calls × latency / concurrency (generate: 728 × 0.3 / 64; judge: 10,920 × 0.3 / 64),
@@ -10,7 +10,9 @@ server latency, concurrency 64 per model, run by the real ``pipeline`` flow (gen
 * peak RSS of this process (the pipeline), target ≤ 1.5 GiB;
 * Prefect task runs and flow runs created;
 * time outside LLM calls: wall minus the union of the ledger's call intervals (the
-  stretches with at least one request in flight), split by stage from the catalog.
+  stretches with at least one request in flight), split by stage from the catalog
+  (generate, judge, aggregate, and the stats stage that ends every pipeline run; its
+  time counts in the wall too).
 
     python benchmarks/pipeline_scale.py [--prompts 728] [--models 15] [--latency-ms 300]
                                         [--concurrency 64]
@@ -184,7 +186,9 @@ def main() -> None:
     prefetched = sum(a < judge_start for a, _ in judge_calls)
     print(f"judge calls: {prefetched} prefetched during generation, "
           f"{len(judge_calls) - prefetched} sent by the judge stage")
-    for stage in ("generate", "judge", "aggregate"):
+    for stage in ("generate", "judge", "aggregate", "pairwise", "stats"):
+        if stage not in windows:  # pairwise runs only when configured
+            continue
         lo, hi = windows[stage]
         busy = busy_within(calls, (lo, hi))
         line = (f"  {stage}: stage {hi - lo:.1f} s, LLM calls in flight {busy:.1f} s, "
@@ -194,8 +198,8 @@ def main() -> None:
             line += f"; generate calls {own:.1f} s (ideal {ideal[stage]:.1f} s)"
         print(line)
     in_stages = sum(hi - lo for lo, hi in windows.values())
-    print(f"  between stages (Prefect flows and tasks, gateway/ledger opening, snapshot "
-          f"reads): {wall - in_stages:.1f} s")
+    print(f"  between stages (Prefect flow and tasks, gateway/ledger opening and closing, "
+          f"catalog look-ups): {wall - in_stages:.1f} s")
     outside = wall - union_seconds([(a, b) for _, a, b in calls])
     print(f"time outside LLM calls: {outside:.1f} s of {wall:.1f} s (Prefect, snapshots, "
           f"catalog, ledger reads, aggregation)")

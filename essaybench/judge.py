@@ -34,7 +34,7 @@ from essaybench.rubrics import (
     load_align_score,
     load_rubric,
 )
-from essaybench.scoring import TraitSpec, align_score, essay_scores
+from essaybench.scoring import TraitScorer, TraitSpec, align_score
 
 STAGE = "judge"
 
@@ -210,25 +210,23 @@ def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
 
 
 def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
-                   specs: dict[str, list[TraitSpec]] | None = None) -> dict[str, Any]:
+                   scorers: dict[str, TraitScorer] | None = None) -> dict[str, Any]:
     if isinstance(rubric, AlignScore):
         dims = {d.id: scores[d.id] for d in rubric.dimensions}
         result = align_score(dims, scores[rubric.overall.id])
         return {"align_total": result.total, "dimension_mean": result.dimension_mean}
-    if specs is None:
-        specs = {}
-    if genre not in specs:  # per genre, not per judgment
-        specs[genre] = trait_specs(rubric, genre)
-    traits = specs[genre]
-    alpha = rubric.alpha_default
-    weighted, unweighted = essay_scores(traits, scores, alpha=alpha)
-    return {"alpha": alpha, "score_weighted": weighted.total,
+    if scorers is None:
+        scorers = {}
+    if genre not in scorers:  # per genre, not per judgment
+        scorers[genre] = TraitScorer(trait_specs(rubric, genre), rubric.alpha_default)
+    weighted, unweighted = scorers[genre].scores(scores)
+    return {"alpha": rubric.alpha_default, "score_weighted": weighted.total,
             "score_unweighted": unweighted.total,
             "trait_scores": json.dumps(dict(weighted.trait_scores), ensure_ascii=False)}
 
 
 def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
-                genre: str, specs: dict[str, list[TraitSpec]] | None = None) -> dict[str, Any]:
+                genre: str, scorers: dict[str, TraitScorer] | None = None) -> dict[str, Any]:
     row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
            "from_ledger": result.from_ledger, "call_key": result.key}
     if result.status is not CallStatus.OK:
@@ -236,7 +234,7 @@ def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
     reply = result.parsed if result.parsed is not None else result.text
     try:
         scores = parse_judgment(reply, rubric, genre)
-        scored = _score_columns(rubric, genre, scores, specs)
+        scored = _score_columns(rubric, genre, scores, scorers)
     except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
         return {**row, "status": CallStatus.PARSE_ERROR.value, "error": str(exc),
                 "analysis": _analysis(reply)}
@@ -253,7 +251,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
         raise ValueError(f"{len(requests)} requests but {len(results)} results")
     by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
     rows: list[dict[str, Any]] = []
-    specs: dict[str, list[TraitSpec]] = {}
+    scorers: dict[str, TraitScorer] = {}
     for essay in essays.iter_rows(named=True):
         genre = str(essay["genre"])
         tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
@@ -271,7 +269,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
             result = by_call.get((judge, tag))
             if result is None:
                 raise ValueError(f"no result for judge {judge!r} on essay {tag}")
-            rows.append(_judged_row(base, result, rubric, genre, specs))
+            rows.append(_judged_row(base, result, rubric, genre, scorers))
     for row in rows:
         row["decision"] = (Decision.KEPT.value if row["status"] == CallStatus.OK.value
                            else row["status"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -33,6 +33,7 @@ __all__ = [
     "MIN_SCORE",
     "AlignScore",
     "EssayScore",
+    "TraitScorer",
     "TraitSpec",
     "align_score",
     "essay_score",
@@ -150,7 +151,11 @@ def _check_score(value: object, what: str) -> int:
 def trait_scores(traits: Sequence[TraitSpec], scores: Mapping[str, int]) -> dict[str, int]:
     """S_t = Σ_i q_i per trait; every question must be scored and no other id may appear."""
     _check_traits(traits)
-    known = {qid for trait in traits for qid in trait.question_ids}
+    return _sums(traits, {qid for trait in traits for qid in trait.question_ids}, scores)
+
+
+def _sums(traits: Sequence[TraitSpec], known: Set[str],
+          scores: Mapping[str, int]) -> dict[str, int]:
     extra = sorted(str(qid) for qid in scores if qid not in known)
     if extra:
         raise ValueError(f"score ids not in any trait: {', '.join(map(repr, extra))}")
@@ -187,15 +192,33 @@ def essay_scores(traits: Sequence[TraitSpec], scores: Mapping[str, int],
                  alpha: float = DEFAULT_ALPHA) -> tuple[EssayScore, EssayScore]:
     """(weighted, unweighted) — each equal to :func:`essay_score`'s, the trait sums and
     their checks done once."""
-    _check_alpha(alpha)
-    s_t = trait_scores(traits, scores)
-    return (_from_trait_scores(traits, s_t, alpha, True),
-            _from_trait_scores(traits, s_t, alpha, False))
+    return TraitScorer(traits, alpha).scores(scores)
+
+
+class TraitScorer:
+    """:func:`essay_scores` for many essays of one genre: traits, α and weights checked
+    and computed once."""
+
+    def __init__(self, traits: Sequence[TraitSpec], alpha: float = DEFAULT_ALPHA) -> None:
+        _check_alpha(alpha)
+        _check_traits(traits)
+        self.traits = tuple(traits)
+        self.alpha = alpha
+        self.known = frozenset(qid for trait in traits for qid in trait.question_ids)
+        self.weighted = weights(traits, alpha)
+        self.unweighted = {t.trait_id: 1.0 for t in traits}
+
+    def scores(self, scores: Mapping[str, int]) -> tuple[EssayScore, EssayScore]:
+        s_t = _sums(self.traits, self.known, scores)
+        return (_from_trait_scores(self.traits, s_t, self.alpha, True, dict(self.weighted)),
+                _from_trait_scores(self.traits, s_t, self.alpha, False,
+                                   dict(self.unweighted)))
 
 
 def _from_trait_scores(traits: Sequence[TraitSpec], s_t: dict[str, int], alpha: float,
-                       weighted: bool) -> EssayScore:
-    w_t = weights(traits, alpha) if weighted else {t.trait_id: 1.0 for t in traits}
+                       weighted: bool, w_t: dict[str, float] | None = None) -> EssayScore:
+    if w_t is None:
+        w_t = weights(traits, alpha) if weighted else {t.trait_id: 1.0 for t in traits}
     # fsum is correctly rounded, so the result does not depend on trait order.
     raw = math.fsum(w_t[t.trait_id] * s_t[t.trait_id] for t in traits)
     best = math.fsum(w_t[t.trait_id] * MAX_SCORE * len(t.question_ids) for t in traits)

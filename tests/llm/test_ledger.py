@@ -1,0 +1,31 @@
+"""The ledger's close leaves the checkpoint to DuckDB's WAL threshold; nothing is lost."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from essaybench.llm.ledger import Ledger, ledger_row
+from essaybench.llm.types import CallStatus, ChatResult
+
+
+def _row(i: int) -> dict[str, object]:
+    now = datetime.now(UTC)
+    result = ChatResult(key=f"k{i}", model="m", status=CallStatus.OK, text=f"答{i}",
+                        attempts=1, started_at=now, finished_at=now, stage="judge", tag=str(i))
+    return ledger_row(result, endpoint="http://x/v1", model_id="gpt-x",
+                      request={"messages": [{"role": "user", "content": "题" * 500}]})
+
+
+def test_rows_survive_a_close_without_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    with Ledger(path) as ledger:
+        ledger.write_rows([_row(i) for i in range(50)])
+    assert path.with_suffix(".duckdb.wal").is_file()  # left for the next open to replay
+    with Ledger(path) as ledger:
+        found = ledger.lookup_ok([f"k{i}" for i in range(60)])
+        ledger.write_rows([_row(50)])
+    assert sorted(found) == sorted(f"k{i}" for i in range(50))
+    assert found["k7"].text == "答7" and found["k7"].from_ledger
+    with Ledger(path) as ledger:
+        assert len(ledger.lookup_ok(["k50"])) == 1

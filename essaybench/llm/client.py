@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
-import aiohttp
+import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
@@ -34,11 +35,12 @@ from essaybench.llm.structured import (
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
-# Transport: aiohttp's client, one connection pool per endpoint. httpcore's own pool checks
-# every connection on each request (a syscall each, via anyio): ~19 ms CPU per call with one
-# pool of 64, ~2.0 ms with many pools of 2; httpx's API over aiohttp's pool (httpx-aiohttp)
-# ~1.5 ms for the whole call, much of it httpx's request/response/URL/cookie objects, which
-# a JSON POST does not need: aiohttp alone, with the body encoded once here.
+# Transport: httpx's API (the project's chosen HTTP client) over aiohttp's connection pool
+# (httpx-aiohttp, the transport the OpenAI SDK offers as its aiohttp option). httpcore's
+# own pool checks every connection on each request (a syscall each, via anyio): ~19 ms CPU
+# per call with one pool of 64, ~2.0 ms with many pools of 2; over aiohttp's C-accelerated
+# pool and parser ~1.4 ms for the whole call (benchmarks/llm_gateway.py). The body is
+# JSON-encoded once here, not again by httpx.
 
 
 class ChatBackend(Protocol):
@@ -111,26 +113,23 @@ class OpenAICompatBackend:
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
         self.sleep = sleep
-        self._http: aiohttp.ClientSession | None = None  # made in the running loop
+        self._http: httpx.AsyncClient | None = None  # made in the running loop
 
-    def _session(self) -> aiohttp.ClientSession:
+    def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             spec = self.spec
-            self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=spec.max_concurrency,
-                    ssl=_tls_context()),  # loading CA certificates costs ~40 ms: once
-                # As with httpx before: each read, and the wait for a pooled connection,
-                # may take timeout_s; opening a connection connect_timeout_s.
-                timeout=aiohttp.ClientTimeout(total=None, connect=spec.timeout_s,
-                                              sock_connect=spec.connect_timeout_s,
-                                              sock_read=spec.timeout_s))
+            self._http = httpx.AsyncClient(
+                transport=AiohttpTransport(
+                    verify=_tls_context(),  # loading CA certificates costs ~40 ms: once
+                    limits=httpx.Limits(max_connections=spec.max_concurrency,
+                                        max_keepalive_connections=spec.max_concurrency)),
+                timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s))
         return self._http
 
     async def aclose(self) -> None:
         http, self._http = self._http, None
         if http is not None:
-            await http.close()
+            await http.aclose()
 
     def _headers(self) -> dict[str, str]:
         key = self.spec.api_key()
@@ -145,16 +144,16 @@ class OpenAICompatBackend:
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:
-                async with self._session().post(self.url, data=data,
-                                                headers=self._headers()) as response:
-                    content = await response.read()
-                    status, reason = response.status, response.reason or ""
-                    retry_after = response.headers.get("retry-after")
-            except TimeoutError as exc:
+                response = await self._client().post(self.url, content=data,
+                                                     headers=self._headers())
+                content = response.content
+                status, reason = response.status_code, response.reason_phrase
+                retry_after = response.headers.get("retry-after")
+            except httpx.TimeoutException as exc:
                 return _Attempt(transient=True, error_kind="timeout",
                                 error=f"{type(exc).__name__} after {self.spec.timeout_s:g} s",
                                 latency_s=time.perf_counter() - started)
-            except aiohttp.ClientError as exc:
+            except httpx.TransportError as exc:
                 return _Attempt(transient=True, error_kind="connect",
                                 error=f"{type(exc).__name__}: {exc}"[:ERROR_TEXT_LIMIT],
                                 latency_s=time.perf_counter() - started)

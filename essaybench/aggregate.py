@@ -111,18 +111,29 @@ def _markdown(header: list[str], body: list[list[str]]) -> str:
 
 
 def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
-    """Table 5 as Markdown: means to 2 decimals, coverage in brackets when below 100%."""
+    """Table 5 as Markdown: means to 2 decimals, coverage in brackets when below 100%.
+
+    With several judges, one table per judge (each its own leaderboard: judges' scales
+    differ, so their rows are not ranked together)."""
     names = [c for c in table5_df.columns
              if c not in KEYS and ":" not in c and c != OVERALL]
     columns = [OVERALL, *names]
     ordered = table5_df.sort(["judge", OVERALL, "model"], descending=[False, True, False],
                              nulls_last=True)
-    body = [[str(row["judge"]), str(row["model"]),
-             *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
-            for row in ordered.iter_rows(named=True)]
-    return (f"### {score_label}\n\n" + _markdown(["judge", "model", *columns], body)
-            + "\n\nMeans over ok judgments only; (x%) = coverage, ok / all judgments,"
-            " shown when below 100%.\n")
+    judges = list(dict.fromkeys(str(j) for j in ordered["judge"].to_list()))
+    parts = [f"### {score_label}\n"]
+    for judge in judges:
+        rows = ordered.filter(pl.col("judge") == judge) if len(judges) > 1 else ordered
+        body = [[str(row["judge"]), str(row["model"]),
+                 *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+                for row in rows.iter_rows(named=True)]
+        if len(judges) > 1:
+            parts.append(f"#### judge: {judge}\n")
+        parts.append(_markdown(["judge", "model", *columns], body) + "\n")
+        if len(judges) == 1:
+            break
+    return ("\n".join(parts) + "\nMeans over ok judgments only; (x%) = coverage, ok / all "
+            "judgments, shown when below 100%.\n")
 
 
 def _generic_markdown(df: pl.DataFrame, title: str) -> str:

@@ -124,6 +124,12 @@ def test_to_markdown(judgments: pl.DataFrame) -> None:
     assert "| J | B | 80.00 | 90.00 | — | 70.00 |" in md
     assert "| J | A | 63.33 (50%) | 70.00 (66%) | 50.00 | — (0%) |" in md
     assert md.index("| J | B |") < md.index("| J | A |") < md.index("| K | A |")
+    # two judges → one table per judge, each under its own heading
+    assert md.index("#### judge: J") < md.index("| J | B |") < md.index("#### judge: K") \
+        < md.index("| K | A |")
+    assert md.count("| judge | model | overall") == 2
+    one = to_markdown(table5(judgments.filter(pl.col("judge") == "J")), "Weighted score")
+    assert "#### judge" not in one and one.count("| judge | model | overall") == 1
 
 
 def test_export_round_trip(judgments: pl.DataFrame, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from essaybench.stats.bootstrap import (
     percentile_bounds,
 )
 
+MIN_PROMPTS = 2  # prompts with an ok score a cell needs before it gets an interval
 CI_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "judge": pl.Utf8, "model": pl.Utf8, "cell": pl.Utf8, "mean": pl.Float64,
     "ci_lo": pl.Float64, "ci_hi": pl.Float64, "n": pl.Int64, "n_prompts": pl.Int64,
@@ -95,11 +96,15 @@ def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot:
         for m, model in enumerate(models):
             for c, cell in enumerate(cell_names):
                 k = m * n_cells + c
+                n_prompts = int((counts[:, k] > 0).sum())
+                # One prompt gives every replicate the same mean: a zero-width "interval"
+                # that claims certainty. Below MIN_PROMPTS there is no interval.
+                ci = n_prompts >= MIN_PROMPTS
                 ci_rows.append({
                     "judge": judge, "model": model, "cell": cell,
-                    "mean": _num(res.mean[k]), "ci_lo": _num(res.lo[k]),
-                    "ci_hi": _num(res.hi[k]), "n": int(counts[:, k].sum()),
-                    "n_prompts": int((counts[:, k] > 0).sum())})
+                    "mean": _num(res.mean[k]), "ci_lo": _num(res.lo[k]) if ci else None,
+                    "ci_hi": _num(res.hi[k]) if ci else None, "n": int(counts[:, k].sum()),
+                    "n_prompts": n_prompts})
         pairs = [(model_a, model_b, cell, a * n_cells + c, b * n_cells + c)
                  for (a, model_a), (b, model_b) in combinations(enumerate(models), 2)
                  for c, cell in enumerate(cell_names)]
@@ -109,8 +114,11 @@ def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot:
         second = np.array([p[4] for p in pairs], dtype=np.intp)
         los, his = (percentile_bounds(res.boot[:, first] - res.boot[:, second], level)
                     if pairs else (np.empty(0), np.empty(0)))
+        enough = (counts > 0).sum(axis=0) >= MIN_PROMPTS
         for (model_a, model_b, cell, i, j), lo, hi in zip(pairs, los, his, strict=True):
             diff = _num(res.mean[i] - res.mean[j])
+            if not (enough[i] and enough[j]):
+                lo = hi = np.nan  # too few prompts to tell: indistinguishable, no interval
             pair_rows.append({
                 "judge": judge, "cell": cell, "model_a": model_a, "model_b": model_b,
                 "diff": diff, "diff_lo": _num(lo), "diff_hi": _num(hi),

@@ -137,3 +137,15 @@ def test_pair_bounds_equal_difference_ci_on_each_pair() -> None:
             assert (row["diff_lo"], row["diff_hi"]) == (
                 None if np.isnan(lo) else lo, None if np.isnan(hi) else hi)
     assert got.filter(pl.col("diff_lo").is_null()).height > 0  # the NaN case was exercised
+
+
+def test_a_cell_with_one_prompt_has_a_mean_but_no_interval() -> None:
+    one = _judgments(n_prompts=24).filter(pl.col("prompt_id") == "p00")
+    res = score_cis(one, n_boot=200, seed=0)
+    ok_cells = res.cells.filter(pl.col("n_prompts") == 1)
+    assert ok_cells.height > 0
+    assert ok_cells["mean"].null_count() == 0
+    assert ok_cells["ci_lo"].null_count() == ok_cells.height == ok_cells["ci_hi"].null_count()
+    # and no pair of them can be told apart
+    assert res.pairs["indistinguishable"].all()
+    assert res.pairs["diff_lo"].null_count() == res.pairs.height

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.curate.table import Decision, StageOutput
 from essaybench.judge_render import JudgeRenderer
-from essaybench.llm.structured import StructuredError, parse_json_reply
+from essaybench.llm.structured import StructuredError, reply_object
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 from essaybench.rubrics import (
     AlignScore,
@@ -158,15 +158,10 @@ def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
 
 
 def _as_object(parsed_or_text: Any) -> Mapping[str, Any]:
-    value = parsed_or_text
-    if isinstance(value, str):
-        try:
-            value = parse_json_reply(value)
-        except StructuredError as exc:
-            raise JudgmentError(f"reply is {exc}") from exc
-    if not isinstance(value, Mapping):
-        raise JudgmentError(f"reply must be a JSON object, got {type(value).__name__}")
-    return value
+    try:
+        return reply_object(parsed_or_text)
+    except StructuredError as exc:
+        raise JudgmentError(str(exc)) from exc
 
 
 def parse_scores(parsed_or_text: Any, ids: Sequence[str],

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from essaybench.curate.table import StageOutput
 from essaybench.hashing import canonical_json, content_hash, sha256_hex
 from essaybench.judge import ESSAY_COLUMNS, ESSAY_ERROR_COLUMN, Runner, status_counts
-from essaybench.llm.structured import StructuredError, parse_json_reply
+from essaybench.llm.structured import StructuredError, reply_object
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 from essaybench.pairwise_prompt import (
     VERDICTS,
@@ -200,14 +200,10 @@ class VerdictError(ValueError):
 
 def parse_verdict(parsed_or_text: Any) -> tuple[str, str | None]:
     """(position verdict, analysis) of a reply; raises :class:`VerdictError`."""
-    value = parsed_or_text
-    if isinstance(value, str):
-        try:
-            value = parse_json_reply(value)
-        except StructuredError as exc:
-            raise VerdictError(f"reply is {exc}") from exc
-    if not isinstance(value, Mapping):
-        raise VerdictError(f"reply must be a JSON object, got {type(value).__name__}")
+    try:
+        value = reply_object(parsed_or_text)
+    except StructuredError as exc:
+        raise VerdictError(str(exc)) from exc
     verdict = value.get("verdict")
     if not isinstance(verdict, str) or verdict not in VERDICTS:
         raise VerdictError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")

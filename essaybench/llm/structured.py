@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -60,6 +61,20 @@ def parse_json_reply(text: str) -> Any:
         return objects[-1]
     raise StructuredError(f"not valid JSON ({whole_error.msg} at line {whole_error.lineno} "
                           f"column {whole_error.colno})")
+
+
+def reply_object(parsed_or_text: Any) -> Mapping[str, Any]:
+    """A structured reply as a JSON object: already parsed, or read from its text with
+    :func:`parse_json_reply`; :class:`StructuredError` when it is neither."""
+    value = parsed_or_text
+    if isinstance(value, str):
+        try:
+            value = parse_json_reply(value)
+        except StructuredError as exc:
+            raise StructuredError(f"reply is {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise StructuredError(f"reply must be a JSON object, got {type(value).__name__}")
+    return value
 
 
 class _Refusal(BaseModel):

@@ -148,8 +148,7 @@ def _report(tables: dict[str, pl.DataFrame], folder: Path, title: str) -> Path:
 
 def agreement_stage(store: Store, run_id: str, params: AgreementParams,
                     judged: Snapshot) -> tuple[Snapshot, Path]:
-    if judged.stage != "judge":
-        raise ValueError(f"{STAGE} reads a 'judge' snapshot, got {judged.snapshot_id}")
+    judged.require_stage("judge", STAGE)
     path = Path(params.annotations)
     annotations = (load_pairwise if params.kind == "pairwise" else load_absolute)(path)
     params = params.model_copy(update={"annotations_sha256": _sha256(path)})

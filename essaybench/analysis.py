@@ -120,10 +120,9 @@ def stats_stage(store: Store, run_id: str, params: StatsParams, judged: Snapshot
                 pairwise: Snapshot | None = None,
                 family_of: Mapping[str, str] | None = None) -> tuple[Snapshot, Path]:
     """Run the stage over a ``judge`` snapshot (and optionally a ``pairwise`` one)."""
-    if judged.stage != "judge":
-        raise ValueError(f"{STAGE} reads a 'judge' snapshot, got {judged.snapshot_id}")
-    if pairwise is not None and pairwise.stage != "pairwise":
-        raise ValueError(f"{STAGE}: expected a 'pairwise' snapshot, got {pairwise.snapshot_id}")
+    judged.require_stage("judge", STAGE)
+    if pairwise is not None:
+        pairwise.require_stage("pairwise", STAGE)
     judgments = judged.read()
     essays = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
     pairs = pairwise.read() if pairwise is not None else None

@@ -178,6 +178,5 @@ def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None
 
 
 def _expect(snapshot: Snapshot, stage: str) -> None:
-    if snapshot.stage != stage:
-        raise ValueError(f"expected a {stage!r} snapshot, got {snapshot.snapshot_id}")
+    snapshot.require_stage(stage, "this benchmark stage")
 

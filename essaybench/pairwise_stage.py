@@ -60,17 +60,14 @@ def pairwise_upstream(store: Store, snapshot_id: str | None = None,
             raise LookupError(f"no successful {UPSTREAM_STAGE!r} snapshot in {where}: "
                               "generate essays first")
         snapshot = found
-    if snapshot.stage != UPSTREAM_STAGE:
-        raise ValueError(f"{STAGE} reads a {UPSTREAM_STAGE!r} snapshot, got "
-                         f"{snapshot.snapshot_id}")
+    snapshot.require_stage(UPSTREAM_STAGE, STAGE)
     return snapshot
 
 
 def pairwise_stage(store: Store, run_id: str, params: PairwiseParams, upstream: Snapshot,
                    session: Runner) -> Snapshot:
     """Judge the designed pairs of ``upstream``'s essays; the ledger makes reruns free."""
-    if upstream.stage != UPSTREAM_STAGE:
-        raise ValueError(f"expected a {UPSTREAM_STAGE!r} snapshot, got {upstream.snapshot_id}")
+    upstream.require_stage(UPSTREAM_STAGE, STAGE)
     essays = upstream.read()
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream], params=params,
                      rows_in=essays.height, compute=lambda: run_pairwise(essays, params, session))

@@ -36,6 +36,10 @@ META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
 
 
+class WrongUpstreamError(ValueError):
+    """A stage was handed a snapshot of another stage than its upstream."""
+
+
 @dataclass(frozen=True)
 class Snapshot:
     snapshot_id: str
@@ -52,6 +56,12 @@ class Snapshot:
             raise FileNotFoundError(f"snapshot {self.snapshot_id} is in the catalog but its "
                                     f"file is missing: {self.path}")
         return pl.read_parquet(self.path)
+
+    def require_stage(self, stage: str, reader: str) -> None:
+        """A stage reads only its own upstream: ``reader`` names it in the error."""
+        if self.stage != stage:
+            raise WrongUpstreamError(f"{reader} reads a {stage!r} snapshot, got "
+                                     f"{self.snapshot_id}")
 
 
 @dataclass(frozen=True)

@@ -135,3 +135,13 @@ def test_concurrent_writers_never_corrupt_the_catalog(tmp_path: Path) -> None:
     for r in runs:
         assert r.snapshot_id is not None
         assert store.get_snapshot(r.snapshot_id).read().height == r.rows_out
+
+
+def test_require_stage_names_the_reader_and_the_snapshot(tmp_path: Path) -> None:
+    from essaybench.store.store import WrongUpstreamError
+
+    snap = Store(tmp_path).write_snapshot("filter", _table(2), upstream=[])
+    snap.require_stage("filter", "dedup")  # the right upstream passes
+    with pytest.raises(WrongUpstreamError,
+                       match=rf"judge reads a 'generate' snapshot, got {snap.snapshot_id}"):
+        snap.require_stage("generate", "judge")

@@ -208,13 +208,11 @@ def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
 
 
 def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
-                   scorers: dict[str, TraitScorer] | None = None) -> dict[str, Any]:
+                   scorers: dict[str, TraitScorer]) -> dict[str, Any]:
     if isinstance(rubric, AlignScore):
         dims = {d.id: scores[d.id] for d in rubric.dimensions}
         result = align_score(dims, scores[rubric.overall.id])
         return {"align_total": result.total, "dimension_mean": result.dimension_mean}
-    if scorers is None:
-        scorers = {}
     if genre not in scorers:  # per genre, not per judgment
         scorers[genre] = TraitScorer(trait_specs(rubric, genre), rubric.alpha_default)
     weighted, unweighted = scorers[genre].scores(scores)
@@ -224,7 +222,7 @@ def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
 
 
 def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
-                genre: str, scorers: dict[str, TraitScorer] | None = None) -> dict[str, Any]:
+                genre: str, scorers: dict[str, TraitScorer]) -> dict[str, Any]:
     row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
            "from_ledger": result.from_ledger, "call_key": result.key}
     if result.status is not CallStatus.OK:

@@ -37,7 +37,6 @@ __all__ = [
     "TraitSpec",
     "align_score",
     "essay_score",
-    "essay_scores",
     "trait_scores",
     "weights",
 ]
@@ -188,16 +187,10 @@ def essay_score(
     return _from_trait_scores(traits, trait_scores(traits, scores), alpha, weighted)
 
 
-def essay_scores(traits: Sequence[TraitSpec], scores: Mapping[str, int],
-                 alpha: float = DEFAULT_ALPHA) -> tuple[EssayScore, EssayScore]:
-    """(weighted, unweighted) — each equal to :func:`essay_score`'s, the trait sums and
-    their checks done once."""
-    return TraitScorer(traits, alpha).scores(scores)
-
-
 class TraitScorer:
-    """:func:`essay_scores` for many essays of one genre: traits, α and weights checked
-    and computed once."""
+    """(weighted, unweighted) scores of many essays of one genre, each equal to
+    :func:`essay_score`'s: traits, α and weights checked and computed once, the trait
+    sums once per essay for both variants."""
 
     def __init__(self, traits: Sequence[TraitSpec], alpha: float = DEFAULT_ALPHA) -> None:
         _check_alpha(alpha)

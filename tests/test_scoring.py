@@ -321,14 +321,14 @@ def test_align_score_validation() -> None:
         align_score({"a": 5.0}, 5)  # type: ignore[dict-item]
 
 
-def test_essay_scores_equal_essay_score_both_ways() -> None:
-    from essaybench.scoring import essay_scores
+def test_trait_scorer_equals_essay_score_both_ways() -> None:
+    from essaybench.scoring import TraitScorer
 
     for alpha in (3.0, 2.0, 1.0):
-        weighted, unweighted = essay_scores(TRAITS, SCORES, alpha=alpha)
+        weighted, unweighted = TraitScorer(TRAITS, alpha).scores(SCORES)
         assert weighted == essay_score(TRAITS, SCORES, alpha=alpha)
         assert unweighted == essay_score(TRAITS, SCORES, alpha=alpha, weighted=False)
     with pytest.raises(ValueError, match="score"):
-        essay_scores(TRAITS, {**SCORES, next(iter(SCORES)): 11})
+        TraitScorer(TRAITS).scores({**SCORES, next(iter(SCORES)): 11})
     with pytest.raises(ValueError, match="score"):
-        essay_scores(TRAITS, {**SCORES, next(iter(SCORES)): True})
+        TraitScorer(TRAITS).scores({**SCORES, next(iter(SCORES)): True})

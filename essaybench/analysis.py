@@ -25,10 +25,11 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.aggregate import export
+from essaybench.constraints.counting import count_chinese_chars
 from essaybench.curate.table import StageOutput
 from essaybench.pairwise_tables import position_bias
 from essaybench.stages import run_stage
-from essaybench.stats.bias import chinese_length, length_bias, self_preference
+from essaybench.stats.bias import length_bias, self_preference
 from essaybench.stats.bradley_terry import ranking_table
 from essaybench.stats.score_ci import score_cis
 from essaybench.stats.winrate import win_rates
@@ -56,7 +57,7 @@ class StatsParams(BaseModel):
 def _with_lengths(judgments: pl.DataFrame, essays: pl.DataFrame) -> pl.DataFrame:
     lengths = essays.select(
         *ESSAY_KEYS, pl.col("essay_text").map_elements(
-            lambda t: chinese_length(t) if t is not None else None,
+            lambda t: count_chinese_chars(t) if t is not None else None,
             return_dtype=pl.Int64).alias("length_chars"))
     return judgments.join(lengths, on=list(ESSAY_KEYS), how="left")
 

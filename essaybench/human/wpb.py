@@ -17,7 +17,6 @@ than trusted from the source's ``word_len``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Annotated, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from essaybench.constraints.counting import count_chinese_chars
 
 PROMPTS = "prompts.jsonl"
 RESPONSES = "responses_scores.jsonl"
@@ -87,17 +88,10 @@ RESPONSE_SCHEMA: dict[str, type[pl.DataType]] = {
 
 Row = TypeVar("Row", WpbPrompt, WpbResponse, WpbModel)
 
-# CJK Unified Ideographs and Extensions A–I, the compatibility ideographs and 〇:
-# the ranges of constraints.counting, as one regex (a per-character loop over
-# 20 MB of responses takes ~10 s; this takes well under one).
-_IDEOGRAPHS = re.compile(
-    "[\u3007\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF\U00020000-\U0002A6DF"
-    "\U0002A700-\U0002EE5F\U0002F800-\U0002FA1F\U00030000-\U000323AF]")
-
 
 def cjk_chars(text: str) -> int:
     """Chinese ideographs in ``text``; punctuation, digits, Latin letters do not count."""
-    return sum(1 for _ in _IDEOGRAPHS.finditer(text))
+    return count_chinese_chars(text)
 
 
 def model_name(model_dir: str) -> str:

@@ -4,7 +4,7 @@ Length bias. Per judge and genre (plus ``all``) over ok rows: the OLS slope of
 score on essay length in points per 100 Chinese characters
 (``scipy.stats.linregress``; its standard error and p-value), Pearson r and
 Spearman ρ with their p-values, and n. Length is whatever column the caller
-passes, e.g. :func:`chinese_length` of each essay.
+passes, e.g. :func:`essaybench.constraints.counting.count_chinese_chars` of each essay.
 
 Self-preference. For each judge whose family is known, the mean score it gives
 essays by models of its own family and by other models, and the difference
@@ -38,8 +38,6 @@ from essaybench.stats.bootstrap import (
 OK = "ok"
 ALL = "all"
 
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
-
 # Checked in order; a name must not be preceded by a letter (so "ollama" is not
 # llama). Specific families come before OpenAI's short "o1"-style names.
 _FAMILIES: tuple[tuple[str, str], ...] = (
@@ -69,11 +67,6 @@ SELF_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "excess": pl.Float64, "excess_lo": pl.Float64, "excess_hi": pl.Float64,
     "n_own": pl.Int64, "n_other": pl.Int64,
 }
-
-
-def chinese_length(text: str) -> int:
-    """Number of CJK ideographs in ``text`` (punctuation, Latin and digits not counted)."""
-    return len(_CJK.findall(text))
 
 
 def infer_family(model_id: str) -> str | None:

@@ -10,7 +10,8 @@ import pytest
 import statsmodels.api as sm
 from scipy.stats import t as t_dist
 
-from essaybench.stats.bias import chinese_length, infer_family, length_bias, self_preference
+from essaybench.constraints.counting import count_chinese_chars as chinese_length
+from essaybench.stats.bias import infer_family, length_bias, self_preference
 
 
 def test_chinese_length_counts_ideographs_only() -> None:

@@ -21,9 +21,9 @@ from essaybench.rubrics import (
     Id,
     Rubric,
     Text,
-    _check_template,
-    _load,
-    _Versioned,
+    VersionedFile,
+    check_template,
+    load_validated,
 )
 
 VERDICTS = ("A", "B", "tie")  # positions: A = shown first, B = shown second
@@ -32,7 +32,7 @@ _COMMON = ("genre", "genre_zh")
 _USER = ("prompt_text", "essay_a", "essay_b", "criteria", "answer_format")
 
 
-class PairwisePrompt(_Versioned):
+class PairwisePrompt(VersionedFile):
     """rubrics/pairwise/pairwise_judge.v<N>.yaml; ``$name`` placeholders, ``$$`` for $."""
 
     id: Id
@@ -48,15 +48,15 @@ class PairwisePrompt(_Versioned):
 
     @model_validator(mode="after")
     def _placeholders(self) -> Self:
-        _check_template("system", self.system, _COMMON)
-        _check_template("criterion_line", self.criterion_line,
+        check_template("system", self.system, _COMMON)
+        check_template("criterion_line", self.criterion_line,
                         ("trait_id", "trait_name", "trait_name_zh", "questions"))
-        _check_template("example_analysis", self.example_analysis, ())
-        _check_template("example_verdict", self.example_verdict, ())
-        _check_template("answer_format", self.answer_format,
+        check_template("example_analysis", self.example_analysis, ())
+        check_template("example_verdict", self.example_verdict, ())
+        check_template("answer_format", self.answer_format,
                         (*_COMMON, "answer_example", "analysis_max_chars"),
                         required=("answer_example",))
-        _check_template("user", self.user, (*_COMMON, *_USER), required=_USER)
+        check_template("user", self.user, (*_COMMON, *_USER), required=_USER)
         return self
 
 
@@ -66,9 +66,9 @@ def pairwise_dir() -> Path:
 
 def load_pairwise_prompt(path: Path | str | None = None) -> PairwisePrompt:
     """A pairwise prompt file (default: the built-in ``pairwise_judge.v1.yaml``)."""
-    return _load(PairwisePrompt,
-                 path if path is not None else pairwise_dir() / "pairwise_judge.v1.yaml",
-                 "pairwise prompt")
+    return load_validated(PairwisePrompt,
+                          path if path is not None else pairwise_dir() / "pairwise_judge.v1.yaml",
+                          "pairwise prompt")
 
 
 @lru_cache(maxsize=1)

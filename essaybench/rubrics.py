@@ -67,7 +67,7 @@ Id = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")]
 ScoreRange = Annotated[tuple[StrictInt, StrictInt], AfterValidator(_sane_range)]
 
 
-def _check_template(field: str, text: str, allowed: Iterable[str],
+def check_template(field: str, text: str, allowed: Iterable[str],
                     required: Iterable[str] = ()) -> None:
     template = Template(text)
     if not template.is_valid():
@@ -84,7 +84,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Versioned(_Frozen):
+class VersionedFile(_Frozen):
     """A top-level file: remembers the hash of the content it was validated from."""
 
     _fingerprint: str = PrivateAttr(default="")
@@ -128,7 +128,7 @@ class Genre(_Frozen):
         return [q.id for t in self.traits for q in t.questions]
 
 
-class Rubric(_Versioned):
+class Rubric(VersionedFile):
     """rubrics/essay/<name>.v<N>.yaml: genres → traits (with depth) → sub-questions."""
 
     id: Id
@@ -209,7 +209,7 @@ _JUDGE_COMMON = ("genre", "genre_zh", "score_min", "score_max", "question_count"
 _JUDGE_USER = ("prompt_text", "essay_text", "questions", "answer_format")
 
 
-class JudgePrompt(_Versioned):
+class JudgePrompt(VersionedFile):
     """rubrics/essay/judge_prompt.v<N>.yaml; ``$name`` placeholders, ``$$`` for $."""
 
     id: Id
@@ -225,16 +225,16 @@ class JudgePrompt(_Versioned):
 
     @model_validator(mode="after")
     def _placeholders(self) -> Self:
-        _check_template("system", self.system, _JUDGE_COMMON)
-        _check_template("trait_header", self.trait_header,
+        check_template("system", self.system, _JUDGE_COMMON)
+        check_template("trait_header", self.trait_header,
                         ("trait_id", "trait_name", "trait_name_zh"))
-        _check_template("question_line", self.question_line, ("question_id", "question_text"),
+        check_template("question_line", self.question_line, ("question_id", "question_text"),
                         required=("question_id", "question_text"))
-        _check_template("example_analysis", self.example_analysis, ())
-        _check_template("example_score", self.example_score, ("score_min", "score_max"))
-        _check_template("answer_format", self.answer_format, (*_JUDGE_COMMON, "answer_example"),
+        check_template("example_analysis", self.example_analysis, ())
+        check_template("example_score", self.example_score, ("score_min", "score_max"))
+        check_template("answer_format", self.answer_format, (*_JUDGE_COMMON, "answer_example"),
                         required=("answer_example",))
-        _check_template("user", self.user, (*_JUDGE_COMMON, *_JUDGE_USER), required=_JUDGE_USER)
+        check_template("user", self.user, (*_JUDGE_COMMON, *_JUDGE_USER), required=_JUDGE_USER)
         return self
 
 
@@ -277,7 +277,7 @@ class AlignDimension(_Frozen):
     description: Text
 
 
-class AlignScore(_Versioned):
+class AlignScore(VersionedFile):
     """rubrics/essay/align_score.v<N>.yaml: direct 1–10 scores on a few dimensions + overall."""
 
     id: Id
@@ -300,15 +300,15 @@ class AlignScore(_Versioned):
             if dim.id in seen:
                 raise ValueError(f"duplicate dimension id {dim.id!r}")
             seen.add(dim.id)
-        _check_template("system", self.system, _ALIGN_COMMON)
-        _check_template("dimension_line", self.dimension_line,
+        check_template("system", self.system, _ALIGN_COMMON)
+        check_template("dimension_line", self.dimension_line,
                         ("dimension_id", "dimension_name", "dimension_name_zh",
                          "dimension_description"), required=("dimension_id",))
-        _check_template("example_analysis", self.example_analysis, ())
-        _check_template("example_score", self.example_score, _ALIGN_COMMON)
-        _check_template("answer_format", self.answer_format, (*_ALIGN_COMMON, "answer_example"),
+        check_template("example_analysis", self.example_analysis, ())
+        check_template("example_score", self.example_score, _ALIGN_COMMON)
+        check_template("answer_format", self.answer_format, (*_ALIGN_COMMON, "answer_example"),
                         required=("answer_example",))
-        _check_template("user", self.user, (*_ALIGN_COMMON, *_ALIGN_USER), required=_ALIGN_USER)
+        check_template("user", self.user, (*_ALIGN_COMMON, *_ALIGN_USER), required=_ALIGN_USER)
         return self
 
     def score_ids(self) -> list[str]:
@@ -340,7 +340,7 @@ def render_align_messages(align: AlignScore, prompt_text: str,
 
 # --- loading ------------------------------------------------------------------------
 
-_M = TypeVar("_M", bound=_Versioned)
+_M = TypeVar("_M", bound=VersionedFile)
 
 
 def _entry(raw: Any, loc: tuple[int | str, ...]) -> str:
@@ -357,7 +357,7 @@ def _entry(raw: Any, loc: tuple[int | str, ...]) -> str:
     return path or "(top level)"
 
 
-def _load(model: type[_M], path: Path | str, kind: str) -> _M:
+def load_validated(model: type[_M], path: Path | str, kind: str) -> _M:
     path = Path(path)
     try:
         raw = load_strict(path.read_text(encoding="utf-8"))
@@ -379,22 +379,23 @@ def rubrics_dir() -> Path:
 
 def load_rubric(path: Path | str | None = None) -> Rubric:
     """A rubric file (default: the built-in ``essaybench.v1.yaml``)."""
-    return _load(Rubric, path if path is not None else rubrics_dir() / "essaybench.v1.yaml",
-                 "rubric")
+    return load_validated(Rubric,
+                          path if path is not None else rubrics_dir() / "essaybench.v1.yaml",
+                          "rubric")
 
 
 def load_judge_prompt(path: Path | str | None = None) -> JudgePrompt:
     """A judge prompt file (default: ``judge_prompt.v1.yaml``)."""
-    return _load(JudgePrompt,
-                 path if path is not None else rubrics_dir() / "judge_prompt.v1.yaml",
-                 "judge prompt")
+    return load_validated(JudgePrompt,
+                          path if path is not None else rubrics_dir() / "judge_prompt.v1.yaml",
+                          "judge prompt")
 
 
 def load_align_score(path: Path | str | None = None) -> AlignScore:
     """An Align-Score baseline file (default: ``align_score.v1.yaml``)."""
-    return _load(AlignScore,
-                 path if path is not None else rubrics_dir() / "align_score.v1.yaml",
-                 "align score")
+    return load_validated(AlignScore,
+                          path if path is not None else rubrics_dir() / "align_score.v1.yaml",
+                          "align score")
 
 
 @lru_cache(maxsize=1)

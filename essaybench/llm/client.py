@@ -14,12 +14,14 @@ import json
 import random
 import ssl
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
+import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
@@ -35,12 +37,14 @@ from essaybench.llm.structured import (
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 
 ERROR_TEXT_LIMIT = 500
-# Transport: httpx's API (the project's chosen HTTP client) over aiohttp's connection pool
+# Transport: httpx's request and response types over aiohttp's connection pool
 # (httpx-aiohttp, the transport the OpenAI SDK offers as its aiohttp option). httpcore's
 # own pool checks every connection on each request (a syscall each, via anyio): ~19 ms CPU
 # per call with one pool of 64, ~2.0 ms with many pools of 2; over aiohttp's C-accelerated
-# pool and parser ~1.4 ms for the whole call (benchmarks/llm_gateway.py). The body is
-# JSON-encoded once here, not again by httpx.
+# pool and parser ~1.4 ms for the whole call, and ~1.24 ms when the request goes to the
+# transport directly rather than through ``httpx.AsyncClient``, whose per-request cookie
+# jar, URL and header merging, auth and redirect handling this client never uses
+# (benchmarks/llm_gateway.py). The body is JSON-encoded once, here.
 
 
 class ChatBackend(Protocol):
@@ -113,17 +117,22 @@ class OpenAICompatBackend:
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
         self.sleep = sleep
-        self._http: httpx.AsyncClient | None = None  # made in the running loop
+        self._http: AiohttpTransport | None = None  # made in the running loop
+        self._timeouts = httpx.Timeout(spec.timeout_s,
+                                       connect=spec.connect_timeout_s).as_dict()
 
-    def _client(self) -> httpx.AsyncClient:
+    def _transport(self) -> AiohttpTransport:
         if self._http is None:
-            spec = self.spec
-            self._http = httpx.AsyncClient(
-                transport=AiohttpTransport(
-                    verify=_tls_context(),  # loading CA certificates costs ~40 ms: once
-                    limits=httpx.Limits(max_connections=spec.max_concurrency,
-                                        max_keepalive_connections=spec.max_concurrency)),
-                timeout=httpx.Timeout(spec.timeout_s, connect=spec.connect_timeout_s))
+            limit = self.spec.max_concurrency
+
+            def session() -> aiohttp.ClientSession:
+                # HTTP(S)_PROXY and NO_PROXY apply as they do for httpx's own client; aiohttp
+                # re-reads them on every request when told to (~0.9 ms CPU), so only then.
+                return aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=limit, ssl=_tls_context()),
+                    trust_env=bool(urllib.request.getproxies()))
+
+            self._http = AiohttpTransport(client=session)
         return self._http
 
     async def aclose(self) -> None:
@@ -144,9 +153,14 @@ class OpenAICompatBackend:
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:
-                response = await self._client().post(self.url, content=data,
-                                                     headers=self._headers())
-                content = response.content
+                request = httpx.Request("POST", self.url, content=data,
+                                        headers=self._headers(),
+                                        extensions={"timeout": self._timeouts})
+                response = await self._transport().handle_async_request(request)
+                try:
+                    content = await response.aread()
+                finally:
+                    await response.aclose()
                 status, reason = response.status_code, response.reason_phrase
                 retry_after = response.headers.get("retry-after")
             except httpx.TimeoutException as exc:

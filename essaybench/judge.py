@@ -167,12 +167,19 @@ def _as_object(parsed_or_text: Any) -> Mapping[str, Any]:
 def parse_scores(parsed_or_text: Any, ids: Sequence[str],
                  score_range: tuple[int, int]) -> dict[str, int]:
     """``scores`` of a reply: exactly ``ids``, each a true int within ``score_range``."""
-    scores = _as_object(parsed_or_text).get("scores")
+    return _scores_of(_as_object(parsed_or_text), tuple(ids), frozenset(ids), score_range)
+
+
+def _scores_of(reply: Mapping[str, Any], ids: tuple[str, ...], known: frozenset[str],
+               score_range: tuple[int, int]) -> dict[str, int]:
+    """:func:`parse_scores` on a reply already read as an object, with ``known`` =
+    ``frozenset(ids)`` computed once per genre rather than once per judgment."""
+    scores = reply.get("scores")
     if not isinstance(scores, Mapping):
         raise JudgmentError("reply has no 'scores' object")
     lo, hi = score_range
-    extra = [str(k) for k in scores if k not in ids]
-    if extra:
+    if not known.issuperset(scores):
+        extra = [str(k) for k in scores if k not in known]
         raise JudgmentError(f"unknown question id(s) in scores: {', '.join(extra)}")
     result: dict[str, int] = {}
     for qid in ids:
@@ -180,8 +187,9 @@ def parse_scores(parsed_or_text: Any, ids: Sequence[str],
             raise JudgmentError(f"question {qid}: missing score")
         value = scores[qid]
         # JSON Schema's "integer" accepts 7.0; a judge that writes 7.0 is not followed exactly,
-        # and True is a parsing accident, not a 1
-        if isinstance(value, bool) or not isinstance(value, int):
+        # and True is a parsing accident, not a 1. (A plain int, the common case, skips the
+        # two isinstance checks.)
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
             raise JudgmentError(f"question {qid}: score must be an integer, got {value!r}")
         if not lo <= value <= hi:
             raise JudgmentError(f"question {qid}: score {value} outside {lo}..{hi}")
@@ -194,11 +202,8 @@ def parse_judgment(parsed_or_text: Any, rubric: Scoring, genre: str) -> dict[str
     return parse_scores(parsed_or_text, _question_ids(rubric, genre), rubric.score_range)
 
 
-def _analysis(parsed_or_text: Any) -> str | None:
-    try:
-        value = _as_object(parsed_or_text).get("analysis")
-    except JudgmentError:
-        return None
+def _analysis(reply: Mapping[str, Any]) -> str | None:
+    value = reply.get("analysis")
     return value if isinstance(value, str) else None
 
 
@@ -207,35 +212,68 @@ def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
             for t in rubric.genre(genre).traits]
 
 
-def _score_columns(rubric: Scoring, genre: str, scores: dict[str, int],
-                   scorers: dict[str, TraitScorer]) -> dict[str, Any]:
-    if isinstance(rubric, AlignScore):
-        dims = {d.id: scores[d.id] for d in rubric.dimensions}
-        result = align_score(dims, scores[rubric.overall.id])
-        return {"align_total": result.total, "dimension_mean": result.dimension_mean}
-    if genre not in scorers:  # per genre, not per judgment
-        scorers[genre] = TraitScorer(trait_specs(rubric, genre), rubric.alpha_default)
-    weighted, unweighted = scorers[genre].scores(scores)
-    return {"alpha": rubric.alpha_default, "score_weighted": weighted.total,
-            "score_unweighted": unweighted.total,
-            "trait_scores": json.dumps(dict(weighted.trait_scores), ensure_ascii=False)}
+# json.dumps(..., ensure_ascii=False) builds a new encoder per call; one shared encoder
+# writes the same text.
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
-def _judged_row(base: dict[str, Any], result: ChatResult, rubric: Scoring,
-                genre: str, scorers: dict[str, TraitScorer]) -> dict[str, Any]:
+class _Judgments:
+    """Reads and scores one rubric's judgments. What depends only on the genre (question
+    ids, the trait scorer) is worked out once per genre, not once per judgment."""
+
+    def __init__(self, rubric: Scoring) -> None:
+        self.rubric = rubric
+        self._ids: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._scorers: dict[str, TraitScorer] = {}
+
+    def _question_ids(self, genre: str) -> tuple[tuple[str, ...], frozenset[str]]:
+        if genre not in self._ids:
+            ids = tuple(_question_ids(self.rubric, genre))
+            self._ids[genre] = ids, frozenset(ids)
+        return self._ids[genre]
+
+    def _score_columns(self, genre: str, scores: dict[str, int]) -> dict[str, Any]:
+        rubric = self.rubric
+        if isinstance(rubric, AlignScore):
+            dims = {d.id: scores[d.id] for d in rubric.dimensions}
+            result = align_score(dims, scores[rubric.overall.id])
+            return {"align_total": result.total, "dimension_mean": result.dimension_mean}
+        # Built on first use, inside the caller's try: a scorer that refuses the rubric
+        # makes a parse_error row, as a refused score does.
+        if genre not in self._scorers:
+            self._scorers[genre] = TraitScorer(trait_specs(rubric, genre),
+                                               rubric.alpha_default)
+        weighted, unweighted = self._scorers[genre].scores(scores)
+        return {"alpha": rubric.alpha_default, "score_weighted": weighted.total,
+                "score_unweighted": unweighted.total,
+                "trait_scores": _JSON.encode(dict(weighted.trait_scores))}
+
+    def columns(self, genre: str, reply: Any) -> dict[str, Any]:
+        """The status, error, analysis and score columns of a reply that came back."""
+        ids, known = self._question_ids(genre)
+        analysis: str | None = None
+        try:
+            obj = _as_object(reply)  # read once, for the analysis and the scores
+            analysis = _analysis(obj)
+            scores = _scores_of(obj, ids, known, self.rubric.score_range)
+            scored = self._score_columns(genre, scores)
+        except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
+            return {"status": CallStatus.PARSE_ERROR.value, "error": str(exc),
+                    "analysis": analysis}
+        return {"status": CallStatus.OK.value, "analysis": analysis,
+                "scores": _JSON.encode(scores), **scored}
+
+
+def _judged_row(base: dict[str, Any], result: ChatResult, judgments: _Judgments,
+                genre: str) -> dict[str, Any]:
     row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
            "from_ledger": result.from_ledger, "call_key": result.key}
     if result.status is not CallStatus.OK:
-        return {**row, "status": result.status.value, "error": result.error}
-    reply = result.parsed if result.parsed is not None else result.text
-    try:
-        scores = parse_judgment(reply, rubric, genre)
-        scored = _score_columns(rubric, genre, scores, scorers)
-    except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
-        return {**row, "status": CallStatus.PARSE_ERROR.value, "error": str(exc),
-                "analysis": _analysis(reply)}
-    return {**row, "status": CallStatus.OK.value, "analysis": _analysis(reply),
-            "scores": json.dumps(scores, ensure_ascii=False), **scored}
+        row.update(status=result.status.value, error=result.error)
+    else:
+        reply = result.parsed if result.parsed is not None else result.text
+        row.update(judgments.columns(genre, reply))
+    return row
 
 
 def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
@@ -247,7 +285,11 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
         raise ValueError(f"{len(requests)} requests but {len(results)} results")
     by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
     rows: list[dict[str, Any]] = []
-    scorers: dict[str, TraitScorer] = {}
+    judgments = _Judgments(rubric)
+    # The same for every row (and the fingerprint is a pydantic private attribute, slow to
+    # read 10k times).
+    common = {"rubric_id": rubric.id, "rubric_fingerprint": rubric.fingerprint,
+              "mode": params.mode}
     wanted = [*ESSAY_COLUMNS, *([ESSAY_ERROR_COLUMN] if ESSAY_ERROR_COLUMN in essays.columns
                                 else [])]
     for essay in essays.select(wanted).iter_rows(named=True):
@@ -256,8 +298,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
         for judge in params.judges:
             base: dict[str, Any] = {
                 **{c: essay[c] for c in (*ESSAY_KEY_COLUMNS, "genre", "prompt_set")},
-                "judge": judge, "rubric_id": rubric.id,
-                "rubric_fingerprint": rubric.fingerprint, "mode": params.mode}
+                "judge": judge, **common}
             if essay["status"] != CallStatus.OK.value:
                 why = essay.get(ESSAY_ERROR_COLUMN)
                 rows.append({**base, "status": CallStatus.SKIPPED.value,
@@ -267,7 +308,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
             result = by_call.get((judge, tag))
             if result is None:
                 raise ValueError(f"no result for judge {judge!r} on essay {tag}")
-            rows.append(_judged_row(base, result, rubric, genre, scorers))
+            rows.append(_judged_row(base, result, judgments, genre))
     for row in rows:
         row["decision"] = (Decision.KEPT.value if row["status"] == CallStatus.OK.value
                            else row["status"])

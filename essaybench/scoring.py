@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -150,13 +150,14 @@ def _check_score(value: object, what: str) -> int:
 def trait_scores(traits: Sequence[TraitSpec], scores: Mapping[str, int]) -> dict[str, int]:
     """S_t = Σ_i q_i per trait; every question must be scored and no other id may appear."""
     _check_traits(traits)
-    return _sums(traits, {qid for trait in traits for qid in trait.question_ids}, scores)
+    return _sums(traits, frozenset(qid for trait in traits for qid in trait.question_ids),
+                 scores)
 
 
-def _sums(traits: Sequence[TraitSpec], known: Set[str],
+def _sums(traits: Sequence[TraitSpec], known: frozenset[str],
           scores: Mapping[str, int]) -> dict[str, int]:
-    extra = sorted(str(qid) for qid in scores if qid not in known)
-    if extra:
+    if not known.issuperset(scores):
+        extra = sorted(str(qid) for qid in scores if qid not in known)
         raise ValueError(f"score ids not in any trait: {', '.join(map(repr, extra))}")
     result: dict[str, int] = {}
     for trait in traits:
@@ -164,7 +165,12 @@ def _sums(traits: Sequence[TraitSpec], known: Set[str],
         for qid in trait.question_ids:
             if qid not in scores:
                 raise ValueError(f"missing score for question {qid!r} (trait {trait.trait_id!r})")
-            total += _check_score(scores[qid], f"question {qid!r}")
+            value = scores[qid]
+            # The common case inline: _check_score's message would be formatted for every
+            # question of every judgment (~240k at the paper's scale) only to be dropped.
+            if type(value) is not int or not MIN_SCORE <= value <= MAX_SCORE:
+                value = _check_score(value, f"question {qid!r}")
+            total += value
         result[trait.trait_id] = total
     return result
 
@@ -184,13 +190,16 @@ def essay_score(
 ) -> EssayScore:
     """The 0–100 essay score; ``weighted=False`` is the paper's "w/o WT" ablation."""
     _check_alpha(alpha)  # even when unweighted: a bad config should fail loudly
-    return _from_trait_scores(traits, trait_scores(traits, scores), alpha, weighted)
+    s_t = trait_scores(traits, scores)
+    w_t = weights(traits, alpha) if weighted else {t.trait_id: 1.0 for t in traits}
+    return _from_trait_scores(traits, MappingProxyType(s_t), MappingProxyType(w_t),
+                              _max_sum(traits, w_t), alpha, weighted)
 
 
 class TraitScorer:
     """(weighted, unweighted) scores of many essays of one genre, each equal to
-    :func:`essay_score`'s: traits, α and weights checked and computed once, the trait
-    sums once per essay for both variants."""
+    :func:`essay_score`'s: traits, α, weights and the maximum checked and computed once,
+    the trait sums once per essay for both variants."""
 
     def __init__(self, traits: Sequence[TraitSpec], alpha: float = DEFAULT_ALPHA) -> None:
         _check_alpha(alpha)
@@ -198,29 +207,37 @@ class TraitScorer:
         self.traits = tuple(traits)
         self.alpha = alpha
         self.known = frozenset(qid for trait in traits for qid in trait.question_ids)
-        self.weighted = weights(traits, alpha)
-        self.unweighted = {t.trait_id: 1.0 for t in traits}
+        # Read-only views, shared by every EssayScore this scorer returns.
+        self.weighted = MappingProxyType(weights(traits, alpha))
+        self.unweighted = MappingProxyType({t.trait_id: 1.0 for t in traits})
+        self._best_weighted = _max_sum(self.traits, self.weighted)
+        self._best_unweighted = _max_sum(self.traits, self.unweighted)
 
     def scores(self, scores: Mapping[str, int]) -> tuple[EssayScore, EssayScore]:
-        s_t = _sums(self.traits, self.known, scores)
-        return (_from_trait_scores(self.traits, s_t, self.alpha, True, dict(self.weighted)),
-                _from_trait_scores(self.traits, s_t, self.alpha, False,
-                                   dict(self.unweighted)))
+        s_t = MappingProxyType(_sums(self.traits, self.known, scores))
+        return (_from_trait_scores(self.traits, s_t, self.weighted, self._best_weighted,
+                                   self.alpha, True),
+                _from_trait_scores(self.traits, s_t, self.unweighted, self._best_unweighted,
+                                   self.alpha, False))
 
 
-def _from_trait_scores(traits: Sequence[TraitSpec], s_t: dict[str, int], alpha: float,
-                       weighted: bool, w_t: dict[str, float] | None = None) -> EssayScore:
-    if w_t is None:
-        w_t = weights(traits, alpha) if weighted else {t.trait_id: 1.0 for t in traits}
+def _max_sum(traits: Sequence[TraitSpec], w_t: Mapping[str, float]) -> float:
+    """Σ_t W_t·(10·n_t): the weighted sum of an essay with every sub-question at 10."""
+    return math.fsum([w_t[t.trait_id] * MAX_SCORE * len(t.question_ids) for t in traits])
+
+
+def _from_trait_scores(traits: Sequence[TraitSpec], s_t: Mapping[str, int],
+                       w_t: Mapping[str, float], best: float, alpha: float,
+                       weighted: bool) -> EssayScore:
+    """``s_t`` and ``w_t`` are read-only views, kept as they are in the result."""
     # fsum is correctly rounded, so the result does not depend on trait order.
-    raw = math.fsum(w_t[t.trait_id] * s_t[t.trait_id] for t in traits)
-    best = math.fsum(w_t[t.trait_id] * MAX_SCORE * len(t.question_ids) for t in traits)
+    raw = math.fsum([w_t[t.trait_id] * s_t[t.trait_id] for t in traits])
     return EssayScore(
         total=100.0 * raw / best,
         weighted_sum=raw,
         max_weighted_sum=best,
-        trait_scores=MappingProxyType(dict(s_t)),
-        trait_weights=MappingProxyType(w_t),
+        trait_scores=s_t,
+        trait_weights=w_t,
         alpha=float(alpha),
         weighted=weighted,
     )

@@ -14,14 +14,18 @@ from essaybench.judge import (
     JudgeParams,
     JudgmentError,
     build_judge_requests,
+    judgments_table,
     parse_judgment,
     run_judge,
+    trait_specs,
 )
 from essaybench.llm.fake_scenario import FakeScenario
 from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
 from essaybench.llm.retry import Backoff
 from essaybench.llm.session import open_gateway
+from essaybench.llm.types import CallStatus, ChatResult
 from essaybench.rubrics import Rubric, load_align_score, load_rubric
+from essaybench.scoring import essay_score
 from tests.llm.conftest import fake_spec, registry_of
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
@@ -240,3 +244,49 @@ def test_align_score_mode_end_to_end(server: FakeServerHandle, tmp_path: Path) -
         assert row["rubric_id"] == align.id and row["rubric_fingerprint"] == align.fingerprint
         assert row["mode"] == "align_score"
     assert table.row(2, named=True)["status"] == "skipped"
+
+
+# --- the table from results, without a server -----------------------------------------
+
+
+def test_judgments_table_reads_each_reply_form_the_same(rubric: Rubric) -> None:
+    """One reader per reply: parsed object, its text, a fenced text and prose around the
+    object score alike; a reply that fails keeps its analysis when it was an object."""
+    genre = "argumentative"
+    text = reply(rubric, genre, value=6)
+    extra = json.loads(text)
+    extra["scores"]["bogus.q1"] = 5
+    forms: list[tuple[str, Any, str | None]] = [
+        ("parsed", json.loads(text), text),
+        ("text", None, text),
+        ("fenced", None, f"```json\n{text}\n```"),
+        ("prose", None, f"分析……最终结果：{text}"),
+        ("extra", extra, json.dumps(extra, ensure_ascii=False)),
+        ("not_json", None, "不是JSON"),
+        ("api", None, None),
+    ]
+    table = essays(*(["ok"] * len(forms))).with_columns(pl.lit(genre).alias("genre"))
+    params = JudgeParams(judges=["j"])
+    requests = build_judge_requests(table, params, rubric)
+    results = [ChatResult(key=f"k{i}", model="j", status=CallStatus.OK if name != "api"
+                          else CallStatus.API_ERROR, parsed=parsed, text=raw,
+                          error="HTTP 500" if name == "api" else None)
+               for i, (name, parsed, raw) in enumerate(forms)]
+    rows = judgments_table(table, requests, results, rubric, params).rows(named=True)
+    by_form = {name: row for (name, _, _), row in zip(forms, rows, strict=True)}
+    expected = essay_score(trait_specs(rubric, genre), dict.fromkeys(
+        rubric.question_ids(genre), 6), alpha=rubric.alpha_default)
+    scored = ("scores", "score_weighted", "score_unweighted", "trait_scores", "analysis")
+    for name in ("parsed", "text", "fenced", "prose"):
+        row = by_form[name]
+        assert (row["status"], row["decision"], row["error"]) == ("ok", "kept", None), name
+        assert row["score_weighted"] == expected.total and row["analysis"] == "结构清楚。"
+        assert [row[c] for c in scored] == [by_form["parsed"][c] for c in scored], name
+    assert by_form["extra"]["status"] == "parse_error" and "bogus.q1" in by_form["extra"]["error"]
+    assert by_form["extra"]["analysis"] == "结构清楚。"  # the object was read: keep its analysis
+    assert by_form["not_json"]["status"] == "parse_error"
+    assert by_form["not_json"]["analysis"] is None
+    assert (by_form["api"]["status"], by_form["api"]["error"]) == ("api_error", "HTTP 500")
+    for name in ("extra", "not_json", "api"):
+        assert by_form[name]["decision"] == by_form[name]["status"]
+        assert all(by_form[name][c] is None for c in scored[:4]), name

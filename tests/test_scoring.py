@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -332,3 +333,33 @@ def test_trait_scorer_equals_essay_score_both_ways() -> None:
         TraitScorer(TRAITS).scores({**SCORES, next(iter(SCORES)): 11})
     with pytest.raises(ValueError, match="score"):
         TraitScorer(TRAITS).scores({**SCORES, next(iter(SCORES)): True})
+
+
+def test_trait_scorer_equals_essay_score_on_many_essays_and_alphas() -> None:
+    """The scorer precomputes weights and the maximum: every field of every result still
+    equals essay_score's, for α whose powers are not exact too; errors name the id."""
+    from essaybench.scoring import TraitScorer
+
+    traits = (A, B, TraitSpec("C", 3, ("c1", "c2", "c3", "c4")), TraitSpec("D", 1, ("d1",)))
+    ids = [qid for t in traits for qid in t.question_ids]
+    rng = np.random.default_rng(5)
+    for alpha in (3.0, 2.5, 1.7, 0.3, 1.0):
+        scorer = TraitScorer(traits, alpha)
+        for _ in range(50):
+            scores = {qid: int(v) for qid, v in zip(ids, rng.integers(1, 11, len(ids)),
+                                                    strict=True)}
+            weighted, unweighted = scorer.scores(scores)
+            assert weighted == essay_score(traits, scores, alpha=alpha)
+            assert unweighted == essay_score(traits, scores, alpha=alpha, weighted=False)
+    scorer = TraitScorer(traits)
+    full: dict[str, Any] = dict.fromkeys(ids, 5)
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({**full, "zz": 1, "aa": 2}, r"not in any trait: 'aa', 'zz'"),
+        ({k: v for k, v in full.items() if k != "c2"}, r"'c2' \(trait 'C'\)"),
+        ({**full, "c3": 0}, r"question 'c3'.*0 is outside"),
+        ({**full, "d1": 5.0}, r"question 'd1'.*must be an int")]
+    for bad, match in cases:
+        with pytest.raises(ValueError, match=match):
+            scorer.scores(bad)
+        with pytest.raises(ValueError, match=match):
+            trait_scores(traits, bad)

@@ -9,6 +9,7 @@ let ``essaybench rerun --run RUN --stage judge`` start from an earlier run's sna
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import datetime
 from itertools import zip_longest
 from pathlib import Path
@@ -24,7 +25,8 @@ from essaybench.curate.table import StageOutput
 from essaybench.generate import GenerateParams, run_generate
 from essaybench.judge import JudgeParams, run_judge
 from essaybench.judge_prefetch import JudgePrefetch
-from essaybench.llm.session import GatewaySession
+from essaybench.llm.registry import load_registry
+from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.pairwise import PairwiseParams
 from essaybench.stages import run_stage
 from essaybench.store import Snapshot, Store
@@ -103,7 +105,8 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
                    session: GatewaySession, *, prefetch_judge: bool = False) -> Snapshot:
     """``prefetch_judge``: also send each fresh essay's judge calls as it comes back (for
-    a run that judges next; the judge stage then finds them in the ledger)."""
+    a run that judges next: a judge stage on the same session gets their results in
+    memory, any other finds them in the ledger)."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
@@ -160,6 +163,39 @@ def aggregate_stage(store: Store, run_id: str, upstream: Snapshot) -> tuple[Snap
                          params={"scores": ["score_weighted", "score_unweighted"]},
                          rows_in=judgments.height, compute=compute)
     return snapshot, folder
+
+
+def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
+               upstream: Snapshot | None) -> dict[str, Snapshot]:
+    """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
+    the one before wrote; ``upstream`` is what the first reads (None for generate).
+
+    The LLM stages share one gateway session: when generate and judge run together, each
+    essay's judge calls are sent as soon as it is written, and their results pass to the
+    judge stage in memory (they are in the ledger too, for a rerun)."""
+    order = list(BENCHMARK_STAGES)
+    first = order.index(stages[0]) if stages and stages[0] in order else -1
+    if first < 0 or list(stages) != order[first:first + len(stages)]:
+        raise ValueError(f"stages {list(stages)} are not consecutive stages of "
+                         f"{', '.join(order)}")
+    snapshots: dict[str, Snapshot] = {}
+    llm = [s for s in stages if s != "aggregate"]
+    if llm:
+        with open_gateway(load_registry(), store.root, config.models(),
+                          log_dir=store.root / "logs") as session:
+            for stage in llm:
+                if stage == "generate":
+                    upstream = generate_stage(store, run_id, config, session,
+                                              prefetch_judge="judge" in stages)
+                else:
+                    assert upstream is not None
+                    upstream = judge_stage(store, run_id, config, upstream, session)
+                snapshots[stage] = upstream
+    if "aggregate" in stages:
+        if upstream is None:
+            raise ValueError("aggregate needs the judge snapshot it reads")
+        snapshots["aggregate"], _ = aggregate_stage(store, run_id, upstream)
+    return snapshots
 
 
 def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None:

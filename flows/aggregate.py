@@ -6,7 +6,7 @@ from prefect import flow
 
 from essaybench.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
 from essaybench.store.store import new_run_id
-from tasks.benchmark import benchmark_stage_task
+from tasks.benchmark import benchmark_stages_task
 
 
 @flow(name="aggregate")
@@ -17,5 +17,5 @@ def aggregate_flow(
     upstream_snapshot_id: str | None = None,
 ) -> str:
     """Run aggregate; returns the id of the snapshot it wrote."""
-    return benchmark_stage_task("aggregate", run_id or new_run_id(), config_path, store_root,
-                                upstream_snapshot_id)
+    return benchmark_stages_task("aggregate", run_id or new_run_id(), config_path, store_root,
+                                 upstream_snapshot_id)["aggregate"]

@@ -6,7 +6,7 @@ from prefect import flow
 
 from essaybench.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
 from essaybench.store.store import new_run_id
-from tasks.benchmark import benchmark_stage_task
+from tasks.benchmark import benchmark_stages_task
 
 
 @flow(name="generate")
@@ -15,9 +15,7 @@ def generate_flow(
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
     upstream_snapshot_id: str | None = None,
-    prefetch_judge: bool = False,
 ) -> str:
-    """Run generate; returns the id of the snapshot it wrote. ``prefetch_judge`` (set by
-    the pipeline, which judges next) sends each essay's judge calls as it is written."""
-    return benchmark_stage_task("generate", run_id or new_run_id(), config_path, store_root,
-                                upstream_snapshot_id, prefetch_judge)
+    """Run generate; returns the id of the snapshot it wrote."""
+    return benchmark_stages_task("generate", run_id or new_run_id(), config_path, store_root,
+                                 upstream_snapshot_id)["generate"]

@@ -7,8 +7,10 @@ judging runs when the benchmark config has a ``pairwise:`` section; the stats st
 
 The stages run as tasks of this flow, not as their own subflows: a subflow costs a
 flow run and a parent task run (API round trips, ~0.3 s each on a busy 2-core host) for
-nothing the catalog does not already record. Each stage's flow (``flows/<stage>.py``)
-wraps the same task for running it on its own.
+nothing the catalog does not already record. Generate and judge share one task (and one
+gateway session, so the judge calls sent while generating reach the judge stage in
+memory); each stage still writes its own snapshot and catalog row. Each stage's flow
+(``flows/<stage>.py``) wraps the same task for running it on its own.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from essaybench.settings import (
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
 from flows.curate import curate_flow
-from tasks.benchmark import benchmark_stage_task
+from tasks.benchmark import benchmark_stages_task
 from tasks.pairwise import pairwise_stage_task
 from tasks.stats import stats_stage_task
 
@@ -52,11 +54,15 @@ def pipeline_flow(
                 if base_run is not None else None)
     snapshot_id = upstream.snapshot_id if upstream else None
     stages = BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]
-    for stage in stages:
-        # Generate judges each essay as soon as it is written when the judge stage follows.
-        snapshot_id = benchmark_stage_task(stage, run_id, benchmark_config, store_root,
-                                           snapshot_id, stage == "generate" and "judge" in stages)
-        result[stage] = snapshot_id
+    # Generate and judge run in one task, sharing a gateway session: each essay is judged
+    # as soon as it is written. Aggregate is a task of its own.
+    llm = [s for s in stages if s != "aggregate"]
+    if llm:
+        result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
+                                            store_root, snapshot_id))
+        snapshot_id = result[llm[-1]]
+    result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
+                                        snapshot_id))
     store = Store(store_root)
     # Pairwise judging (when configured) and the statistics read what aggregate read.
     judged = (store.get_snapshot(result["judge"]) if "judge" in result

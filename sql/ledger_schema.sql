@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     status VARCHAR NOT NULL,          -- ok | parse_error | api_error | refused | truncated | skipped
     error_kind VARCHAR,
     error VARCHAR,
-    request JSON NOT NULL,            -- messages, effective params, schema, sample index
+    request JSON NOT NULL,            -- the canonical JSON the key hashes: endpoint, model id,
+                                      -- messages, effective params, schema, sample index
     response_text VARCHAR,
     parsed JSON,
     finish_reason VARCHAR,

@@ -13,6 +13,7 @@ from essaybench.benchmark import (
     generate_stage,
     judge_stage,
     resolve_upstream,
+    run_stages,
     select_prompts,
 )
 from essaybench.curate.config import load_curate_config
@@ -81,3 +82,10 @@ def test_benchmark_stages_and_rerun_of_judge(curated: Store) -> None:
 def test_missing_prompt_set_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(LookupError, match="no prompt set published"):
         generate_stage(Store(tmp_path), "r", CONFIG, session=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stages", [[], ["judge", "generate"], ["generate", "aggregate"],
+                                    ["report"]])
+def test_run_stages_takes_only_consecutive_stages(tmp_path: Path, stages: list[str]) -> None:
+    with pytest.raises(ValueError, match="not consecutive stages"):
+        run_stages(Store(tmp_path / "store"), "r1", CONFIG, stages, None)

@@ -34,7 +34,7 @@ from essaybench.llm.structured import (
     parse_structured,
     reask_message,
 )
-from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage, key_of
 
 ERROR_TEXT_LIMIT = 500
 # Transport: httpx's request and response types over aiohttp's connection pool
@@ -59,8 +59,13 @@ class ChatBackend(Protocol):
     async def aclose(self) -> None: ...
 
 
+def canonical_request(spec: ModelSpec, request: ChatRequest) -> str:
+    """The canonical JSON of ``request`` as ``spec``'s endpoint would see it."""
+    return request.canonical(spec.base_url, spec.model_id, spec.effective_params(request.params))
+
+
 def request_key(spec: ModelSpec, request: ChatRequest) -> str:
-    return request.key(spec.base_url, spec.model_id, spec.effective_params(request.params))
+    return key_of(canonical_request(spec, request))
 
 
 def estimate_tokens(messages: tuple[Message, ...] | list[Message], max_tokens: int) -> int:

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from essaybench.llm.client import ChatBackend, OpenAICompatBackend, request_key
+from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.retry import Backoff
-from essaybench.llm.types import ChatRequest, ChatResult
+from essaybench.llm.types import ChatRequest, ChatResult, key_of
 
 ProgressCallback = Callable[[ChatResult, int, int], None]
 # Requests a finished call asks for (e.g. the judge calls of a fresh essay).
@@ -33,6 +33,16 @@ HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
 RAMP_FIRST = 128
 RAMP_PER_RESULT = 2
 RAMP_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A request on its way: its key and the canonical JSON the key hashes (which the
+    ledger stores), computed once."""
+
+    key: str
+    canonical: str
+    request: ChatRequest
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -49,6 +59,9 @@ class BatchStats:
     follow_ups: int = 0  # distinct follow-up requests new to the batch
     follow_ups_from_ledger: int = 0
     follow_ups_sent: int = 0
+    # Results of an earlier batch's follow-ups handed over in memory (not counted in
+    # from_ledger, though the ledger has them too).
+    from_follow_ups: int = 0
 
 
 class Gateway:
@@ -72,6 +85,10 @@ class Gateway:
         self.backoff = backoff
         self.seed = seed
         self.last_stats: BatchStats | None = None
+        # Results of follow-up calls (e.g. judge calls sent while generating), kept until a
+        # later batch of this gateway asks for them: the stage that follows gets them
+        # without reading them back from the ledger, where they are stored all the same.
+        self._settled: dict[str, ChatResult] = {}
 
     def backend(self, model: str) -> ChatBackend:
         """The backend of ``model`` for the running batch. HTTP clients bind to an event
@@ -100,14 +117,28 @@ class Gateway:
         for backend in backends.values():
             await backend.aclose()
 
-    async def _record(self, request: ChatRequest, result: ChatResult) -> None:
-        spec = self.spec(request.model)
-        await self.ledger.record(ledger_row(
-            result, endpoint=spec.base_url, model_id=spec.model_id,
-            request={"messages": [m.model_dump() for m in request.messages],
-                     "params": spec.effective_params(request.params),
-                     "schema": request.response_schema,
-                     "sample_index": request.sample_index}))
+    async def _record(self, call: _Call, result: ChatResult) -> None:
+        spec = self.spec(call.request.model)
+        await self.ledger.record(ledger_row(result, endpoint=spec.base_url,
+                                            model_id=spec.model_id, request=call.canonical))
+
+    def _call(self, request: ChatRequest) -> _Call:
+        canonical = canonical_request(self.spec(request.model), request)
+        return _Call(key_of(canonical), canonical, request)
+
+    def _take_settled(self, keys: Sequence[str],
+                      failed_since: datetime | None) -> dict[str, ChatResult]:
+        """The held follow-up results ``keys`` ask for, by the ledger's rule: a success
+        always, a failure only when it finished at or after ``failed_since``. Each is
+        handed over once (the ledger still has it)."""
+        found: dict[str, ChatResult] = {}
+        for key in keys:
+            result = self._settled.pop(key, None)
+            if result is not None and (result.ok or (
+                    failed_since is not None and result.finished_at is not None
+                    and result.finished_at >= failed_since)):
+                found[key] = result
+        return found
 
     async def run(
         self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None,
@@ -122,54 +153,59 @@ class Gateway:
         ``reuse_failed_since``: a call that failed at or after this moment is served as
         stored instead of re-sent — within one run a call is attempted once (its failure
         was already paid for, e.g. by a prefetch); a later rerun retries it."""
-        keys = [request_key(self.spec(r.model), r) for r in requests]
         for model in {r.model for r in requests}:
             # A missing key fails the batch before anything is sent, naming the variable.
             self.spec(model).api_key()
-        stored = self.ledger.lookup_ok(keys, reuse_failed_since)
-        first: dict[str, ChatRequest] = {}
-        for key, request in zip(keys, requests, strict=True):
-            if key not in stored:
-                first.setdefault(key, request)
+        calls = [self._call(r) for r in requests]
+        keys = [c.key for c in calls]
+        stored = self._take_settled(keys, reuse_failed_since)
+        held = len(stored)
+        wanted = [k for k in dict.fromkeys(keys) if k not in stored]
+        if wanted:
+            stored.update(self.ledger.lookup_ok(wanted, reuse_failed_since))
+        first: dict[str, _Call] = {}
+        for call in calls:
+            if call.key not in stored:
+                first.setdefault(call.key, call)
         total = len(first)
         done = 0
         results: dict[str, ChatResult] = dict(stored)
         follow = _FollowUps(self, follow_up, seen=set(keys))
 
-        async def finish(key: str, request: ChatRequest, result: ChatResult) -> None:
+        async def finish(call: _Call, result: ChatResult) -> None:
             nonlocal done
-            await self._record(request, result)  # durable before anyone sees the result
-            results[key] = result
+            await self._record(call, result)  # durable before anyone sees the result
+            results[call.key] = result
             done += 1
             if progress is not None:
                 progress(result, done, total)
-            follow.after(request, result)
+            follow.after(call.request, result)
 
         self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:
                 pools = _Pools(self, group)
                 follow.start(pools)
-                for key, request in first.items():
-                    pools.submit(key, request, finish)
+                for call in first.values():
+                    pools.submit(call, finish)
                 # Stored results may need their follow-ups sent (a rerun after a crash).
-                for key, request in zip(keys, requests, strict=True):
-                    if key in stored:
-                        follow.after(request, stored[key])
+                for call in calls:
+                    if call.key in stored:
+                        follow.after(call.request, stored[call.key])
                 follow.close_when_idle()
         finally:
             self._active_runs -= 1
             if self._active_runs == 0:
                 await self.aclose()
         self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
-                                     from_ledger=len({k for k in keys if k in stored}),
-                                     sent=total, follow_ups=follow.unique,
+                                     from_ledger=len({k for k in keys if k in stored}) - held,
+                                     from_follow_ups=held, sent=total, follow_ups=follow.unique,
                                      follow_ups_from_ledger=follow.from_ledger,
                                      follow_ups_sent=follow.sent)
         return [results[k] for k in keys]
 
 
-OnDone = Callable[[str, ChatRequest, ChatResult], Coroutine[Any, Any, None]]
+OnDone = Callable[[_Call, ChatResult], Coroutine[Any, Any, None]]
 
 
 class _Pools:
@@ -180,40 +216,39 @@ class _Pools:
     def __init__(self, gateway: Gateway, group: asyncio.TaskGroup) -> None:
         self.gateway = gateway
         self.group = group
-        self.queues: dict[str, deque[tuple[str, ChatRequest, OnDone]]] = {}
+        self.queues: dict[str, deque[tuple[_Call, OnDone]]] = {}
         self.workers: dict[str, int] = {}
         self.follow: _FollowUps | None = None  # set when the batch has follow-ups
         self.outstanding = 0  # submitted, not yet through ``on_done``
         self.wake = asyncio.Event()  # set when outstanding reaches 0 (and by follow-ups)
 
-    def submit(self, key: str, request: ChatRequest, on_done: OnDone) -> None:
-        model = request.model
+    def submit(self, call: _Call, on_done: OnDone) -> None:
+        model = call.request.model
         queue = self.queues.setdefault(model, deque())
-        queue.append((key, request, on_done))
+        queue.append((call, on_done))
         self.outstanding += 1
         if self.workers.get(model, 0) < self.gateway.spec(model).max_concurrency:
             self.workers[model] = self.workers.get(model, 0) + 1
             self.group.create_task(self._worker(model, queue))
 
-    async def _worker(self, model: str, queue: deque[tuple[str, ChatRequest, OnDone]]) -> None:
+    async def _worker(self, model: str, queue: deque[tuple[_Call, OnDone]]) -> None:
         try:
             while queue:
-                key, request, on_done = queue.popleft()
+                call, on_done = queue.popleft()
                 if self.follow is not None:
                     if self.follow.owns(on_done):
                         self.follow.started()
                     else:
                         await self.follow.hold_back()
-                result = await self.gateway.backend(model).complete(request, key)
+                result = await self.gateway.backend(model).complete(call.request, call.key)
                 # The commit wait runs in its own task: the worker goes on to the next call.
-                self.group.create_task(self._done(on_done, key, request, result))
+                self.group.create_task(self._done(on_done, call, result))
         finally:
             self.workers[model] -= 1
 
-    async def _done(self, on_done: OnDone, key: str, request: ChatRequest,
-                    result: ChatResult) -> None:
+    async def _done(self, on_done: OnDone, call: _Call, result: ChatResult) -> None:
         try:
-            await on_done(key, request, result)
+            await on_done(call, result)
         finally:
             self.outstanding -= 1
             if self.outstanding == 0:
@@ -229,7 +264,7 @@ class _FollowUps:
         self.gateway = gateway
         self.follow_up = follow_up
         self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
-        self.pending: list[tuple[str, ChatRequest]] = []
+        self.pending: list[_Call] = []
         self.pools: _Pools | None = None
         self.all_submitted = False
         self.unique = self.from_ledger = self.sent = 0
@@ -324,10 +359,10 @@ class _FollowUps:
             return
         self._advance(1)
         for extra in self.follow_up(request, result):
-            key = request_key(self.gateway.spec(extra.model), extra)
-            if key not in self.seen:
-                self.seen.add(key)
-                self.pending.append((key, extra))
+            call = self.gateway._call(extra)
+            if call.key not in self.seen:
+                self.seen.add(call.key)
+                self.pending.append(call)
                 self.unique += 1
         if self.pending:
             self.pools.wake.set()  # wakes the feeder
@@ -351,16 +386,17 @@ class _FollowUps:
                 continue
             batch, self.pending = self.pending, []
             stored = await asyncio.to_thread(self.gateway.ledger.lookup_ok,
-                                             [k for k, _ in batch])
+                                             [c.key for c in batch])
             self.from_ledger += len(stored)
-            for key, request in batch:
-                if key not in stored:
+            for call in batch:
+                if call.key not in stored:
                     self.sent += 1
                     self.queued += 1
                     self.room = max(self.room,
-                                    2 * self.gateway.spec(request.model).max_concurrency)
-                    pools.submit(key, request, self._commit)
+                                    2 * self.gateway.spec(call.request.model).max_concurrency)
+                    pools.submit(call, self._commit)
             pools.wake.set()  # look again: more may have come in during the look-up
 
-    async def _commit(self, key: str, request: ChatRequest, result: ChatResult) -> None:
-        await self.gateway._record(request, result)
+    async def _commit(self, call: _Call, result: ChatResult) -> None:
+        await self.gateway._record(call, result)
+        self.gateway._settled[call.key] = result

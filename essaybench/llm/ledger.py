@@ -46,12 +46,13 @@ ROW_SCHEMA = pa.schema([
 
 
 def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
-               request: dict[str, Any]) -> dict[str, Any]:
+               request: str) -> dict[str, Any]:
+    """``request``: the canonical JSON the call's key hashes (``ChatRequest.canonical``)."""
     return {
         "key": result.key, "model": result.model, "endpoint": endpoint, "model_id": model_id,
         "returned_model": result.returned_model, "stage": result.stage, "tag": result.tag,
         "status": result.status.value, "error_kind": result.error_kind, "error": result.error,
-        "request": canonical_json(request), "response_text": result.text,
+        "request": request, "response_text": result.text,
         "parsed": None if result.parsed is None else canonical_json(result.parsed),
         "finish_reason": result.finish_reason, "input_tokens": result.usage.input_tokens,
         "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd,

@@ -45,16 +45,27 @@ class ChatRequest(BaseModel):
     stage: str = Field(default="", description="Pipeline stage (accounting; not keyed).")
     tag: str = Field(default="", description="Caller's label, e.g. prompt id (not keyed).")
 
-    def key(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
-        """Hash of the canonical request: endpoint, model id, messages, params, schema, sample."""
-        return sha256_hex(canonical_json({
+    def canonical(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
+        """The canonical JSON of what the provider sees: endpoint, model id, messages,
+        params, schema and sample. ``key`` hashes it; the ledger stores it as the request,
+        so a stored call can be checked against its key."""
+        return canonical_json({
             "endpoint": endpoint.rstrip("/"),
             "model_id": model_id,
             "messages": [m.model_dump() for m in self.messages],
             "params": effective_params,
             "schema": self.response_schema,
             "sample_index": self.sample_index,
-        }))[:32]
+        })
+
+    def key(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
+        """Hash of the canonical request (see ``canonical``)."""
+        return key_of(self.canonical(endpoint, model_id, effective_params))
+
+
+def key_of(canonical: str) -> str:
+    """A request's key: the first 32 hex digits of the SHA-256 of its canonical JSON."""
+    return sha256_hex(canonical)[:32]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -208,6 +210,65 @@ def test_follow_ups_join_the_batch_and_land_in_the_ledger(tmp_path: Path) -> Non
     with duckdb.connect(str(tmp_path / "l.duckdb"), read_only=True) as con:
         rows = con.execute("select stage, count(*) from llm_calls group by 1").fetchall()
     assert dict(rows) == {"generate": 12, "judge": 13}
+
+
+def test_follow_up_results_pass_to_the_next_batch_in_memory_by_the_ledger_rule(
+        tmp_path: Path) -> None:
+    """A later batch of the same gateway gets the follow-ups' results without a request
+    and without the ledger (from_ledger False: this gateway sent them); a failure is
+    handed over only to a batch that reuses failures since before it finished, and each
+    result is handed over once."""
+    # About 40% of first arrivals fail: writers retry, the judge (no retries) keeps some.
+    scenario = FakeScenario.model_validate({"faults": [
+        {"kind": "status", "status": 503, "first_attempts": 1, "rate": 0.4, "seed": 3}]})
+    follow_ups: list[ChatRequest] = []
+
+    def judge_each(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        extra = _judge_each(request, result)
+        follow_ups.extend(extra)
+        return extra
+
+    async def main(server: FakeServerHandle) -> tuple[list[ChatResult], ...]:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec(max_retries=5),
+                                          fake_spec("judge", max_retries=0)), ledger,
+                              base_urls={"fake": server.base_url, "judge": server.base_url},
+                              backoff=FAST)
+            started = datetime.now(UTC)
+            await gateway.run(_requests(20), follow_up=judge_each)
+            received = server.stats().totals.received
+            served = await gateway.run(follow_ups, reuse_failed_since=started)
+            assert server.stats().totals.received == received  # nothing sent
+            assert gateway.last_stats is not None
+            assert gateway.last_stats.from_follow_ups == 20
+            assert gateway.last_stats.from_ledger == 0
+            again = await gateway.run(follow_ups)  # handed over once: now the ledger's
+            await gateway.aclose()
+            return served, again
+
+    with run_fake_server(scenario) as server:
+        served, again = asyncio.run(main(server))
+    failed = [r for r in served if not r.ok]
+    assert 0 < len(failed) < 20 and not any(r.from_ledger for r in served)
+    # Without reuse_failed_since the failures are retried; the successes come from the ledger.
+    assert all(r.ok for r in again)
+    assert sum(r.from_ledger for r in again) == 20 - len(failed)
+
+
+def test_the_stored_request_is_what_the_key_hashes(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}},
+              "required": ["score"]}
+    requests = [r.model_copy(update={"response_schema": schema}) for r in _requests(3)]
+    with run_fake_server(FakeScenario.model_validate(
+            {"models": {"*": {"structured": "schema"}}})) as server:
+        results, _ = _run(server, tmp_path / "l.duckdb", requests)
+    with duckdb.connect(str(tmp_path / "l.duckdb"), read_only=True) as con:
+        rows = con.execute("select key, request from llm_calls").fetchall()
+    assert sorted(k for k, _ in rows) == sorted(r.key for r in results)
+    for key, stored in rows:
+        assert hashlib.sha256(stored.encode()).hexdigest()[:32] == key
+        request = json.loads(stored)
+        assert request["schema"] == schema and request["model_id"] == "gpt-x"
 
 
 def test_a_batch_without_requests_ends_with_a_follow_up(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from essaybench.hashing import canonical_json
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.types import CallStatus, ChatResult
 
@@ -14,7 +15,8 @@ def _row(i: int) -> dict[str, object]:
     result = ChatResult(key=f"k{i}", model="m", status=CallStatus.OK, text=f"答{i}",
                         attempts=1, started_at=now, finished_at=now, stage="judge", tag=str(i))
     return ledger_row(result, endpoint="http://x/v1", model_id="gpt-x",
-                      request={"messages": [{"role": "user", "content": "题" * 500}]})
+                      request=canonical_json({"messages": [{"role": "user",
+                                                            "content": "题" * 500}]}))
 
 
 def test_rows_survive_a_close_without_checkpoint(tmp_path: Path) -> None:

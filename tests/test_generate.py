@@ -169,3 +169,55 @@ def test_unknown_model_fails_before_sending(tmp_path: Path) -> None:
 def test_empty_results_give_a_typed_empty_table() -> None:
     table = essays_table(_prompts(), [], [], VERSION, specs={})
     assert table.height == 0 and dict(table.schema) == dict(ESSAY_COLUMNS)
+
+
+def test_essays_table_rows_from_results_without_a_server() -> None:
+    """Each row holds its request's and its result's fields, whatever the status; the
+    params are the registry defaults overlaid with the call's, as canonical JSON."""
+    from datetime import UTC, timedelta, timezone
+
+    from essaybench.llm.types import CallStatus, ChatResult, Usage
+
+    params = GenerateParams(models=MODELS, temperature=0.5)
+    requests = build_requests(_prompts(), params)
+    specs = {"model-a": fake_spec("model-a", model_id="gpt-a",
+                                  default_params={"top_p": 0.9, "temperature": 1.0}),
+             "model-b": fake_spec("model-b", model_id="gpt-b")}
+    cn = timezone(timedelta(hours=8))
+    results = [
+        ChatResult(key="k0", model="model-a", status=CallStatus.OK, text="作文",
+                   returned_model="gpt-a-2", finish_reason="stop", usage=Usage(3, 4),
+                   latency_s=1.5, cost_usd=0.25, finished_at=datetime(2026, 1, 2, 3, 4, 5)),
+        ChatResult(key="k1", model="model-b", status=CallStatus.TRUNCATED, text="作",
+                   finish_reason="length", error_kind="length", error="cut",
+                   finished_at=datetime(2026, 1, 2, 11, 4, 5, 6, tzinfo=cn)),
+        ChatResult(key="k2", model="model-a", status=CallStatus.API_ERROR, from_ledger=True,
+                   error_kind="http_500", error="boom"),
+        ChatResult(key="k3", model="model-b", status=CallStatus.OK, text="文",
+                   finished_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)),
+    ]
+    table = essays_table(_prompts(), requests, results, VERSION, specs=specs)
+    assert dict(table.schema) == dict(ESSAY_COLUMNS)
+    rows = table.rows(named=True)
+    assert [r["prompt_id"] for r in rows] == ["p000000000000001"] * 2 + ["p000000000000002"] * 2
+    assert [r["genre"] for r in rows] == ["argumentative"] * 2 + ["descriptive"] * 2
+    assert [r["model_id"] for r in rows] == ["gpt-a", "gpt-b", "gpt-a", "gpt-b"]
+    assert [r["status"] for r in rows] == ["ok", "truncated", "api_error", "ok"]
+    assert [r["decision"] for r in rows] == ["kept", "truncated", "api_error", "kept"]
+    assert [r["essay_text"] for r in rows] == ["作文", None, None, "文"]
+    assert [r["raw_text"] for r in rows] == ["作文", "作", None, "文"]
+    assert [r["generated_at"] for r in rows] == [
+        "2026-01-02T03:04:05+00:00", "2026-01-02T03:04:05.000006+00:00", None,
+        "2026-01-02T03:04:05+00:00"]
+    seed = requests[0].params["seed"]
+    assert json.loads(rows[0]["params"]) == {"seed": seed, "temperature": 0.5, "top_p": 0.9}
+    assert rows[0]["params"] == (f'{{"seed":{seed},"temperature":0.5,"top_p":0.9}}')
+    first = rows[0]
+    assert (first["returned_model"], first["finish_reason"], first["input_tokens"],
+            first["output_tokens"], first["cost_usd"], first["latency_s"],
+            first["request_key"], first["from_ledger"], first["prompt_set_version"]) == (
+        "gpt-a-2", "stop", 3, 4, 0.25, 1.5, "k0", False, VERSION)
+    assert (rows[2]["error_kind"], rows[2]["error"], rows[2]["from_ledger"]) == (
+        "http_500", "boom", True)
+    with pytest.raises(ValueError, match="out of order"):
+        essays_table(_prompts(), requests, results[::-1], VERSION, specs=specs)

@@ -1,5 +1,10 @@
 -- The LLM call ledger: one row per finished logical call (retries and re-asks included).
 -- Append-only: a failed call stays on record when a later rerun succeeds.
+-- The request and reply texts are zstd-compressed: judge requests repeat the rubric and the
+-- answer schema, and DuckDB's default string compression (dictionary/FSST, chosen per
+-- segment) cost ~110 µs CPU per row to write and checkpoint at the paper's scale against
+-- ~50 µs, for a file 8× larger (82 MB against 10 MB for 21,840 calls). Ledgers created
+-- before keep their columns as they were.
 CREATE TABLE IF NOT EXISTS llm_calls (
     key VARCHAR NOT NULL,             -- hash of endpoint, model id, messages, params, schema, sample
     model VARCHAR NOT NULL,           -- registry name
@@ -11,10 +16,11 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     status VARCHAR NOT NULL,          -- ok | parse_error | api_error | refused | truncated | skipped
     error_kind VARCHAR,
     error VARCHAR,
-    request JSON NOT NULL,            -- the canonical JSON the key hashes: endpoint, model id,
-                                      -- messages, effective params, schema, sample index
-    response_text VARCHAR,
-    parsed JSON,
+    -- the canonical JSON the key hashes: endpoint, model id, messages, effective params,
+    -- schema, sample index
+    request JSON USING COMPRESSION zstd NOT NULL,
+    response_text VARCHAR USING COMPRESSION zstd,
+    parsed JSON USING COMPRESSION zstd,
     finish_reason VARCHAR,
     input_tokens BIGINT,
     output_tokens BIGINT,

@@ -31,3 +31,19 @@ def test_rows_survive_a_close_without_checkpoint(tmp_path: Path) -> None:
     assert found["k7"].text == "答7" and found["k7"].from_ledger
     with Ledger(path) as ledger:
         assert len(ledger.lookup_ok(["k50"])) == 1
+
+
+def test_request_and_reply_texts_are_stored_zstd_compressed(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "ledger.duckdb") as ledger:
+        ledger.write_rows([_row(i) for i in range(50)])
+        ledger.con.execute("CHECKPOINT")
+        rows = ledger.query("select column_name, compression from "
+                            "pragma_storage_info('llm_calls') where segment_type <> 'VALIDITY'")
+        found = ledger.lookup_ok(["k3"])
+    by_column: dict[str, set[str]] = {}
+    for row in rows:
+        by_column.setdefault(str(row["column_name"]), set()).add(str(row["compression"]))
+    for column in ("request", "response_text", "parsed"):
+        assert by_column[column] == {"ZSTD"}, (column, by_column[column])
+    assert by_column["key"] != {"ZSTD"}  # the short columns keep DuckDB's own choice
+    assert found["k3"].text == "答3"

@@ -83,10 +83,19 @@ def resample_counts(n_rows: int, n_boot: int,
 def percentile_bounds(boot: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
     """Column-wise (lo, hi) percentile bounds; NaN replicates ignored, all-NaN → NaN."""
     alpha = (1.0 - check_level(level)) / 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN
-        q = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
-    return np.asarray(q[0], dtype=np.float64), np.asarray(q[1], dtype=np.float64)
+    probs = [alpha, 1.0 - alpha]
+    matrix = np.asarray(boot, dtype=np.float64)
+    # np.nanquantile works column by column in Python (~3x slower on 2000 x 945); columns
+    # without NaN get np.quantile, the same linear interpolation of the same order
+    # statistics, hence the same numbers (tested); the others keep nanquantile.
+    has_nan = np.isnan(matrix).any(axis=0)
+    q = np.empty((2, *matrix.shape[1:]), dtype=np.float64)
+    q[:, ~has_nan] = np.quantile(matrix[:, ~has_nan], probs, axis=0)
+    if has_nan.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN
+            q[:, has_nan] = np.nanquantile(matrix[:, has_nan], probs, axis=0)
+    return q[0], q[1]
 
 
 def ratio_replicates(counts: FloatArray, sums: FloatArray, weights: FloatArray) -> FloatArray:

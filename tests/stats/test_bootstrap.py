@@ -11,6 +11,7 @@ from essaybench.stats.bootstrap import (
     difference_ci,
     indistinguishable,
     paired_bootstrap_means,
+    percentile_bounds,
     resample_counts,
 )
 
@@ -112,3 +113,23 @@ def test_pairing_makes_a_small_shift_distinguishable() -> None:
 def test_difference_ci_index_checked() -> None:
     with pytest.raises(IndexError):
         difference_ci(np.zeros((10, 2)), 0, 2)
+
+
+def test_percentile_bounds_equal_nanquantile_column_by_column() -> None:
+    """Columns without NaN take np.quantile, the others np.nanquantile: every bound equals
+    np.nanquantile's bit for bit, over clean, partly missing and all-missing columns."""
+    rng = np.random.default_rng(11)
+    for n_boot, n_items in ((2000, 60), (7, 5), (1, 3)):
+        boot = rng.normal(50.0, 12.0, size=(n_boot, n_items))
+        boot[:, 1::3] = np.round(boot[:, 1::3], 1)  # ties
+        boot[rng.random(boot.shape) < 0.02] = np.nan  # a few replicates missing per column
+        boot[:, 0::4] = rng.normal(size=(n_boot, len(range(0, n_items, 4))))  # clean again
+        boot[:, -1] = np.nan  # a column never observed
+        for level in (0.95, 0.9, 0.5001):
+            alpha = (1.0 - level) / 2.0
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = [np.nanquantile(boot[:, k], [alpha, 1.0 - alpha]) for k in range(n_items)]
+            lo, hi = percentile_bounds(boot, level)
+            np.testing.assert_array_equal(lo, [w[0] for w in want])
+            np.testing.assert_array_equal(hi, [w[1] for w in want])

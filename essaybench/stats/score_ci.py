@@ -63,16 +63,28 @@ def _judge_matrices(rows: pl.DataFrame, models: list[str], cell_names: list[str]
     sums = np.zeros((len(prompts), len(models) * n_cells))
     counts = np.zeros_like(sums)
     ok = rows.filter((pl.col("status") == OK) & pl.col(score).is_not_null())
-    for prompt, model, genre, pset, value in ok.select(
-            "prompt_id", "model", "genre", "prompt_set", score).iter_rows():
-        p, m = p_index[str(prompt)], m_index[str(model)]
-        targets = [c_index[OVERALL]]
-        if genre is not None and pset is not None:
-            targets.append(c_index[f"{genre}/{pset}"])
-        for c in targets:
-            sums[p, m * n_cells + c] += float(value)
-            counts[p, m * n_cells + c] += 1.0
+    p = np.array([p_index[str(x)] for x in ok["prompt_id"].to_list()], dtype=np.intp)
+    m = np.array([m_index[str(x)] for x in ok["model"].to_list()], dtype=np.intp)
+    values = ok[score].cast(pl.Float64).to_numpy()
+    # A row counts in its model's overall column and, when it has both labels, in its
+    # genre/prompt_set column.
+    cell = np.array([c_index[f"{g}/{s}"] if g is not None and s is not None else -1
+                     for g, s in zip(ok["genre"].to_list(), ok["prompt_set"].to_list(),
+                                     strict=True)], dtype=np.intp)
+    labelled = cell >= 0
+    overall = m * n_cells + c_index[OVERALL]
+    in_cell = m[labelled] * n_cells + cell[labelled]
+    # np.add.at adds in row order, so every sum is the same float a row-by-row loop makes.
+    np.add.at(sums, (p, overall), values)
+    np.add.at(counts, (p, overall), 1.0)
+    np.add.at(sums, (p[labelled], in_cell), values[labelled])
+    np.add.at(counts, (p[labelled], in_cell), 1.0)
     return sums, counts, len(prompts)
+
+
+def _floats(values: np.ndarray) -> pl.Series:
+    """NaN (no ok score, no interval) as null."""
+    return pl.Series(values, dtype=pl.Float64).fill_nan(None)
 
 
 def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot: int = 2000,
@@ -85,48 +97,53 @@ def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot:
     level, n_boot = check_level(level), check_n_boot(n_boot)
     rng = as_generator(seed)
     cell_names = [OVERALL, *cells(judgments)]
-    ci_rows: list[dict[str, object]] = []
-    pair_rows: list[dict[str, object]] = []
+    n_cells = len(cell_names)
+    # Only the columns read here: filtering the whole table per judge would copy every
+    # raw reply.
+    judgments = judgments.select("judge", "model", "prompt_id", "genre", "prompt_set",
+                                 "status", score)
+    ci_frames: list[pl.DataFrame] = []
+    pair_frames: list[pl.DataFrame] = []
     for judge in sorted({str(j) for j in judgments["judge"].to_list()}):
         rows = judgments.filter(pl.col("judge") == judge)
         models = sorted({str(m) for m in rows["model"].to_list()})
         sums, counts, _ = _judge_matrices(rows, models, cell_names, score)
         res = paired_bootstrap_ratio(sums, counts, n_boot=n_boot, level=level, seed=rng)
-        n_cells = len(cell_names)
-        for m, model in enumerate(models):
-            for c, cell in enumerate(cell_names):
-                k = m * n_cells + c
-                n_prompts = int((counts[:, k] > 0).sum())
-                # One prompt gives every replicate the same mean: a zero-width "interval"
-                # that claims certainty. Below MIN_PROMPTS there is no interval.
-                ci = n_prompts >= MIN_PROMPTS
-                ci_rows.append({
-                    "judge": judge, "model": model, "cell": cell,
-                    "mean": _num(res.mean[k]), "ci_lo": _num(res.lo[k]) if ci else None,
-                    "ci_hi": _num(res.hi[k]) if ci else None, "n": int(counts[:, k].sum()),
-                    "n_prompts": n_prompts})
+        # Column k = m·C + c, so models repeat per cell block and cells cycle within it.
+        n_prompts = (counts > 0).sum(axis=0)
+        # One prompt gives every replicate the same mean: a zero-width "interval" that
+        # claims certainty. Below MIN_PROMPTS there is no interval.
+        enough = n_prompts >= MIN_PROMPTS
+        ci_frames.append(pl.DataFrame({
+            "judge": [judge] * len(models) * n_cells,
+            "model": [model for model in models for _ in cell_names],
+            "cell": cell_names * len(models),
+            "mean": _floats(res.mean),
+            "ci_lo": _floats(np.where(enough, res.lo, np.nan)),
+            "ci_hi": _floats(np.where(enough, res.hi, np.nan)),
+            "n": counts.sum(axis=0).astype(np.int64), "n_prompts": n_prompts},
+            schema=CI_SCHEMA))
         pairs = [(model_a, model_b, cell, a * n_cells + c, b * n_cells + c)
                  for (a, model_a), (b, model_b) in combinations(enumerate(models), 2)
                  for c, cell in enumerate(cell_names)]
-        # All pairs' percentile bounds in one call: column by column the same numbers as
-        # difference_ci on each pair (tested), without a quantile call per pair.
         first = np.array([p[3] for p in pairs], dtype=np.intp)
         second = np.array([p[4] for p in pairs], dtype=np.intp)
+        # All pairs' percentile bounds in one call: column by column the same numbers as
+        # difference_ci on each pair (tested), without a quantile call per pair.
         los, his = (percentile_bounds(res.boot[:, first] - res.boot[:, second], level)
                     if pairs else (np.empty(0), np.empty(0)))
-        enough = (counts > 0).sum(axis=0) >= MIN_PROMPTS
-        for (model_a, model_b, cell, i, j), lo, hi in zip(pairs, los, his, strict=True):
-            diff = _num(res.mean[i] - res.mean[j])
-            if not (enough[i] and enough[j]):
-                lo = hi = np.nan  # too few prompts to tell: indistinguishable, no interval
-            pair_rows.append({
-                "judge": judge, "cell": cell, "model_a": model_a, "model_b": model_b,
-                "diff": diff, "diff_lo": _num(lo), "diff_hi": _num(hi),
-                "indistinguishable": bool(np.isnan(lo) or lo <= 0.0 <= hi)})
-    return ScoreCIs(cells=pl.DataFrame(ci_rows, schema=CI_SCHEMA),
-                    pairs=pl.DataFrame(pair_rows, schema=PAIR_SCHEMA),
+        # Too few prompts on either side to tell: indistinguishable, no interval.
+        told = enough[first] & enough[second]
+        los, his = np.where(told, los, np.nan), np.where(told, his, np.nan)
+        pair_frames.append(pl.DataFrame({
+            "judge": [judge] * len(pairs), "cell": [p[2] for p in pairs],
+            "model_a": [p[0] for p in pairs], "model_b": [p[1] for p in pairs],
+            "diff": _floats(res.mean[first] - res.mean[second]),
+            "diff_lo": _floats(los), "diff_hi": _floats(his),
+            "indistinguishable": np.isnan(los) | ((los <= 0.0) & (his >= 0.0))},
+            schema=PAIR_SCHEMA))
+    return ScoreCIs(cells=pl.concat([pl.DataFrame(schema=CI_SCHEMA), *ci_frames],
+                                    rechunk=True),
+                    pairs=pl.concat([pl.DataFrame(schema=PAIR_SCHEMA), *pair_frames],
+                                    rechunk=True),
                     level=level, n_boot=n_boot)
-
-
-def _num(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)

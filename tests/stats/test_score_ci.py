@@ -149,3 +149,35 @@ def test_a_cell_with_one_prompt_has_a_mean_but_no_interval() -> None:
     # and no pair of them can be told apart
     assert res.pairs["indistinguishable"].all()
     assert res.pairs["diff_lo"].null_count() == res.pairs.height
+
+
+def test_judge_matrices_equal_a_row_by_row_loop_bit_for_bit() -> None:
+    """Sums are accumulated in row order (np.add.at), so every float equals the plain
+    loop's; a row without genre counts in overall only; failed rows count nowhere."""
+    from essaybench.aggregate import OVERALL, cells
+    from essaybench.stats.score_ci import _judge_matrices
+
+    judgments = _judgments(seed=9).filter(pl.col("judge") == "j1")
+    rng = np.random.default_rng(2)
+    judgments = judgments.with_columns(  # scores whose sums depend on the order of adding
+        pl.when(pl.col("status") == "ok").then(pl.lit(rng.uniform(10, 100, judgments.height)
+                                                      * 1.000001)).alias("score_weighted"),
+        pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise(pl.col("genre"))
+        .alias("genre"))
+    names = [OVERALL, *cells(judgments)]
+    models = sorted(set(judgments["model"].to_list()))
+    sums, counts, n_prompts = _judge_matrices(judgments, models, names, "score_weighted")
+    prompts = sorted(set(judgments["prompt_id"].to_list()))
+    want_sums, want_counts = np.zeros_like(sums), np.zeros_like(counts)
+    for row in judgments.iter_rows(named=True):
+        if row["status"] != "ok" or row["score_weighted"] is None:
+            continue
+        p, m = prompts.index(row["prompt_id"]), models.index(row["model"])
+        targets = [0] + ([names.index(f"{row['genre']}/{row['prompt_set']}")]
+                         if row["genre"] is not None else [])
+        for c in targets:
+            want_sums[p, m * len(names) + c] += row["score_weighted"]
+            want_counts[p, m * len(names) + c] += 1.0
+    assert n_prompts == len(prompts)
+    np.testing.assert_array_equal(sums, want_sums)
+    np.testing.assert_array_equal(counts, want_counts)

@@ -38,11 +38,16 @@ RAMP_S = 5.0
 @dataclass(frozen=True, slots=True)
 class _Call:
     """A request on its way: its key and the canonical JSON the key hashes (which the
-    ledger stores), computed once."""
+    ledger stores), computed once; None when the key came from an equal held request
+    (see ``Gateway._call``), in which case it is computed if the call is recorded."""
 
     key: str
-    canonical: str
+    canonical: str | None
     request: ChatRequest
+
+
+def _identity(request: ChatRequest) -> tuple[str, str, str, int]:
+    return (request.model, request.stage, request.tag, request.sample_index)
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
@@ -88,7 +93,8 @@ class Gateway:
         # Results of follow-up calls (e.g. judge calls sent while generating), kept until a
         # later batch of this gateway asks for them: the stage that follows gets them
         # without reading them back from the ledger, where they are stored all the same.
-        self._settled: dict[str, ChatResult] = {}
+        self._settled: dict[str, tuple[ChatRequest, ChatResult]] = {}
+        self._settled_keys: dict[tuple[str, str, str, int], str] = {}  # by _identity
 
     def backend(self, model: str) -> ChatBackend:
         """The backend of ``model`` for the running batch. HTTP clients bind to an event
@@ -119,12 +125,22 @@ class Gateway:
 
     async def _record(self, call: _Call, result: ChatResult) -> None:
         spec = self.spec(call.request.model)
+        canonical = call.canonical or canonical_request(spec, call.request)
         await self.ledger.record(ledger_row(result, endpoint=spec.base_url,
-                                            model_id=spec.model_id, request=call.canonical))
+                                            model_id=spec.model_id, request=canonical))
 
     def _call(self, request: ChatRequest) -> _Call:
+        # A request equal to a held follow-up's (the judge stage rebuilding the calls sent
+        # while generating) has its key: no need to encode and hash ~5 KB again.
+        key = self._settled_keys.get(_identity(request))
+        if key is not None and key in self._settled and self._settled[key][0] == request:
+            return _Call(key, None, request)
         canonical = canonical_request(self.spec(request.model), request)
         return _Call(key_of(canonical), canonical, request)
+
+    def _hold(self, call: _Call, result: ChatResult) -> None:
+        self._settled[call.key] = (call.request, result)
+        self._settled_keys[_identity(call.request)] = call.key
 
     def _take_settled(self, keys: Sequence[str],
                       failed_since: datetime | None) -> dict[str, ChatResult]:
@@ -133,8 +149,12 @@ class Gateway:
         handed over once (the ledger still has it)."""
         found: dict[str, ChatResult] = {}
         for key in keys:
-            result = self._settled.pop(key, None)
-            if result is not None and (result.ok or (
+            held = self._settled.pop(key, None)
+            if held is None:
+                continue
+            request, result = held
+            self._settled_keys.pop(_identity(request), None)
+            if (result.ok or (
                     failed_since is not None and result.finished_at is not None
                     and result.finished_at >= failed_since)):
                 found[key] = result
@@ -399,4 +419,4 @@ class _FollowUps:
 
     async def _commit(self, call: _Call, result: ChatResult) -> None:
         await self.gateway._record(call, result)
-        self.gateway._settled[call.key] = result
+        self.gateway._hold(call, result)

@@ -237,11 +237,18 @@ def test_follow_up_results_pass_to_the_next_batch_in_memory_by_the_ledger_rule(
             started = datetime.now(UTC)
             await gateway.run(_requests(20), follow_up=judge_each)
             received = server.stats().totals.received
+            # Same model, stage and tag as a held one, other content: its own call.
+            changed = follow_ups[0].model_copy(update={"messages": (
+                Message(role="user", content="另一篇"),)})
+            (other,) = await gateway.run([changed])
+            assert server.stats().totals.received == received + 1
+            received += 1
             served = await gateway.run(follow_ups, reuse_failed_since=started)
             assert server.stats().totals.received == received  # nothing sent
             assert gateway.last_stats is not None
             assert gateway.last_stats.from_follow_ups == 20
             assert gateway.last_stats.from_ledger == 0
+            assert other.key != served[0].key
             again = await gateway.run(follow_ups)  # handed over once: now the ledger's
             await gateway.aclose()
             return served, again

@@ -107,6 +107,8 @@ def length_bias(rows: pl.DataFrame, score: str = "score_weighted",
     missing = [c for c in ("judge", "genre", "status", score, length) if c not in rows.columns]
     if missing:
         raise ValueError(f"length_bias needs column(s) {missing}")
+    # Only the columns read here: filtering a whole judgments table copies every raw reply.
+    rows = rows.select("judge", "genre", "status", score, length)
     ok = rows.filter((pl.col("status") == OK) & pl.col(score).is_not_null()
                      & pl.col(length).is_not_null())
     out: list[dict[str, object]] = []
@@ -148,12 +150,19 @@ def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None
     """
     level, n_boot = check_level(level), check_n_boot(n_boot)
     rng = as_generator(seed)
-    ok = judgments.filter((pl.col("status") == OK) & pl.col(score).is_not_null())
+    ok = (judgments.select("prompt_id", "model", "judge", "status", score)
+          .filter((pl.col("status") == OK) & pl.col(score).is_not_null()))
     judges = sorted({str(j) for j in judgments["judge"].to_list()})
     prompts = sorted({str(p) for p in ok["prompt_id"].to_list()})
     p_index = {p: i for i, p in enumerate(prompts)}
     j_index = {j: i for i, j in enumerate(judges)}
     model_family = {m: _family(m, family_of) for m in {str(x) for x in ok["model"].to_list()}}
+    # Per ok row, the same for every judge below: prompt row, scoring judge, model family.
+    row_prompt = np.array([p_index[str(p)] for p in ok["prompt_id"].to_list()], dtype=np.intp)
+    row_judge = np.array([j_index[str(j)] for j in ok["judge"].to_list()], dtype=np.intp)
+    row_family = [model_family[str(m)] for m in ok["model"].to_list()]
+    known = np.array([f is not None for f in row_family], dtype=bool)
+    values = ok[score].cast(pl.Float64).to_numpy()
     out: list[dict[str, object]] = []
     for judge in judges:
         family = _judge_family(judge, judgments, family_of)
@@ -162,14 +171,11 @@ def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None
         # Columns 2k, 2k+1: judge k's scores of family / non-family models.
         sums = np.zeros((len(prompts), 2 * len(judges)))
         counts = np.zeros_like(sums)
-        for prompt, model, by, value in ok.select("prompt_id", "model", "judge",
-                                                  score).iter_rows():
-            fam = model_family[str(model)]
-            if fam is None:
-                continue
-            col = 2 * j_index[str(by)] + (0 if fam == family else 1)
-            sums[p_index[str(prompt)], col] += float(value)
-            counts[p_index[str(prompt)], col] += 1.0
+        other = np.array([f != family for f in row_family], dtype=np.intp)
+        at = (row_prompt[known], (2 * row_judge + other)[known])
+        # np.add.at adds in row order: the same float sums as a row-by-row loop.
+        np.add.at(sums, at, values[known])
+        np.add.at(counts, at, 1.0)
         me = j_index[judge]
         n_own, n_other = int(counts[:, 2 * me].sum()), int(counts[:, 2 * me + 1].sum())
         if n_own == 0 or n_other == 0:

@@ -89,9 +89,11 @@ def percentile_bounds(boot: FloatArray, level: float) -> tuple[FloatArray, Float
     # without NaN get np.quantile, the same linear interpolation of the same order
     # statistics, hence the same numbers (tested); the others keep nanquantile.
     has_nan = np.isnan(matrix).any(axis=0)
-    q = np.empty((2, *matrix.shape[1:]), dtype=np.float64)
-    q[:, ~has_nan] = np.quantile(matrix[:, ~has_nan], probs, axis=0)
-    if has_nan.any():
+    if not has_nan.any():  # the usual case: no copy of the columns
+        q = np.quantile(matrix, probs, axis=0)
+    else:
+        q = np.empty((2, *matrix.shape[1:]), dtype=np.float64)
+        q[:, ~has_nan] = np.quantile(matrix[:, ~has_nan], probs, axis=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns → NaN
             q[:, has_nan] = np.nanquantile(matrix[:, has_nan], probs, axis=0)

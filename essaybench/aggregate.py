@@ -16,7 +16,6 @@ Coverage is null only when a cell has no rows at all (nothing was attempted).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
@@ -75,20 +74,27 @@ TRAIT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "mean": pl.Float64, "n": pl.Int64,
 }
 
+_LONG_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8, "value": pl.Float64,
+}
+
 
 def trait_means(judgments: pl.DataFrame) -> pl.DataFrame:
     """Per (judge, model, genre, trait): mean trait sum S_t over ok rows, with n."""
     ok = judgments.filter((pl.col("status") == OK) & pl.col("trait_scores").is_not_null())
-    rows = [{"judge": judge, "model": model, "genre": genre, "trait": trait,
-             "value": float(value)}
-            for judge, model, genre, raw in
-            ok.select("judge", "model", "genre", "trait_scores").iter_rows()
-            for trait, value in json.loads(raw).items() if value is not None]
-    if not rows:
+    if ok.height == 0:
         return pl.DataFrame(schema=TRAIT_SCHEMA)
-    long = pl.DataFrame(rows, schema={**{k: pl.Utf8 for k in ("judge", "model", "genre",
-                                                                "trait")},
-                                      "value": pl.Float64})
+    # Decoded by polars in one pass, not json.loads per row: one struct field per trait id
+    # of any genre (null where a row's genre has no such trait), so the whole column is
+    # read to find them, not only the first rows.
+    traits = ok["trait_scores"].str.json_decode(infer_schema_length=None)
+    keys = ok.select(pl.col("judge", "model", "genre").cast(pl.Utf8))
+    long = pl.concat([pl.DataFrame(schema=_LONG_SCHEMA), *(
+        keys.with_columns(pl.lit(name, dtype=pl.Utf8).alias("trait"),
+                          traits.struct.field(name).cast(pl.Float64).alias("value"))
+        for name in traits.struct.fields)]).filter(pl.col("value").is_not_null())
+    if long.height == 0:  # only "{}" or null trait scores
+        return pl.DataFrame(schema=TRAIT_SCHEMA)
     return (long.group_by("judge", "model", "genre", "trait")
             .agg(pl.col("value").mean().alias("mean"),
                  pl.len().cast(pl.Int64).alias("n"))

@@ -143,3 +143,26 @@ def test_export_round_trip(judgments: pl.DataFrame, tmp_path: Path) -> None:
     assert "63.33 (50%)" in paths["table5.md"].read_text(encoding="utf-8")
     traits_md = paths["traits.md"].read_text(encoding="utf-8")
     assert "| J | A | argumentative | t1 | 20.00 | 3 |" in traits_md
+
+
+def test_trait_means_read_every_row_for_the_trait_ids() -> None:
+    """Trait ids differ by genre and one appears only after many rows: every id is found,
+    a row's traits of other genres are not rows, and "{}" or null values count nowhere."""
+    rows = [row("J", "A", "argumentative", "open", "ok", 50.0, {"t1": i % 7, "t2": 3})
+            for i in range(300)]
+    rows += [row("J", "A", "narrative", "open", "ok", 50.0, {"n1": 4, "late": 9}),
+             row("J", "A", "narrative", "open", "ok", 50.0, {"n1": 6}),
+             row("J", "A", "narrative", "open", "ok", 50.0, {}),
+             row("J", "A", "narrative", "open", "ok", 50.0, None)]
+    rows[-1]["trait_scores"] = '{"n1": null}'
+    got = {(r["genre"], r["trait"]): (r["mean"], r["n"])
+           for r in trait_means(pl.DataFrame(rows, schema=JUDGMENT_SCHEMA)).iter_rows(named=True)}
+    assert got == {("argumentative", "t1"): (sum(i % 7 for i in range(300)) / 300, 300),
+                   ("argumentative", "t2"): (3.0, 300),
+                   ("narrative", "n1"): (5.0, 2), ("narrative", "late"): (9.0, 1)}
+    only_empty = pl.DataFrame([row("J", "A", "narrative", "open", "ok", 50.0, {})],
+                              schema=JUDGMENT_SCHEMA)
+    assert trait_means(only_empty).height == 0
+    assert dict(trait_means(only_empty).schema) == {
+        "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8,
+        "mean": pl.Float64, "n": pl.Int64}

@@ -69,6 +69,10 @@ class FakeTotals(BaseModel):
     distinct_keys: int
     by_status: dict[str, int]  # HTTP status of every chat response sent
     faults: dict[str, int]  # fault rules fired, by kind
+    # User + system CPU seconds of the process serving the fake since it started (not zeroed by
+    # a reset): take differences. In-process (run_fake_server) that process is the caller's
+    # own, so it counts the client and everything else the process does too.
+    cpu_s: float
 
 
 class FakeStats(BaseModel):
@@ -117,6 +121,74 @@ class _TransportH11(H11Protocol):
         self.app = app
 
 
+class _HeadWithBody(asyncio.Transport):
+    """One response's view of its connection: the head is held back and sent with the body.
+
+    uvicorn writes a response's status line and headers, then its body, as two writes; on an
+    idle connection each is its own send() and loopback segment waking the client, and the
+    two sends were ~30% of the fake's CPU per request. The bytes on the wire are the same.
+    """
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        super().__init__()
+        self._transport = transport
+        self._started = False
+        self._head: bytes | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._started:  # uvicorn's first write of a response is its head
+            self._started = True
+            self._head = bytes(data)
+            return
+        if self._head is not None:
+            data, self._head = self._head + data, None
+        self._transport.write(data)
+
+    def _flush(self) -> None:
+        if self._head is not None:
+            self._transport.write(self._head)
+            self._head = None
+
+    def close(self) -> None:
+        self._flush()  # a head with no body (the app failed after starting) still goes out
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+
+_Protocol: type[asyncio.Protocol] = _TransportH11
+with contextlib.suppress(ImportError):  # httptools is a dependency; h11 is only the fallback
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class _TransportHttpTools(HttpToolsProtocol):
+        """uvicorn's httptools protocol, with the connection's transport in every scope.
+
+        httptools parses in C: h11's pure-Python parsing and serialising was about a quarter
+        of the fake's CPU per request, CPU a benchmark's client on the same cores then lacks.
+        """
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.scope[TRANSPORT_SCOPE_KEY] = self.transport  # type: ignore[literal-required]
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            # Not for HEAD (no body write follows the head) nor for "Expect: 100-continue"
+            # (the interim response must go out before the client sends its body).
+            if (self.cycle is not None and self.cycle.scope is self.scope
+                    and self.scope["method"] != "HEAD" and not self.expect_100_continue):
+                self.cycle.transport = _HeadWithBody(self.transport)
+
+    _Protocol = _TransportHttpTools
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its signal capture (we own it), with a started callback."""
 
@@ -143,7 +215,7 @@ def _make_server(scenario: FakeScenario, *, quiet_logging: bool,
                  on_started: Callable[[], None] | None = None) -> _Server:
     state = FakeState(scenario)
     config = uvicorn.Config(
-        build_app(state), http=_TransportH11, ws="none", lifespan="off", proxy_headers=False,
+        build_app(state), http=_Protocol, ws="none", lifespan="off", proxy_headers=False,
         loop="asyncio",  # the drop/hang faults need asyncio transports (uvloop has its own)
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
         # Long enough that a busy client's pooled connection is not closed under it (uvicorn's

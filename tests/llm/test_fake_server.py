@@ -19,6 +19,7 @@ import pytest
 from pydantic import ValidationError
 
 from essaybench.hashing import canonical_json, sha256_hex
+from essaybench.llm import fake_server
 from essaybench.llm.fake_openai import count_tokens
 from essaybench.llm.fake_scenario import (
     DropFault,
@@ -100,10 +101,17 @@ def _scenario() -> FakeScenario:
     return FakeScenario(models=models, faults=tuple(faults))
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeServerHandle]:
-    with run_fake_server(_scenario()) as handle:
-        yield handle
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def server(request: pytest.FixtureRequest) -> Iterator[FakeServerHandle]:
+    # Every test against this server runs over both protocols: httptools is what the fake
+    # serves with, h11 the fallback when httptools is not installed.
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "h11":
+            patch.setattr(fake_server, "_Protocol", fake_server._TransportH11)
+        else:
+            assert fake_server._Protocol.__name__ == "_TransportHttpTools"
+        with run_fake_server(_scenario()) as handle:
+            yield handle
 
 
 @pytest.fixture
@@ -408,6 +416,21 @@ def test_counters_per_key_per_model_and_reset(client: httpx.Client,
     assert chat(client, "flaky", "C").status_code == 429  # attempts start over too
 
 
+def _burn_cpu(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_stats_report_the_serving_process_cpu_time(fake: FakeServerHandle) -> None:
+    before = fake.stats().totals.cpu_s
+    _burn_cpu(0.25)  # in-process, the server's process is this one
+    after = fake.stats().totals.cpu_s
+    assert before > 0 and after - before >= 0.2
+    fake.reset()
+    assert fake.stats().totals.cpu_s >= after  # a reset does not zero it
+
+
 def test_stats_over_raw_http(client: httpx.Client, fake: FakeServerHandle) -> None:
     chat(client, "gpt-x", "A")
     raw = httpx.get(f"{fake.root_url}/_fake/stats", trust_env=False).json()
@@ -526,5 +549,8 @@ def test_spawn_fake_server(tmp_path: Path) -> None:
             assert _content(chat(c, "m", "一")) == "一"
         stats = fake.stats()
         assert stats.totals.received == 2 and stats.completed_per_key["1"] == 1
+        # cpu_s is the server process's own: CPU this process burns does not show in it.
+        _burn_cpu(0.3)
+        assert 0 < fake.stats().totals.cpu_s - stats.totals.cpu_s < 0.2
     with pytest.raises(httpx.ConnectError):  # terminated on exit
         httpx.get(f"{fake.root_url}/health", trust_env=False)

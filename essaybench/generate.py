@@ -123,10 +123,10 @@ def build_requests(prompts: pl.DataFrame, params: GenerateParams) -> list[ChatRe
         if params.system_prompt is not None:
             messages.append(Message(role="system", content=params.system_prompt))
         messages.append(Message(role="user", content=str(text)))
+        seeds = [sample_seed(params.seed_base, pid, sample) for sample in range(params.samples)]
         for model in params.models:
-            for sample in range(params.samples):
-                call: dict[str, Any] = {"temperature": params.temperature,
-                                        "seed": sample_seed(params.seed_base, pid, sample)}
+            for sample, seed in enumerate(seeds):
+                call: dict[str, Any] = {"temperature": params.temperature, "seed": seed}
                 if params.max_tokens is not None:
                     call["max_tokens"] = params.max_tokens
                 requests.append(ChatRequest(

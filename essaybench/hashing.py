@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from collections.abc import Callable, Hashable
 from typing import Any
 
 
@@ -31,3 +33,29 @@ def content_hash(obj: Any, length: int = 16) -> str:
 def prompt_id(text: str) -> str:
     """Identity of a prompt: a hash of its normalised text."""
     return "p" + sha256_hex(text)[:15]
+
+
+class SharedJson:
+    """JSON text of objects that many calls share, encoded once.
+
+    A judge's answer schema is one object for every essay of a genre: encoding it costs
+    ~60 µs, checking that it is unchanged ~2 µs. An entry is found by the object's id
+    (and a tag naming the encoding) and served only while the object still equals the
+    copy taken when it was encoded, so an object changed in place, or a new object that
+    reuses a freed id, is encoded afresh. (Equality is by value: a 1 changed in place to
+    1.0 would keep its old text, which means the same to every JSON reader.)"""
+
+    def __init__(self, max_entries: int = 64) -> None:
+        self.max_entries = max_entries
+        self._entries: dict[tuple[int, Hashable], tuple[Any, str]] = {}
+
+    def text(self, obj: Any, tag: Hashable, encode: Callable[[Any], str]) -> str:
+        key = (id(obj), tag)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] == obj:
+            return hit[1]
+        text = encode(obj)
+        if len(self._entries) >= self.max_entries:
+            self._entries.clear()
+        self._entries[key] = (copy.deepcopy(obj), text)
+        return text

@@ -44,7 +44,7 @@ ERROR_TEXT_LIMIT = 500
 # pool and parser ~1.4 ms for the whole call, and ~1.24 ms when the request goes to the
 # transport directly rather than through ``httpx.AsyncClient``, whose per-request cookie
 # jar, URL and header merging, auth and redirect handling this client never uses
-# (benchmarks/llm_gateway.py). The body is JSON-encoded once, here.
+# (benchmarks/llm_gateway.py). The body is encoded once per attempt (ModelSpec.request_json).
 
 
 class ChatBackend(Protocol):
@@ -154,9 +154,7 @@ class OpenAICompatBackend:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def _send(self, body: dict[str, Any], estimated: int) -> _Attempt:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"),
-                          check_circular=False).encode()
+    async def _send(self, data: bytes, estimated: int) -> _Attempt:
         async with self.limiter.slot(estimated):
             started = time.perf_counter()
             try:
@@ -220,7 +218,7 @@ class OpenAICompatBackend:
                               stage=request.stage, tag=request.tag, **kw)
 
         while True:
-            body = spec.request_body(messages, request.params, request.response_schema)
+            body = spec.request_json(messages, request.params, request.response_schema)
             estimated = estimate_tokens(messages, int(params.get("max_tokens") or 0))
             totals.attempts += 1
             last = await self._send(body, estimated)

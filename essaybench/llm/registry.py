@@ -11,6 +11,7 @@ commonest mistake is pasting the key itself where its variable name belongs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from essaybench.llm.types import Message
+from essaybench.llm.types import SHARED_JSON, Message
 from essaybench.paths import PROJECT_ROOT
 from essaybench.yamlio import load_strict
 
@@ -214,6 +215,18 @@ class ModelSpec(BaseModel):
                 body["response_format"] = fmt
         return body
 
+    def request_json(self, messages: Sequence[Message], params: Mapping[str, Any] | None = None,
+                     schema: Mapping[str, Any] | None = None) -> bytes:
+        """``request_body`` as sent: compact UTF-8 JSON, keys in the body's order. The
+        response_format text is encoded once per schema object (``SHARED_JSON``), not
+        once per call."""
+        text = _compact_json(self.request_body(messages, params))
+        if schema is not None and self.structured_output != "none":
+            fmt = SHARED_JSON.text(schema, ("response_format", self.structured_output),
+                                   lambda s: _compact_json(self.response_format(s)))
+            text = text[:-1] + ',"response_format":' + fmt + "}"
+        return text.encode()
+
     def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
         """Cost at list prices; None when a price or a token count is unknown (never a guess)."""
         pin, pout = self.price_input_per_mtok, self.price_output_per_mtok
@@ -237,6 +250,10 @@ class ModelSpec(BaseModel):
             "price_input_per_mtok": self.price_input_per_mtok,
             "price_output_per_mtok": self.price_output_per_mtok,
         }
+
+
+def _compact_json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 def _schema_name(schema: Mapping[str, Any]) -> str:

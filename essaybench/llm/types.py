@@ -7,9 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator
 
-from essaybench.hashing import canonical_json, sha256_hex
+from essaybench.hashing import SharedJson, canonical_json, sha256_hex
 
 
 class CallStatus(StrEnum):
@@ -21,6 +21,10 @@ class CallStatus(StrEnum):
     REFUSED = "refused"  # content filter or an explicit refusal
     TRUNCATED = "truncated"  # finish_reason "length": the reply hit max_tokens
     SKIPPED = "skipped"  # not sent (e.g. over budget, or its input was missing)
+
+
+# Encodings of answer schemas (one object per genre, shared by thousands of requests).
+SHARED_JSON = SharedJson()
 
 
 class Message(BaseModel):
@@ -45,18 +49,28 @@ class ChatRequest(BaseModel):
     stage: str = Field(default="", description="Pipeline stage (accounting; not keyed).")
     tag: str = Field(default="", description="Caller's label, e.g. prompt id (not keyed).")
 
+    @field_validator("response_schema", mode="wrap")
+    @classmethod
+    def _same_schema_object(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # A dict is kept as given, not copied: requests built from one schema share it,
+        # and its JSON text is encoded once for all of them (SHARED_JSON).
+        return value if type(value) is dict else handler(value)
+
     def canonical(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
         """The canonical JSON of what the provider sees: endpoint, model id, messages,
         params, schema and sample. ``key`` hashes it; the ledger stores it as the request,
-        so a stored call can be checked against its key."""
-        return canonical_json({
-            "endpoint": endpoint.rstrip("/"),
-            "model_id": model_id,
-            "messages": [m.model_dump() for m in self.messages],
-            "params": effective_params,
-            "schema": self.response_schema,
-            "sample_index": self.sample_index,
-        })
+        so a stored call can be checked against its key.
+
+        Equal to ``canonical_json`` of that dict (sorted keys, compact), assembled field
+        by field so that the answer schema, shared by many calls, is encoded once."""
+        schema = ("null" if self.response_schema is None else
+                  SHARED_JSON.text(self.response_schema, "canonical", canonical_json))
+        return ('{"endpoint":' + canonical_json(endpoint.rstrip("/"))
+                + ',"messages":' + canonical_json([m.model_dump() for m in self.messages])
+                + ',"model_id":' + canonical_json(model_id)
+                + ',"params":' + canonical_json(effective_params)
+                + ',"sample_index":' + canonical_json(self.sample_index)
+                + ',"schema":' + schema + "}")
 
     def key(self, endpoint: str, model_id: str, effective_params: dict[str, Any]) -> str:
         """Hash of the canonical request (see ``canonical``)."""

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import copy
+import json
 import traceback
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,26 @@ def test_response_format_per_style() -> None:
     assert llama["response_format"] == {"type": "json_object", "schema": SCHEMA}
     plain = spec(structured_output="none").request_body(MESSAGES, None, SCHEMA)
     assert "response_format" not in plain
+
+
+@pytest.mark.parametrize("style", ["json_schema", "json_object", "none"])
+def test_request_json_is_the_body_encoded(style: str) -> None:
+    s = spec(structured_output=style)
+    schema = copy.deepcopy(SCHEMA)
+
+    def plain() -> bytes:
+        return json.dumps(s.request_body(MESSAGES, {"temperature": 0.8}, schema),
+                          ensure_ascii=False, separators=(",", ":")).encode()
+
+    assert s.request_json(MESSAGES, {"temperature": 0.8}, schema) == plain()
+    assert s.request_json(MESSAGES, {"temperature": 0.8}, schema) == plain()  # from memory
+    assert s.request_json(MESSAGES, {"temperature": 0.8}) == json.dumps(
+        s.request_body(MESSAGES, {"temperature": 0.8}), ensure_ascii=False,
+        separators=(",", ":")).encode()
+    schema["properties"]["extra"] = {"type": "string"}  # changed in place: encoded afresh
+    assert s.request_json(MESSAGES, {"temperature": 0.8}, schema) == plain()
+    if style != "none":
+        assert b'"extra"' in s.request_json(MESSAGES, None, schema)
 
 
 def test_cost() -> None:

@@ -165,7 +165,7 @@ def main() -> None:
         warm_up()
         cold = time.perf_counter() - t0
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        t0, cpu0 = time.perf_counter(), _cpu_s()
+        t0, cpu0, started_at = time.perf_counter(), _cpu_s(), time.time()
         out = pipeline_flow(str(tmp / "benchmark.yaml"),
                             str(PROJECT_ROOT / "configs" / "curate.yaml"),
                             str(store.root), False)
@@ -203,8 +203,12 @@ def main() -> None:
             line += f"; generate calls {own:.1f} s (ideal {ideal[stage]:.1f} s)"
         print(line)
     in_stages = sum(hi - lo for lo, hi in windows.values())
+    edges = [started_at, *[t for lo, hi in sorted(windows.values()) for t in (lo, hi)],
+             started_at + wall]
+    gaps = ", ".join(f"{b - a:.2f}" for a, b in zip(edges[::2], edges[1::2], strict=True))
     print(f"  between stages (Prefect flow and tasks, gateway/ledger opening and closing, "
-          f"catalog look-ups): {wall - in_stages:.1f} s")
+          f"catalog look-ups): {wall - in_stages:.1f} s (before, between and after the "
+          f"stages: {gaps})")
     outside = wall - union_seconds([(a, b) for _, a, b in calls])
     print(f"time outside LLM calls: {outside:.1f} s of {wall:.1f} s (Prefect, snapshots, "
           f"catalog, ledger reads, aggregation)")

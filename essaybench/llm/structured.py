@@ -116,9 +116,15 @@ def surely_valid(value: Any, schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
     if "enum" in schema:
         allowed = schema["enum"]
-        return (keys <= {"type", "enum"} and kind in (None, "integer")
-                and type(value) is int and isinstance(allowed, list)
-                and all(type(a) is int for a in allowed) and value in allowed)
+        if not (keys <= {"type", "enum"} and kind in (None, "integer")
+                and type(value) is int and isinstance(allowed, list)):
+            return False
+        try:
+            # The first equal member must be an int too: 1 == 1.0 == True in Python, and
+            # jsonschema does not take True for 1 (looking it up beats checking every member).
+            return type(allowed[allowed.index(value)]) is int
+        except ValueError:
+            return False
     if kind == "string":
         limit = schema.get("maxLength")
         return (keys <= {"type", "maxLength"} and isinstance(value, str)

@@ -41,9 +41,11 @@ def test_agrees_with_jsonschema_on_judge_answers() -> None:
 
 @pytest.mark.parametrize("schema", [
     {"type": "integer", "minimum": 1}, {"type": "number"}, {"type": "array"},
-    {"enum": [1, "a"]}, {"type": "object", "properties": {"a": {"type": "integer"}},
+    {"enum": [1, "a"]}, {"enum": [True, 2]}, {"enum": [1.0, 3]}, {"enum": [False, 0, 1]},
+    {"type": "object", "properties": {"a": {"type": "integer"}},
                          "patternProperties": {}},
     {"type": "object", "additionalProperties": {"type": "string"}}])
 def test_unknown_keywords_go_to_jsonschema(schema: dict[str, Any]) -> None:
-    for value in itertools.chain([1, 1.5, "a", [1], {"a": 1}, {"a": "x"}]):
+    for value in itertools.chain([0, 1, 2, 3, True, False, 1.0, 1.5, "a", [1], {"a": 1},
+                                  {"a": "x"}]):
         assert not surely_valid(value, schema) or _jsonschema_ok(value, schema)

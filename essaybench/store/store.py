@@ -131,14 +131,15 @@ class Store:
         if not path.is_file():
             self._write_parquet_atomically(path, table, snapshot_id, meta)
         created = datetime.now(UTC)
-        with self.connect() as con:
+        with self.connect() as con:  # one catalog connection (~20 ms each) for both
             con.execute(statement("insert_snapshot"), {
                 "snapshot_id": snapshot_id, "stage": stage, "path": str(rel),
                 "content_hash": content_hash, "n_rows": table.height,
                 "upstream_snapshot_ids": list(upstream), "meta": canonical_json(meta),
                 "created_at": created,
             })
-        return self.get_snapshot(snapshot_id)
+            row = con.execute(statement("get_snapshot"), {"snapshot_id": snapshot_id}).fetchone()
+        return self._snapshot(snapshot_id, row)
 
     @staticmethod
     def _write_parquet_atomically(
@@ -163,6 +164,9 @@ class Store:
     def get_snapshot(self, snapshot_id: str) -> Snapshot:
         with self.connect() as con:
             row = con.execute(statement("get_snapshot"), {"snapshot_id": snapshot_id}).fetchone()
+        return self._snapshot(snapshot_id, row)
+
+    def _snapshot(self, snapshot_id: str, row: tuple[Any, ...] | None) -> Snapshot:
         if row is None:
             raise KeyError(f"no snapshot {snapshot_id!r} in the catalog {self.catalog_path}")
         sid, stage, rel, chash, n_rows, upstream, meta, created = row

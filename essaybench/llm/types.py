@@ -66,7 +66,8 @@ class ChatRequest(BaseModel):
         schema = ("null" if self.response_schema is None else
                   SHARED_JSON.text(self.response_schema, "canonical", canonical_json))
         return ('{"endpoint":' + canonical_json(endpoint.rstrip("/"))
-                + ',"messages":' + canonical_json([m.model_dump() for m in self.messages])
+                + ',"messages":' + canonical_json([{"content": m.content, "role": m.role}
+                                                    for m in self.messages])
                 + ',"model_id":' + canonical_json(model_id)
                 + ',"params":' + canonical_json(effective_params)
                 + ',"sample_index":' + canonical_json(self.sample_index)

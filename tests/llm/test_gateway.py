@@ -381,3 +381,28 @@ def test_the_ramp_does_not_wait_on_follow_ups_of_the_same_endpoint(
     results = asyncio.run(main())
     assert len(results) == 40 and time.monotonic() - started < 10
     assert log.count("judge") == 41
+
+
+def test_objects_alive_before_a_batch_are_frozen_during_it(tmp_path: Path) -> None:
+    """gc.freeze for the batch (full collections skip what the process already held);
+    the freeze is undone when the last concurrent batch ends."""
+    import gc
+
+    frozen: list[int] = []
+    spec = fake_spec(max_concurrency=4)
+
+    class Counting(_Timed):
+        async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+            frozen.append(gc.get_freeze_count())
+            return await super().complete(request, key)
+
+    async def main() -> None:
+        with Ledger(tmp_path / "l.duckdb") as ledger:
+            gateway = Gateway(registry_of(spec), ledger,
+                              backends={"fake": Counting(spec, 0.01, [])})
+            await asyncio.gather(gateway.run(_requests(6)), gateway.run(_requests(9)))
+
+    assert gc.get_freeze_count() == 0
+    asyncio.run(main())
+    assert len(frozen) == 15 and min(frozen) > 0
+    assert gc.get_freeze_count() == 0

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from essaybench.curate.table import StageOutput
+from essaybench.gcfreeze import frozen_heap
 from essaybench.store import Snapshot, Store
 from essaybench.version import code_version
 
@@ -42,6 +43,13 @@ def run_stage(
     compute: Callable[[], StageOutput],
     rows_in: int | None = None,
 ) -> Snapshot:
+    with frozen_heap():
+        return _run_stage(store, run_id, stage, upstream, params, compute, rows_in)
+
+
+def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapshot],
+               params: BaseModel | dict[str, Any] | None, compute: Callable[[], StageOutput],
+               rows_in: int | None) -> Snapshot:
     upstream_ids = [s.snapshot_id for s in upstream]
     stage_run_id = store.start_stage_run(run_id, stage, upstream_ids, params_dict(params),
                                          code_version(), rows_in)

@@ -1,0 +1,38 @@
+"""Keep the cyclic garbage collector off the objects a long step found already alive.
+
+A stage or a batch of LLM calls allocates millions of short-lived objects, and each
+full collection rescans everything the process holds: Prefect, polars, the tables
+the step read (~1M objects in a pipeline process). ``frozen_heap`` moves the objects
+alive when the outermost step starts out of the collector's sight (``gc.freeze``)
+until it ends; objects made during the step are collected as usual. Measured on
+benchmarks/pipeline_scale.py (21,840 calls): full collections 3.3 -> 1.8 s, wall
+61.8 -> 59.3 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
+
+_lock = threading.Lock()
+_depth = 0
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Freeze on entry of the outermost use, unfreeze when the last one exits (uses may
+    nest, and run concurrently in threads or tasks)."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            gc.freeze()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                gc.unfreeze()

@@ -12,10 +12,12 @@ server latency, concurrency 64 per model, run by the real ``pipeline`` flow (gen
 * time outside LLM calls: wall minus the union of the ledger's call intervals (the
   stretches with at least one request in flight), split by stage from the catalog
   (generate, judge, aggregate, and the stats stage that ends every pipeline run; its
-  time counts in the wall too).
+  time counts in the wall too);
+* CPU seconds of the pipeline process and of the fake server (they share the machine);
+* with ``--repeats N`` (default 3) each run on a fresh store, then the median.
 
     python benchmarks/pipeline_scale.py [--prompts 728] [--models 15] [--latency-ms 300]
-                                        [--concurrency 64]
+                                        [--concurrency 64] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import argparse
 import asyncio
 import os
 import resource
+import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,7 @@ import yaml
 from essaybench.curate.table import StageOutput
 from essaybench.hashing import sha256_hex
 from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import spawn_fake_server
+from essaybench.llm.fake_server import FakeServerHandle, spawn_fake_server
 from essaybench.paths import PROJECT_ROOT
 from essaybench.stages import run_stage
 from essaybench.store import Store
@@ -122,57 +126,32 @@ async def prefect_counts() -> tuple[int, int]:
     return int(response.json()), flows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prompts", type=int, default=728)
-    parser.add_argument("--models", type=int, default=15)
-    parser.add_argument("--latency-ms", type=int, default=300)
-    parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    server_cpu: float
+    outside: float
 
-    tmp = Path(tempfile.mkdtemp(prefix="essaybench-scale-"))
-    os.environ.update({"PREFECT_HOME": str(tmp / "prefect"), "DO_NOT_TRACK": "1",
-                       "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-                       "PREFECT_LOGGING_LEVEL": "WARNING"})
-    writers = [f"writer-{i:02d}" for i in range(args.models)]
-    scenario = FakeScenario.model_validate({"models": {"*": {
-        "latency_ms": args.latency_ms, "reply": "template", "template": "{model}第{n}篇：{prompt}",
-        "structured": "schema", "enforce_max_tokens": False}}})
-    with spawn_fake_server(scenario) as server:
-        common: dict[str, Any] = {"provider": "fake", "base_url": server.base_url,
-                                  "family": "fake", "structured_output": "json_schema",
-                                  "max_concurrency": args.concurrency, "timeout_s": 60}
-        registry = {m: {**common, "model_id": m} for m in [*writers, "judge"]}
-        (tmp / "models.yaml").write_text(yaml.safe_dump({"models": registry}), "utf-8")
-        os.environ["ESSAYBENCH_MODELS"] = str(tmp / "models.yaml")
-        store = Store(tmp / "store")
-        version = synthetic_prompt_set(store, args.prompts)
-        (tmp / "benchmark.yaml").write_text(yaml.safe_dump({
-            "prompt_set": version, "generate": {"models": writers},
-            "judge": {"judges": ["judge"]}}), "utf-8")
 
-        from prefect import flow
+def run_once(args: argparse.Namespace, folder: Path, server: FakeServerHandle,
+             writers: list[str]) -> Run:
+    """One pipeline flow over a fresh store in ``folder``; prints its figures."""
+    from flows.pipeline import pipeline_flow
 
-        from flows.pipeline import pipeline_flow
-
-        @flow(name="warm-up")
-        def warm_up() -> None:
-            """Start the ephemeral Prefect server before the clock starts."""
-
-        t0 = time.perf_counter()
-        warm_up()
-        cold = time.perf_counter() - t0
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        t0, cpu0, started_at = time.perf_counter(), _cpu_s(), time.time()
-        out = pipeline_flow(str(tmp / "benchmark.yaml"),
-                            str(PROJECT_ROOT / "configs" / "curate.yaml"),
-                            str(store.root), False)
-        wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        received = server.stats().totals.received
-    tasks, flows = asyncio.run(prefect_counts())
+    store = Store(folder / "store")
+    version = synthetic_prompt_set(store, args.prompts)
+    (folder / "benchmark.yaml").write_text(yaml.safe_dump({
+        "prompt_set": version, "generate": {"models": writers},
+        "judge": {"judges": ["judge"]}}), "utf-8")
+    server_cpu0 = server.stats().totals.cpu_s
+    received0 = server.stats().totals.received
+    t0, cpu0, started_at = time.perf_counter(), _cpu_s(), time.time()
+    out = pipeline_flow(str(folder / "benchmark.yaml"),
+                        str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store.root), False)
+    wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
+    totals = server.stats().totals
+    server_cpu, received = totals.cpu_s - server_cpu0, totals.received - received0
 
     lat = args.latency_ms / 1000
     ideal = {"generate": args.prompts * lat / args.concurrency,
@@ -212,13 +191,74 @@ def main() -> None:
     outside = wall - union_seconds([(a, b) for _, a, b in calls])
     print(f"time outside LLM calls: {outside:.1f} s of {wall:.1f} s (Prefect, snapshots, "
           f"catalog, ledger reads, aggregation)")
+    print(f"CPU during the flow: pipeline process {cpu:.1f} s ({cpu / (2 * n) * 1000:.2f} ms "
+          f"per LLM call, everything included), fake server {server_cpu:.1f} s "
+          f"({server_cpu / max(received, 1) * 1000:.2f} ms per request); 2 cores for "
+          f"{wall:.1f} s = {2 * wall:.0f} CPU-seconds")
+    print(f"outputs kept in {folder}")
+    return Run(wall, cpu, server_cpu, outside)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=728)
+    parser.add_argument("--models", type=int, default=15)
+    parser.add_argument("--latency-ms", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="pipeline runs (fresh store each, one Prefect engine); the "
+                             "summary quotes their median")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="essaybench-scale-"))
+    os.environ.update({"PREFECT_HOME": str(tmp / "prefect"), "DO_NOT_TRACK": "1",
+                       "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+                       "PREFECT_LOGGING_LEVEL": "WARNING"})
+    writers = [f"writer-{i:02d}" for i in range(args.models)]
+    scenario = FakeScenario.model_validate({"models": {"*": {
+        "latency_ms": args.latency_ms, "reply": "template", "template": "{model}第{n}篇：{prompt}",
+        "structured": "schema", "enforce_max_tokens": False}}})
+    runs: list[Run] = []
+    with spawn_fake_server(scenario) as server:
+        common: dict[str, Any] = {"provider": "fake", "base_url": server.base_url,
+                                  "family": "fake", "structured_output": "json_schema",
+                                  "max_concurrency": args.concurrency, "timeout_s": 60}
+        registry = {m: {**common, "model_id": m} for m in [*writers, "judge"]}
+        (tmp / "models.yaml").write_text(yaml.safe_dump({"models": registry}), "utf-8")
+        os.environ["ESSAYBENCH_MODELS"] = str(tmp / "models.yaml")
+
+        from prefect import flow
+
+        @flow(name="warm-up")
+        def warm_up() -> None:
+            """Start the ephemeral Prefect server before the clock starts."""
+
+        t0 = time.perf_counter()
+        warm_up()
+        cold = time.perf_counter() - t0
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        for i in range(args.repeats):
+            print(f"== run {i + 1} of {args.repeats}")
+            runs.append(run_once(args, tmp / f"run{i + 1}", server, writers))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tasks, flows = asyncio.run(prefect_counts())
+
+    ideal = (args.prompts * (1 + args.models)) * args.latency_ms / 1000 / args.concurrency
+    wall = statistics.median(r.wall for r in runs)
+    print(f"== median of {len(runs)} runs: wall {wall:.1f} s = "
+          f"{wall / ideal:.3f}x the ideal {ideal:.1f} s (target <= 1.15x: "
+          f"{'PASS' if wall / ideal <= 1.15 else 'FAIL'}; runs "
+          f"{', '.join(f'{r.wall:.1f}' for r in runs)}); outside LLM calls "
+          f"{statistics.median(r.outside for r in runs):.1f} s; CPU pipeline "
+          f"{statistics.median(r.cpu for r in runs):.1f} s, fake server "
+          f"{statistics.median(r.server_cpu for r in runs):.1f} s")
     print(f"peak RSS of the pipeline process {peak:.0f} MiB (after Prefect start "
           f"{rss0:.0f} MiB; target <= 1536: {'PASS' if peak <= 1536 else 'FAIL'})")
-    print(f"CPU of the pipeline process during the flow: {cpu:.1f} s "
-          f"({cpu / (2 * n) * 1000:.2f} ms per LLM call, everything included)")
-    print(f"Prefect: {tasks} task runs, {flows} flow runs (cold engine start {cold:.1f} s, "
-          "not in the wall time)")
-    print(f"outputs kept in {tmp}")
+    print(f"Prefect: {tasks} task runs, {flows} flow runs in all (per pipeline run: "
+          f"{(tasks) / len(runs):.0f} task runs; cold engine start {cold:.1f} s, not in the "
+          "wall time)")
 
 
 if __name__ == "__main__":

@@ -111,10 +111,7 @@ def write_report(tables: dict[str, pl.DataFrame], folder: Path) -> Path:
 def stats_inputs(store: Store, run_id: str) -> tuple[Snapshot, Snapshot | None]:
     """The newest successful judge snapshot of ``run_id``, and its pairwise snapshot when
     the run has one over the same essays (a pairwise run on other essays is left out)."""
-    judged = store.latest_ok_snapshot("judge", run_id)
-    if judged is None:
-        raise LookupError(f"{STAGE}: run {run_id} has no successful 'judge' snapshot in "
-                          f"{store.root}")
+    judged = store.require_ok_snapshot("judge", run_id, STAGE)
     pairwise = store.latest_ok_snapshot("pairwise", run_id)
     if pairwise is not None and pairwise.upstream_snapshot_ids != judged.upstream_snapshot_ids:
         pairwise = None

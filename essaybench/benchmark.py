@@ -206,11 +206,8 @@ def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None
     i = BENCHMARK_STAGES.index(stage)
     if i == 0:
         return None
-    up = BENCHMARK_STAGES[i - 1]
-    snap = store.latest_ok_snapshot(up, base_run)
-    if snap is None:
-        raise LookupError(f"cannot rerun {stage!r}: run {base_run} has no successful {up!r}")
-    return snap
+    return store.require_ok_snapshot(BENCHMARK_STAGES[i - 1], base_run,
+                                     f"cannot rerun {stage!r}")
 
 
 def _expect(snapshot: Snapshot, stage: str) -> None:

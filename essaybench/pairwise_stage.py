@@ -54,12 +54,8 @@ def pairwise_upstream(store: Store, snapshot_id: str | None = None,
     if snapshot_id is not None:
         snapshot = store.get_snapshot(snapshot_id)
     else:
-        found = store.latest_ok_snapshot(UPSTREAM_STAGE, base_run)
-        if found is None:
-            where = f"run {base_run}" if base_run else str(store.root)
-            raise LookupError(f"no successful {UPSTREAM_STAGE!r} snapshot in {where}: "
-                              "generate essays first")
-        snapshot = found
+        snapshot = store.require_ok_snapshot(UPSTREAM_STAGE, base_run, STAGE,
+                                             hint="generate essays first")
     snapshot.require_stage(UPSTREAM_STAGE, STAGE)
     return snapshot
 

@@ -15,9 +15,7 @@ from essaybench.store import Store
 def agreement_stage_task(run_id: str, params: dict[str, object], store_root: str,
                          base_run: str) -> str:
     store = Store(store_root)
-    judged = store.latest_ok_snapshot("judge", base_run)
-    if judged is None:
-        raise LookupError(f"agreement: run {base_run} has no successful 'judge' snapshot")
+    judged = store.require_ok_snapshot("judge", base_run, "agreement")
     snapshot, folder = agreement_stage(store, run_id, AgreementParams.model_validate(params),
                                        judged)
     get_run_logger().info("agreement: snapshot %s; report in %s", snapshot.snapshot_id, folder)

@@ -44,13 +44,9 @@ def resolve_upstream(store: Store, stage: str, base_run: str | None = None) -> S
     up = upstream_stage(stage)
     if up is None:
         return None
-    snap = store.latest_ok_snapshot(up, base_run)
-    if snap is None:
-        where = f"run {base_run}" if base_run else f"store {store.root}"
-        raise NoUpstreamError(
-            f"cannot start at {stage!r}: no successful {up!r} snapshot in {where}; "
-            f"run the curate flow from an earlier stage first")
-    return snap
+    return store.require_ok_snapshot(
+        up, base_run, f"cannot start at {stage!r}",
+        hint="run the curate flow from an earlier stage first", error=NoUpstreamError)
 
 
 def run_curation_stage(

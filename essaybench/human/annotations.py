@@ -33,7 +33,6 @@ The loaded table is a polars DataFrame with the fields above plus ``line``
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -47,6 +46,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from essaybench.jsonlines import numbered_json_lines
 
 MAX_REPORTED = 20
 
@@ -108,15 +109,7 @@ def _raw_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, raw row) pairs; a row that cannot be parsed at all is an error."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for number, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    yield number, json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise AnnotationFileError(
-                        f"{path}:{number}: not valid JSON: {exc.msg}") from exc
+        yield from numbered_json_lines(path, AnnotationFileError)
     elif suffix == ".csv":
         with path.open(encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)

@@ -16,7 +16,6 @@ than trusted from the source's ``word_len``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from essaybench.constraints.counting import count_chinese_chars
+from essaybench.jsonlines import numbered_json_lines
 
 PROMPTS = "prompts.jsonl"
 RESPONSES = "responses_scores.jsonl"
@@ -103,18 +103,13 @@ def model_name(model_dir: str) -> str:
 def _rows(path: Path, model: type[Row]) -> Iterator[tuple[int, Row]]:
     if not path.is_file():
         raise WpbDataError(f"{path}: missing (is this a WritingPreferenceBench data directory?)")
-    with path.open(encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield number, model.model_validate(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise WpbDataError(f"{path}:{number}: not valid JSON: {exc.msg}") from exc
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                field = ".".join(str(p) for p in err["loc"])
-                raise WpbDataError(f"{path}:{number}: field {field!r}: {err['msg']}") from exc
+    for number, value in numbered_json_lines(path, WpbDataError):
+        try:
+            yield number, model.model_validate(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise WpbDataError(f"{path}:{number}: field {field!r}: {err['msg']}") from exc
 
 
 def load_wpb(data_dir: Path | str) -> WpbData:

@@ -179,6 +179,17 @@ class Store:
                               {"stage": stage, "run_id": run_id}).fetchone()
         return None if row is None else self.get_snapshot(row[1])
 
+    def require_ok_snapshot(self, stage: str, run_id: str | None, reader: str, hint: str = "",
+                            error: type[LookupError] = LookupError) -> Snapshot:
+        """``latest_ok_snapshot``, or ``error`` naming the reader, the stage and where it
+        looked (and ``hint``: what to run first)."""
+        found = self.latest_ok_snapshot(stage, run_id)
+        if found is None:
+            where = f"run {run_id} of {self.root}" if run_id else f"store {self.root}"
+            raise error(f"{reader}: no successful {stage!r} snapshot in {where}"
+                        + (f"; {hint}" if hint else ""))
+        return found
+
     def lineage(self, snapshot_id: str) -> dict[str, Snapshot]:
         """Every snapshot this one was computed from, by stage, itself included."""
         found: dict[str, Snapshot] = {}

@@ -57,6 +57,16 @@ def test_stage_run_lifecycle_and_latest(tmp_path: Path) -> None:
     latest = store.latest_ok_snapshot("collect")
     assert latest is not None and latest.snapshot_id == snap.snapshot_id
     assert store.latest_ok_snapshot("collect", run_id="run2") is None
+    assert store.require_ok_snapshot("collect", "run1", "dedup").snapshot_id == snap.snapshot_id
+    with pytest.raises(LookupError, match=r"^dedup: no successful 'collect' snapshot in run "
+                                          r"run2 of .*; run collect first$"):
+        store.require_ok_snapshot("collect", "run2", "dedup", hint="run collect first")
+
+    class Missing(LookupError):
+        pass
+
+    with pytest.raises(Missing, match="no successful 'filter' snapshot in store "):
+        store.require_ok_snapshot("filter", None, "dedup", error=Missing)
 
 
 def test_lineage_follows_upstream(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.curate.table import StageOutput, require_kept_input
 from essaybench.hashing import canonical_json, sha256_hex
-from essaybench.llm.gateway import FollowUp
+from essaybench.llm.batching import FollowUp
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message

@@ -10,14 +10,13 @@ repeated within a batch is sent once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 from essaybench.gcfreeze import frozen_heap
+from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.ratelimit import EndpointLimiter
@@ -26,25 +25,7 @@ from essaybench.llm.retry import Backoff
 from essaybench.llm.types import ChatRequest, ChatResult, key_of
 
 ProgressCallback = Callable[[ChatResult, int, int], None]
-# Requests a finished call asks for (e.g. the judge calls of a fresh essay).
-FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
 T = TypeVar("T")
-HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
-# Start of a batch with follow-ups: primaries ramp up (see _FollowUps), for at most RAMP_S.
-RAMP_FIRST = 128
-RAMP_PER_RESULT = 2
-RAMP_S = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """A request on its way: its key and the canonical JSON the key hashes (which the
-    ledger stores), computed once; None when the key came from an equal held request
-    (see ``Gateway._call``), in which case it is computed if the call is recorded."""
-
-    key: str
-    canonical: str | None
-    request: ChatRequest
 
 
 def _identity(request: ChatRequest) -> tuple[str, str, str, int]:
@@ -124,22 +105,25 @@ class Gateway:
         for backend in backends.values():
             await backend.aclose()
 
-    async def _record(self, call: _Call, result: ChatResult) -> None:
+    async def record(self, call: Call, result: ChatResult) -> None:
+        """Commit a finished call to the ledger; returns once it is durable."""
         spec = self.spec(call.request.model)
         canonical = call.canonical or canonical_request(spec, call.request)
         await self.ledger.record(ledger_row(result, endpoint=spec.base_url,
                                             model_id=spec.model_id, request=canonical))
 
-    def _call(self, request: ChatRequest) -> _Call:
+    def prepare(self, request: ChatRequest) -> Call:
+        """``request`` with its key and canonical text."""
         # A request equal to a held follow-up's (the judge stage rebuilding the calls sent
         # while generating) has its key: no need to encode and hash ~5 KB again.
         key = self._settled_keys.get(_identity(request))
         if key is not None and key in self._settled and self._settled[key][0] == request:
-            return _Call(key, None, request)
+            return Call(key, None, request)
         canonical = canonical_request(self.spec(request.model), request)
-        return _Call(key_of(canonical), canonical, request)
+        return Call(key_of(canonical), canonical, request)
 
-    def _hold(self, call: _Call, result: ChatResult) -> None:
+    def hold(self, call: Call, result: ChatResult) -> None:
+        """Keep a follow-up's result for a later batch of this gateway (_take_settled)."""
         self._settled[call.key] = (call.request, result)
         self._settled_keys[_identity(call.request)] = call.key
 
@@ -184,25 +168,25 @@ class Gateway:
         for model in {r.model for r in requests}:
             # A missing key fails the batch before anything is sent, naming the variable.
             self.spec(model).api_key()
-        calls = [self._call(r) for r in requests]
+        calls = [self.prepare(r) for r in requests]
         keys = [c.key for c in calls]
         stored = self._take_settled(keys, reuse_failed_since)
         held = len(stored)
         wanted = [k for k in dict.fromkeys(keys) if k not in stored]
         if wanted:
             stored.update(self.ledger.lookup_ok(wanted, reuse_failed_since))
-        first: dict[str, _Call] = {}
+        first: dict[str, Call] = {}
         for call in calls:
             if call.key not in stored:
                 first.setdefault(call.key, call)
         total = len(first)
         done = 0
         results: dict[str, ChatResult] = dict(stored)
-        follow = _FollowUps(self, follow_up, seen=set(keys))
+        follow = FollowUps(self, follow_up, seen=set(keys))
 
-        async def finish(call: _Call, result: ChatResult) -> None:
+        async def finish(call: Call, result: ChatResult) -> None:
             nonlocal done
-            await self._record(call, result)  # durable before anyone sees the result
+            await self.record(call, result)  # durable before anyone sees the result
             results[call.key] = result
             done += 1
             if progress is not None:
@@ -212,7 +196,7 @@ class Gateway:
         self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:
-                pools = _Pools(self, group)
+                pools = Pools(self, group)
                 follow.start(pools)
                 for call in first.values():
                     pools.submit(call, finish)
@@ -231,200 +215,3 @@ class Gateway:
                                      follow_ups_from_ledger=follow.from_ledger,
                                      follow_ups_sent=follow.sent)
         return [results[k] for k in keys]
-
-
-OnDone = Callable[[_Call, ChatResult], Coroutine[Any, Any, None]]
-
-
-class _Pools:
-    """A pool of workers per endpoint over its queue, instead of one task per request:
-    far fewer tasks and semaphore waits at 10k calls. Requests may be added while the
-    batch runs; workers are spawned up to the endpoint's concurrency."""
-
-    def __init__(self, gateway: Gateway, group: asyncio.TaskGroup) -> None:
-        self.gateway = gateway
-        self.group = group
-        self.queues: dict[str, deque[tuple[_Call, OnDone]]] = {}
-        self.workers: dict[str, int] = {}
-        self.follow: _FollowUps | None = None  # set when the batch has follow-ups
-        self.outstanding = 0  # submitted, not yet through ``on_done``
-        self.wake = asyncio.Event()  # set when outstanding reaches 0 (and by follow-ups)
-
-    def submit(self, call: _Call, on_done: OnDone) -> None:
-        model = call.request.model
-        queue = self.queues.setdefault(model, deque())
-        queue.append((call, on_done))
-        self.outstanding += 1
-        if self.workers.get(model, 0) < self.gateway.spec(model).max_concurrency:
-            self.workers[model] = self.workers.get(model, 0) + 1
-            self.group.create_task(self._worker(model, queue))
-
-    async def _worker(self, model: str, queue: deque[tuple[_Call, OnDone]]) -> None:
-        try:
-            while queue:
-                call, on_done = queue.popleft()
-                if self.follow is not None:
-                    if self.follow.owns(on_done):
-                        self.follow.started()
-                    else:
-                        await self.follow.hold_back()
-                result = await self.gateway.backend(model).complete(call.request, call.key)
-                # The commit wait runs in its own task: the worker goes on to the next call.
-                self.group.create_task(self._done(on_done, call, result))
-        finally:
-            self.workers[model] -= 1
-
-    async def _done(self, on_done: OnDone, call: _Call, result: ChatResult) -> None:
-        try:
-            await on_done(call, result)
-        finally:
-            self.outstanding -= 1
-            if self.outstanding == 0:
-                self.wake.set()
-
-
-class _FollowUps:
-    """Requests that results of a batch ask for: looked up in the ledger in bunches
-    (one query per bunch, off the event loop) and sent through the same pools when
-    not stored."""
-
-    def __init__(self, gateway: Gateway, follow_up: FollowUp | None, seen: set[str]) -> None:
-        self.gateway = gateway
-        self.follow_up = follow_up
-        self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
-        self.pending: list[_Call] = []
-        self.pools: _Pools | None = None
-        self.all_submitted = False
-        self.unique = self.from_ledger = self.sent = 0
-        self.queued = 0  # follow-ups submitted to the pools, not yet taken by a worker
-        self.room = 0  # backlog that keeps the follow-ups' endpoints busy
-        self.waiters: deque[asyncio.Future[None]] = deque()
-        self.ramping = True
-        self.admitted = 0  # primaries let through the ramp
-        self.progress = 0  # primary results known
-        self.ramp_waiters: deque[asyncio.Future[None]] = deque()
-
-    def start(self, pools: _Pools) -> None:
-        if self.follow_up is not None:
-            self.pools = pools
-            pools.follow = self
-            pools.group.create_task(self._feed())
-            asyncio.get_running_loop().call_later(RAMP_S, self._end_ramp)
-
-    # -- ramp-up -----------------------------------------------------------
-    # At the start no follow-up exists, so nothing held primaries back: every endpoint's
-    # full concurrency went out at once (960 essays at the paper's scale), and the first
-    # essays came back late, behind the client's and the server's work on all of them
-    # (the judge's first call left after ~2.9 s, not ~0.4 s). So, slow-start style, the
-    # first RAMP_FIRST primaries go, then RAMP_PER_RESULT more per primary result, until
-    # RAMP_S has passed; from then on only the backlog rule below holds primaries back.
-    # (Admitted primaries finish on their own, so the ramp never waits on follow-ups.)
-
-    def _ramp_limit(self) -> int:
-        return RAMP_FIRST + RAMP_PER_RESULT * self.progress
-
-    async def _ramp(self) -> None:
-        if not self.ramping or self.admitted < self._ramp_limit():
-            self.admitted += 1
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.ramp_waiters.append(waiter)
-        await waiter  # _advance or _end_ramp count it as admitted
-
-    def _advance(self, units: int) -> None:
-        self.progress += units
-        while self.ramp_waiters and self.admitted < self._ramp_limit():
-            self._admit(self.ramp_waiters.popleft())
-
-    def _end_ramp(self) -> None:
-        self.ramping = False
-        while self.ramp_waiters:
-            self._admit(self.ramp_waiters.popleft())
-
-    def _admit(self, waiter: asyncio.Future[None]) -> None:
-        self.admitted += 1
-        if not waiter.done():
-            waiter.set_result(None)
-
-    # -- backpressure ------------------------------------------------------
-    # Follow-ups wait for a worker when their endpoints are the bottleneck (the judge
-    # behind 15 writers). Sending more primaries then only adds load: on a busy client
-    # their replies queue in the event loop ahead of the follow-ups' (measured: judge
-    # latency 0.3 s -> 4 s while 960 essays were in flight). So while the backlog is
-    # over ``room`` a primary waits for a follow-up to start (one lets one through), at
-    # most HOLD_BACK_MAX_S per call: a stuck follow-up endpoint slows primaries, never
-    # stops them.
-
-    def owns(self, on_done: OnDone) -> bool:
-        return on_done == self._commit
-
-    def backlog(self) -> int:
-        return len(self.pending) + self.queued
-
-    async def hold_back(self) -> None:
-        await self._ramp()
-        if self.backlog() <= self.room:
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiters.append(waiter)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter, HOLD_BACK_MAX_S)
-
-    def started(self) -> None:
-        """A follow-up was taken by a worker: let one primary through (all of them once
-        the backlog is within ``room``)."""
-        self.queued -= 1
-        release_all = self.backlog() <= self.room
-        while self.waiters:
-            waiter = self.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                if not release_all:
-                    break
-
-    def after(self, request: ChatRequest, result: ChatResult) -> None:
-        if self.follow_up is None or self.pools is None:
-            return
-        self._advance(1)
-        for extra in self.follow_up(request, result):
-            call = self.gateway._call(extra)
-            if call.key not in self.seen:
-                self.seen.add(call.key)
-                self.pending.append(call)
-                self.unique += 1
-        if self.pending:
-            self.pools.wake.set()  # wakes the feeder
-
-    def close_when_idle(self) -> None:
-        """Every primary request is submitted: the feeder ends once nothing is pending
-        or outstanding."""
-        self.all_submitted = True
-        if self.pools is not None:
-            self.pools.wake.set()
-
-    async def _feed(self) -> None:
-        pools = self.pools
-        assert pools is not None
-        while True:
-            await pools.wake.wait()
-            pools.wake.clear()
-            if not self.pending:
-                if self.all_submitted and pools.outstanding == 0:
-                    return
-                continue
-            batch, self.pending = self.pending, []
-            stored = await asyncio.to_thread(self.gateway.ledger.lookup_ok,
-                                             [c.key for c in batch])
-            self.from_ledger += len(stored)
-            for call in batch:
-                if call.key not in stored:
-                    self.sent += 1
-                    self.queued += 1
-                    self.room = max(self.room,
-                                    2 * self.gateway.spec(call.request.model).max_concurrency)
-                    pools.submit(call, self._commit)
-            pools.wake.set()  # look again: more may have come in during the look-up
-
-    async def _commit(self, call: _Call, result: ChatResult) -> None:
-        await self.gateway._record(call, result)
-        self.gateway._hold(call, result)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from essaybench.llm.gateway import FollowUp, Gateway, ProgressCallback, run_async
+from essaybench.llm.batching import FollowUp
+from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import Registry
 from essaybench.llm.retry import Backoff

@@ -335,10 +335,10 @@ def test_primaries_ramp_up_so_follow_ups_start_early(tmp_path: Path, ramp_s: flo
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """At the start RAMP_FIRST primaries go, then two more per result, so the first
     results come back fast and their follow-ups start early; RAMP_S ends the ramp."""
-    import essaybench.llm.gateway as gateway_module
+    import essaybench.llm.batching as batching
 
-    monkeypatch.setattr(gateway_module, "RAMP_FIRST", 3)
-    monkeypatch.setattr(gateway_module, "RAMP_S", ramp_s)
+    monkeypatch.setattr(batching, "RAMP_FIRST", 3)
+    monkeypatch.setattr(batching, "RAMP_S", ramp_s)
     log: list[str] = []
     writer, judge = fake_spec(max_concurrency=20), fake_spec("judge", max_concurrency=4)
 
@@ -365,10 +365,10 @@ def test_the_ramp_does_not_wait_on_follow_ups_of_the_same_endpoint(
     primary results alone, so it never waits for them (no stall until RAMP_S)."""
     import time
 
-    import essaybench.llm.gateway as gateway_module
+    import essaybench.llm.batching as batching
 
-    monkeypatch.setattr(gateway_module, "RAMP_FIRST", 3)
-    monkeypatch.setattr(gateway_module, "RAMP_S", 30.0)
+    monkeypatch.setattr(batching, "RAMP_FIRST", 3)
+    monkeypatch.setattr(batching, "RAMP_S", 30.0)
     spec, log = fake_spec(max_concurrency=20), []
 
     async def main() -> list[ChatResult]:

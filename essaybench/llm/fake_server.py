@@ -181,10 +181,14 @@ with contextlib.suppress(ImportError):  # httptools is a dependency; h11 is only
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
             # Not for HEAD (no body write follows the head) nor for "Expect: 100-continue"
-            # (the interim response must go out before the client sends its body).
-            if (self.cycle is not None and self.cycle.scope is self.scope
-                    and self.scope["method"] != "HEAD" and not self.expect_100_continue):
-                self.cycle.transport = _HeadWithBody(self.transport)
+            # (the interim response must go out before the client sends its body). These
+            # are uvicorn internals (uvicorn is not pinned): read defensively, so a change
+            # there costs the saving, never a response.
+            cycle = getattr(self, "cycle", None)
+            if (cycle is not None and getattr(cycle, "scope", None) is self.scope
+                    and hasattr(cycle, "transport") and self.scope["method"] != "HEAD"
+                    and getattr(self, "expect_100_continue", True) is False):
+                cycle.transport = _HeadWithBody(self.transport)
 
     _Protocol = _TransportHttpTools
 

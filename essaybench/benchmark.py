@@ -33,6 +33,7 @@ from essaybench.store import Snapshot, Store
 from essaybench.yamlio import load_strict
 
 BENCHMARK_STAGES = ("generate", "judge", "aggregate")
+LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
 
 
 class BenchmarkConfigError(ValueError):
@@ -112,10 +113,15 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
     prefetch = JudgePrefetch.for_prompts(selected, config.judge) if prefetch_judge else None
+
+    def compute() -> StageOutput:
+        output = run_generate(selected, config.generate, session, version, follow_up=prefetch)
+        if prefetch is not None and prefetch.errors:  # the judge stage meets them again
+            output.meta.setdefault("follow_ups", {})["errors"] = prefetch.errors
+        return output
+
     return run_stage(store, run_id=run_id, stage="generate", upstream=[upstream], params=params,
-                     rows_in=selected.height,
-                     compute=lambda: run_generate(selected, config.generate, session, version,
-                                                  follow_up=prefetch))
+                     rows_in=selected.height, compute=compute)
 
 
 def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | None:
@@ -128,8 +134,9 @@ def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | 
 def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,
                 session: GatewaySession) -> Snapshot:
     """Judge ``upstream``'s essays. Judge calls the same run already made (prefetched
-    while generating) are served from the ledger — failures too, so a run attempts each
-    call once; ``rerun --stage judge`` (a new run) retries the failures."""
+    while generating) are served, from the session's memory or the ledger — failures
+    too, so a run attempts each call once; ``rerun --stage judge`` (a new run) retries
+    the failures."""
     _expect(upstream, "generate")
     essays = upstream.read()
 
@@ -179,7 +186,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         raise ValueError(f"stages {list(stages)} are not consecutive stages of "
                          f"{', '.join(order)}")
     snapshots: dict[str, Snapshot] = {}
-    llm = [s for s in stages if s != "aggregate"]
+    llm = [s for s in stages if s in LLM_STAGES]
     if llm:
         with open_gateway(load_registry(), store.root, config.models(),
                           log_dir=store.root / "logs") as session:

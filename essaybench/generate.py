@@ -215,7 +215,8 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
     """Send every request (stored successes come from the ledger) and tabulate the results.
 
     ``follow_up`` (e.g. ``judge_prefetch.JudgePrefetch``) asks for more calls as essays
-    come back; they are sent in the same batch and land in the ledger only."""
+    come back; they are sent in the same batch, not returned: they land in the ledger, and
+    the gateway holds their results for its next batch."""
     specs = {m: session.gateway.spec(m) for m in params.models}  # unknown names fail here
     requests = build_requests(prompts, params)
     results = session.run(requests, follow_up=follow_up)

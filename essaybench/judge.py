@@ -133,7 +133,7 @@ def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
                          renderer: JudgeRenderer | None = None) -> list[ChatRequest]:
     """The judge calls of one ok essay (a row of the essays table), in judge order. The
     generate stage uses this too, to judge essays while others are still being written
-    (the calls land in the ledger, where this stage finds them). ``renderer`` (for
+    (this stage then gets those results from the gateway or the ledger). ``renderer`` (for
     ``rubric``) renders each genre's rubric once for many essays."""
     genre = str(essay["genre"])
     render = renderer or JudgeRenderer(rubric, params.analysis_max_chars)

@@ -5,10 +5,11 @@ last essay before sending its first call. ``JudgePrefetch`` is a gateway follow-
 (``Gateway.run(..., follow_up=...)``) for the generate batch: each essay that comes
 back ``ok`` yields exactly the requests the judge stage will build for it (the same
 ``essay_judge_requests``, the same parameters, hence the same ledger keys). The
-gateway sends them alongside the remaining generation calls and commits them to the
-ledger; the judge stage then runs as usual over the essays snapshot and finds them
-there. Prefetching is only an optimisation: whatever it did not send, or sent and
-saw fail, the judge stage sends itself.
+gateway sends them alongside the remaining generation calls, commits them to the
+ledger and holds their results; the judge stage then runs as usual over the essays
+snapshot and gets them from the same gateway in memory (from the ledger when it runs
+in another session). Prefetching is only an optimisation: whatever it did not send
+the judge stage sends itself; a failure it saw stands for the rest of the run.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ class JudgePrefetch:
     prompts: dict[str, tuple[str, str]]  # prompt_id -> (genre, prompt text)
     rubric: Scoring
     renderer: JudgeRenderer
-    requested: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the first few, for the snapshot meta
 
     @classmethod
     def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams) -> JudgePrefetch | None:
@@ -61,10 +61,4 @@ class JudgePrefetch:
             if len(self.errors) < 5:
                 self.errors.append(f"{request.tag}: {type(exc).__name__}: {exc}")
             return []
-        self.requested += len(requests)
         return requests
-
-    def summary(self, sent: int, from_ledger: int) -> dict[str, object]:
-        """For the generate snapshot's meta."""
-        return {"judges": list(self.params.judges), "requested": self.requested,
-                "from_ledger": from_ledger, "sent": sent, "errors": self.errors}

@@ -19,7 +19,12 @@ from typing import Any
 
 from prefect import flow
 
-from essaybench.benchmark import BENCHMARK_STAGES, load_benchmark_config, resolve_upstream
+from essaybench.benchmark import (
+    BENCHMARK_STAGES,
+    LLM_STAGES,
+    load_benchmark_config,
+    resolve_upstream,
+)
 from essaybench.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -56,7 +61,7 @@ def pipeline_flow(
     stages = BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]
     # Generate and judge run in one task, sharing a gateway session: each essay is judged
     # as soon as it is written. Aggregate is a task of its own.
-    llm = [s for s in stages if s != "aggregate"]
+    llm = [s for s in stages if s in LLM_STAGES]
     if llm:
         result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
                                             store_root, snapshot_id))

@@ -1,4 +1,4 @@
-"""Judge while generating: the judge stage finds prefetched calls in the ledger."""
+"""Judge while generating: the judge stage gets the prefetched calls, sending none again."""
 
 from __future__ import annotations
 
@@ -60,6 +60,10 @@ def test_prefetched_requests_are_the_judge_stage_requests() -> None:
         [request_key(spec, r) for r in expected]
     failed = ChatResult(key="k", model="w", status=CallStatus.API_ERROR)
     assert prefetch(request, failed) == []
+    # An essay it cannot build judge calls for: none asked for, the reason kept.
+    stranger = request.model_copy(update={"tag": "p-unknown#0"})
+    assert prefetch(stranger, essay) == [] and prefetch.errors == [
+        "p-unknown#0: KeyError: 'p-unknown'"]
 
 
 JUDGE_TABLES: dict[bool, pl.DataFrame] = {}

@@ -152,8 +152,9 @@ class Gateway:
         """One result per request, in order. ``follow_up(request, result)`` is called once
         for each request when its result is known (served from the ledger, or committed);
         the requests it returns join this batch: the same ledger look-up, de-duplication,
-        limits and retries, committed as they finish, but not returned (a later stage
-        finds them in the ledger). The batch ends when they are done too.
+        limits and retries, committed as they finish, but not returned: a later batch of
+        this gateway gets their results from memory (see ``hold``), any other from the
+        ledger. The batch ends when they are done too.
 
         ``reuse_failed_since``: a call that failed at or after this moment is served as
         stored instead of re-sent — within one run a call is attempted once (its failure

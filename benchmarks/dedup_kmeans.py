@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from essaybench.core.hashing import prompt_id
 from essaybench.curate.dedup import DedupParams, run_dedup
-from essaybench.hashing import prompt_id
 
 
 def _words(spaced: str) -> list[str]:

@@ -28,8 +28,8 @@ from typing import Any
 
 import aiohttp
 
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import FakeServerHandle, spawn_fake_server
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
 
 SCENARIO = {"models": {"*": {"latency_ms": 0, "reply": "template",
                              "template": "{model}第{n}篇：{prompt}", "structured": "schema",

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import duckdb
 
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import spawn_fake_server
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import spawn_fake_server
 from essaybench.llm.gateway import Gateway, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import ModelSpec, Registry

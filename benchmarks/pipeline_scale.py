@@ -37,13 +37,13 @@ import duckdb
 import polars as pl
 import yaml
 
-from essaybench.curate.table import StageOutput
-from essaybench.hashing import sha256_hex
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import FakeServerHandle, spawn_fake_server
-from essaybench.paths import PROJECT_ROOT
-from essaybench.stages import run_stage
+from essaybench.core.contracts import StageOutput
+from essaybench.core.hashing import sha256_hex
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
 from essaybench.store import Store
+from essaybench.store.run_stage import run_stage
 
 GENRES = {"argumentative": "议论文", "narrative": "记叙文", "descriptive": "描写文",
           "expository": "说明文"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from essaybench.curate.pipeline import resolve_upstream
+from essaybench.stages.curate import resolve_upstream
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
 from tasks.curate import curation_stage_task

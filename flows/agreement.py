@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.settings import DEFAULT_STORE_ROOT
+from essaybench.core.settings import DEFAULT_STORE_ROOT
 from tasks.agreement import agreement_stage_task
 
 

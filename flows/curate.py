@@ -11,9 +11,9 @@ from typing import Any
 
 from prefect import flow
 
+from essaybench.core.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
 from essaybench.curate.funnel import CURATE_STAGES
-from essaybench.curate.pipeline import resolve_upstream
-from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.stages.curate import resolve_upstream
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
 from flows.classify import classify_flow

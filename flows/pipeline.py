@@ -19,17 +19,13 @@ from typing import Any
 
 from prefect import flow
 
-from essaybench.benchmark import (
-    BENCHMARK_STAGES,
-    LLM_STAGES,
-    load_benchmark_config,
-    resolve_upstream,
-)
-from essaybench.settings import (
+from essaybench.bench.config import load_benchmark_config
+from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
     DEFAULT_STORE_ROOT,
 )
+from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
 from flows.curate import curate_flow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
 from flows._stage import run_one_stage
 
 

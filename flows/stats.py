@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
 from tasks.stats import stats_stage_task
 
 

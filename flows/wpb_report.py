@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.paths import default_wpb_dir
-from essaybench.settings import DEFAULT_STORE_ROOT
+from essaybench.core.paths import default_wpb_dir
+from essaybench.core.settings import DEFAULT_STORE_ROOT
 from essaybench.store.store import new_run_id
 from tasks.agreement import wpb_report_stage_task
 

@@ -7,7 +7,9 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from essaybench.agreement import AgreementParams, agreement_stage, wpb_report_stage
+from essaybench.bench.agreement_tables import AgreementParams
+from essaybench.stages.agreement import agreement_stage
+from essaybench.stages.wpb_report import wpb_report_stage
 from essaybench.store import Store
 
 

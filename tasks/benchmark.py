@@ -10,7 +10,8 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from essaybench.benchmark import load_benchmark_config, run_stages
+from essaybench.bench.config import load_benchmark_config
+from essaybench.stages.pipeline import run_stages
 from essaybench.store import Store
 
 

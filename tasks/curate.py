@@ -12,7 +12,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.curate.config import load_curate_config
-from essaybench.curate.pipeline import publish_prompt_set, run_curation_stage
+from essaybench.stages.curate import publish_prompt_set, run_curation_stage
 from essaybench.store import Store
 
 

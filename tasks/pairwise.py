@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
-from essaybench.pairwise_stage import load_pairwise_params, pairwise_stage, pairwise_upstream
+from essaybench.stages.pairwise import load_pairwise_params, pairwise_stage, pairwise_upstream
 from essaybench.store import Store
 
 

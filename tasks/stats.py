@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from essaybench.analysis import stats_inputs, stats_stage
-from essaybench.benchmark import load_benchmark_config
+from essaybench.bench.config import load_benchmark_config
 from essaybench.llm.registry import load_registry
+from essaybench.stages.stats import stats_inputs, stats_stage
 from essaybench.store import Store
 
 

@@ -37,6 +37,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
+from essaybench.core.contracts import Decision, StageOutput, ensure_columns
 from essaybench.curate.labeler import (
     BatchLabeler,
     Genre,
@@ -48,7 +49,7 @@ from essaybench.curate.labeler import (
 )
 from essaybench.curate.overrides import OverrideEntry, load_overrides, unused_overrides
 from essaybench.curate.promptset import genre_set_counts
-from essaybench.curate.table import CLASSIFY_COLUMNS, Decision, StageOutput, ensure_columns
+from essaybench.curate.table import CLASSIFY_COLUMNS
 
 log = logging.getLogger(__name__)
 

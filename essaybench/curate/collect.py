@@ -11,8 +11,9 @@ import time
 
 import polars as pl
 
-from essaybench.curate.table import RECORD_COLUMNS, Decision, StageOutput
-from essaybench.hashing import content_hash
+from essaybench.core.contracts import Decision, StageOutput
+from essaybench.core.hashing import content_hash
+from essaybench.curate.table import RECORD_COLUMNS
 from essaybench.sources.config import SourcesConfig
 from essaybench.sources.readers import READERS
 

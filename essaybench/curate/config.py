@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.core.yamlio import YamlConfigError, read_yaml
 from essaybench.curate.classify import ClassifyParams
 from essaybench.curate.dedup import DedupParams
 from essaybench.curate.filter import FilterParams
 from essaybench.curate.rouge import RougeParams
 from essaybench.sources.config import SourcesConfig, load_sources
-from essaybench.yamlio import load_strict
 
 
-class CurateConfigError(ValueError):
-    """The curate config is wrong: the message names the file and the field."""
+class CurateConfigError(YamlConfigError):
+    """The curate config is wrong: the message names the file, the line and the field."""
 
 
 class CurateConfig(BaseModel):
@@ -33,25 +32,17 @@ class CurateConfig(BaseModel):
 
 
 def load_curate_config(path: Path | str) -> CurateConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise CurateConfigError(f"curate config not found: {path}")
-    try:
-        raw = load_strict(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise CurateConfigError(f"curate config {path} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise CurateConfigError(f"curate config {path}: expected a mapping")
-    base = path.resolve().parent
-    if "sources" in raw:
+    doc = read_yaml(path, "curate config", error=CurateConfigError)
+    raw = doc.data
+    # paths in the file are relative to the file, not to the working directory
+    base = doc.path.resolve().parent
+    if isinstance(raw.get("sources"), str):  # anything else is left to validation to report
         raw["sources"] = str(_resolve(base, raw["sources"]))
     classify = raw.get("classify")
-    if isinstance(classify, dict) and classify.get("overrides_path"):
-        classify["overrides_path"] = str(_resolve(base, classify["overrides_path"]))
-    try:
-        return CurateConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise CurateConfigError(f"curate config {path} is invalid:\n{exc}") from exc
+    overrides = classify.get("overrides_path") if isinstance(classify, dict) else None
+    if isinstance(classify, dict) and isinstance(overrides, str) and overrides:
+        classify["overrides_path"] = str(_resolve(base, overrides))
+    return doc.validate(CurateConfig)
 
 
 def _resolve(base: Path, value: str) -> Path:

@@ -67,15 +67,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
+from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
-from essaybench.curate.table import (
-    DUPLICATE_COLUMNS,
-    RECORD_COLUMNS,
-    Decision,
-    StageOutput,
-    ensure_columns,
-    require_kept_input,
-)
+from essaybench.curate.table import DUPLICATE_COLUMNS, RECORD_COLUMNS
 
 _QUOTED = re.compile(r"《([^》]+)》|“([^”]+)”|「([^」]+)」|『([^』]+)』|\"([^\"]+)\"")
 # A similarity block of rows × cluster members is computed at most this many floats at a time.

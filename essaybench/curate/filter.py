@@ -31,11 +31,12 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from essaybench.core.contracts import Decision, StageOutput, ensure_columns
+from essaybench.core.hashing import prompt_id
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
 from essaybench.curate.normalize import normalize_text
-from essaybench.curate.table import FILTER_COLUMNS, Decision, StageOutput, ensure_columns
-from essaybench.hashing import prompt_id
-from essaybench.paths import PROJECT_ROOT
+from essaybench.curate.table import FILTER_COLUMNS
 
 CHECK_ORDER = ("empty", "too_short", "too_long", "not_chinese", "personal_data", "offensive",
                "not_essay", "no_essay_cue")

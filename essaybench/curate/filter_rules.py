@@ -20,19 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from essaybench.hashing import sha256_hex
-from essaybench.paths import project_dir
+from essaybench.core.hashing import sha256_hex
+from essaybench.core.paths import project_dir
+from essaybench.core.yamlio import YamlConfigError, read_config_bytes, read_yaml
 
 Level = Literal["hard", "strong", "weak"]
 LEVELS: tuple[Level, ...] = ("hard", "strong", "weak")
+_WHAT = "filter rules"
 FLAGS = re.IGNORECASE | re.MULTILINE
 
 
-class FilterRulesError(ValueError):
-    """The rules file is missing or invalid; the message names the file."""
+class FilterRulesError(YamlConfigError):
+    """The rules file is missing or invalid; the message names the file and line."""
 
 
 def _check_patterns(patterns: list[str]) -> list[str]:
@@ -154,20 +155,18 @@ def default_rules_path(version: str) -> Path:
 
 def load_rules(path: Path | str, expect_version: str | None = None) -> CompiledRules:
     path = Path(path)
-    if not path.is_file():
-        raise FilterRulesError(f"filter rules not found: {path}")
-    return _compile(path.read_bytes(), str(path), expect_version)
+    data = read_config_bytes(path, _WHAT, error=FilterRulesError)
+    return _compile(data, str(path), expect_version)
 
 
 @functools.lru_cache(maxsize=8)  # keyed on the file's bytes, so an edited file recompiles
 def _compile(data: bytes, path: str, expect_version: str | None) -> CompiledRules:
-    try:
-        rules = FilterRules.model_validate(yaml.safe_load(data.decode("utf-8")))
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise FilterRulesError(f"filter rules {path} are invalid:\n{exc}") from exc
+    # the bytes hashed below are the bytes parsed, so the fingerprint is what was read
+    doc = read_yaml(path, _WHAT, content=data, error=FilterRulesError)
+    rules = doc.validate(FilterRules)
     if expect_version is not None and rules.version != expect_version:
-        raise FilterRulesError(
-            f"filter rules {path} declare version {rules.version!r}, expected {expect_version!r}")
+        raise doc.fail(f"declares version {rules.version!r}, expected {expect_version!r}",
+                       at=("version",))
     patterns: dict[tuple[Level, str], re.Pattern[str]] = {}
     for k in rules.not_essay:
         for level in LEVELS:

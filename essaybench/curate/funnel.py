@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from essaybench.curate.table import Decision, decision_counts
+from essaybench.core.contracts import Decision, decision_counts
 
 CURATE_STAGES = ("collect", "filter", "dedup", "rouge", "classify")
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from string import Template
 from typing import Protocol, Self, runtime_checkable
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from essaybench.paths import project_dir
+from essaybench.core.paths import project_dir
+from essaybench.core.yamlio import load_model
 
 
 class Genre(StrEnum):
@@ -176,12 +176,9 @@ def default_template_path() -> Path:
 
 
 def load_label_template(path: Path | str | None = None) -> LabelPromptTemplate:
-    path = Path(path) if path is not None else default_template_path()
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return LabelPromptTemplate.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise ValueError(f"label prompt template {path}: {exc}") from exc
+    return load_model(LabelPromptTemplate,
+                      path if path is not None else default_template_path(),
+                      "label prompt template")
 
 
 def render_label_prompt(template: LabelPromptTemplate, request: LabelRequest) -> RenderedPrompt:

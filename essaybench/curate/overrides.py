@@ -22,24 +22,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from essaybench.core.yamlio import Loc, YamlConfigError, read_yaml
 from essaybench.curate.labeler import Genre, PromptSetLabel
-from essaybench.yamlio import load_strict
 
 PromptId = Annotated[str, StringConstraints(pattern=r"^p[0-9a-f]{15}$")]  # hashing.prompt_id
 
 
-class OverrideFileError(ValueError):
+class OverrideFileError(YamlConfigError):
     """The override file is unreadable or invalid; the message names the file and the entry."""
 
 
@@ -74,35 +72,22 @@ class OverrideFile(BaseModel):
 
 def load_overrides(path: Path | str) -> dict[str, OverrideEntry]:
     """The entries of an override file, by prompt_id; raises OverrideFileError."""
-    path = Path(path)
-    try:
-        with path.open(encoding="utf-8") as fh:
-            raw = load_strict(fh)
-    except OSError as exc:
-        raise OverrideFileError(f"override file {path}: cannot read: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise OverrideFileError(f"override file {path}: not valid YAML: {exc}") from exc
-    try:
-        return OverrideFile.model_validate(raw or {}).overrides
-    except ValidationError as exc:
-        raise OverrideFileError(f"override file {path}:\n{_describe(exc)}") from exc
+    doc = read_yaml(path, "override file", error=OverrideFileError)
+    return doc.validate(OverrideFile, describe=_describe).overrides
 
 
-def _describe(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = [str(part) for part in err["loc"]]
-        msg = err["msg"]
-        if len(loc) >= 2 and loc[0] == "overrides":
-            where = f"entry {loc[1]!r}"
-            if loc[2:] == ["[key]"]:
-                msg = "not a prompt_id ('p' + 15 hex digits, as in the classify snapshot)"
-            elif loc[2:]:
-                where += f", field {'.'.join(loc[2:])!r}"
-        else:
-            where = ".".join(loc) or "file"
-        lines.append(f"  {where}: {msg}")
-    return "\n".join(lines)
+def _describe(loc: Loc, msg: str) -> str:
+    # A reviewer thinks in entries (prompt ids), not in pydantic's locations.
+    steps = [str(part) for part in loc]
+    if len(steps) >= 2 and steps[0] == "overrides":
+        where = f"entry {steps[1]!r}"
+        if steps[2:] == ["[key]"]:
+            msg = "not a prompt_id ('p' + 15 hex digits, as in the classify snapshot)"
+        elif steps[2:]:
+            where += f", field {'.'.join(steps[2:])!r}"
+    else:
+        where = ".".join(steps) or "(top level)"
+    return f"{where}: {msg}"
 
 
 def unused_overrides(overrides: Iterable[str], prompt_ids: Iterable[str]) -> list[str]:

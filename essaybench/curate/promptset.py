@@ -15,12 +15,9 @@ from typing import Any
 
 import polars as pl
 
+from essaybench.core.contracts import GENRES, PROMPT_SETS, kept_rows
+from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.curate.funnel import Funnel
-from essaybench.curate.table import kept_rows
-from essaybench.hashing import canonical_json, sha256_hex
-
-GENRES = ("argumentative", "narrative", "descriptive", "expository")
-SETS = ("open", "constrained")
 
 EXPORT_COLUMNS = [
     "prompt_id", "text", "genre", "prompt_set", "genre_source", "set_source",
@@ -42,13 +39,13 @@ class PromptSet:
 
 
 def genre_set_counts(prompts: pl.DataFrame) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = {g: dict.fromkeys(SETS, 0) for g in GENRES}
+    counts: dict[str, dict[str, int]] = {g: dict.fromkeys(PROMPT_SETS, 0) for g in GENRES}
     for genre, pset, n in prompts.group_by("genre", "prompt_set").len().iter_rows():
-        counts.setdefault(str(genre), dict.fromkeys(SETS, 0))[str(pset)] = int(n)
+        counts.setdefault(str(genre), dict.fromkeys(PROMPT_SETS, 0))[str(pset)] = int(n)
     for row in counts.values():
-        row["total"] = sum(row[s] for s in SETS)
+        row["total"] = sum(row[s] for s in PROMPT_SETS)
     counts["total"] = {s: sum(counts[g][s] for g in counts if g != "total")
-                       for s in (*SETS, "total")}
+                       for s in (*PROMPT_SETS, "total")}
     return counts
 
 

@@ -57,14 +57,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz.distance import LCSseq
 from scipy import sparse
 
+from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
 from essaybench.curate.segment import Segmenter
-from essaybench.curate.table import (
-    DUPLICATE_COLUMNS,
-    Decision,
-    StageOutput,
-    ensure_columns,
-    require_kept_input,
-)
+from essaybench.curate.table import DUPLICATE_COLUMNS
 
 REASON = "rouge_l"
 # Code points 0..0x10FFFF minus the 2,048 surrogates: the most distinct tokens

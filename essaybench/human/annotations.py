@@ -47,7 +47,7 @@ from pydantic import (
     model_validator,
 )
 
-from essaybench.jsonlines import numbered_json_lines
+from essaybench.core.jsonlines import numbered_json_lines
 
 MAX_REPORTED = 20
 

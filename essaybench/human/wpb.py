@@ -25,7 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from essaybench.constraints.counting import count_chinese_chars
-from essaybench.jsonlines import numbered_json_lines
+from essaybench.core.jsonlines import numbered_json_lines
 
 PROMPTS = "prompts.jsonl"
 RESPONSES = "responses_scores.jsonl"

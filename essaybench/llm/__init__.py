@@ -3,5 +3,5 @@
 ``types`` holds the records; ``registry`` the validated model config; ``client``
 the one narrow backend interface and its OpenAI-compatible implementation;
 ``ledger`` the durable DuckDB call ledger; ``gateway`` ties them together;
-``fake_server`` is a real HTTP test double; ``embedded`` manages the local model.
+``fake/`` is a real HTTP test double (tests only); ``embedded`` manages the local model.
 """

@@ -1,7 +1,8 @@
 """How a gateway batch's calls are scheduled: a worker pool per endpoint, and follow-up
 requests (e.g. the judge calls of each fresh essay) with a ramp-up at the start and
 backpressure on the primaries while the follow-ups' endpoints are the bottleneck.
-``Gateway.run`` (gateway.py) owns the batch; this module is its machinery.
+``Gateway.run`` (gateway.py) owns the batch; this module is its machinery, and knows
+the gateway only through :class:`BatchHost`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from essaybench.llm.client import ChatBackend
+from essaybench.llm.registry import ModelSpec
 from essaybench.llm.types import ChatRequest, ChatResult
-
-if TYPE_CHECKING:
-    from essaybench.llm.gateway import Gateway
 
 # Requests a finished call asks for (e.g. the judge calls of a fresh essay).
 FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
@@ -41,12 +41,41 @@ class Call:
 OnDone = Callable[[Call, ChatResult], Coroutine[Any, Any, None]]
 
 
+class BatchHost(Protocol):
+    """What the batch machinery asks of the gateway that owns the batch."""
+
+    def spec(self, model: str) -> ModelSpec:
+        """The registry entry of ``model`` (its ``max_concurrency`` sizes the pool)."""
+        ...
+
+    def backend(self, model: str) -> ChatBackend:
+        """The backend that sends ``model``'s calls."""
+        ...
+
+    def prepare(self, request: ChatRequest) -> Call:
+        """``request`` with its key: a follow-up on its way."""
+        ...
+
+    def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
+        """The stored successful result of each key that has one (blocking: runs in a
+        thread)."""
+        ...
+
+    async def record(self, call: Call, result: ChatResult) -> None:
+        """Make a finished call durable (before anyone sees its result)."""
+        ...
+
+    def hold(self, call: Call, result: ChatResult) -> None:
+        """Keep a follow-up's result for the stage that will ask for it."""
+        ...
+
+
 class Pools:
     """A pool of workers per endpoint over its queue, instead of one task per request:
     far fewer tasks and semaphore waits at 10k calls. Requests may be added while the
     batch runs; workers are spawned up to the endpoint's concurrency."""
 
-    def __init__(self, gateway: Gateway, group: asyncio.TaskGroup) -> None:
+    def __init__(self, gateway: BatchHost, group: asyncio.TaskGroup) -> None:
         self.gateway = gateway
         self.group = group
         self.queues: dict[str, deque[tuple[Call, OnDone]]] = {}
@@ -93,7 +122,7 @@ class FollowUps:
     (one query per bunch, off the event loop) and sent through the same pools when
     not stored."""
 
-    def __init__(self, gateway: Gateway, follow_up: FollowUp | None, seen: set[str]) -> None:
+    def __init__(self, gateway: BatchHost, follow_up: FollowUp | None, seen: set[str]) -> None:
         self.gateway = gateway
         self.follow_up = follow_up
         self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
@@ -218,8 +247,7 @@ class FollowUps:
                     return
                 continue
             batch, self.pending = self.pending, []
-            stored = await asyncio.to_thread(self.gateway.ledger.lookup_ok,
-                                             [c.key for c in batch])
+            stored = await asyncio.to_thread(self.gateway.lookup_ok, [c.key for c in batch])
             self.from_ledger += len(stored)
             for call in batch:
                 if call.key not in stored:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from essaybench.gcfreeze import frozen_heap
+from essaybench.core.gcfreeze import frozen_heap
 from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
 from essaybench.llm.ledger import Ledger, ledger_row
@@ -121,6 +121,9 @@ class Gateway:
             return Call(key, None, request)
         canonical = canonical_request(self.spec(request.model), request)
         return Call(key_of(canonical), canonical, request)
+
+    def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
+        return self.ledger.lookup_ok(keys)
 
     def hold(self, call: Call, result: ChatResult) -> None:
         """Keep a follow-up's result for a later batch of this gateway (_take_settled)."""

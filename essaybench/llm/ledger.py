@@ -27,11 +27,11 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from essaybench.hashing import canonical_json
+from essaybench.core.hashing import canonical_json
+from essaybench.core.sql import statement
+from essaybench.core.version import code_version
 from essaybench.llm.types import CallStatus, ChatResult, Usage
-from essaybench.sql import statement
 from essaybench.store.lock import exclusive_lock
-from essaybench.version import code_version
 
 # The rows as a polars frame: registering it with DuckDB goes through Arrow without
 # pyarrow's Python-object conversion, which imports pandas (~0.5 s, at the start of the

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.core.yamlio import YamlConfigError, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
-from essaybench.paths import PROJECT_ROOT
-from essaybench.yamlio import load_strict
 
 EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cpp)
 MODELS_ENV = "ESSAYBENCH_MODELS"  # overrides the default registry path
@@ -45,7 +44,7 @@ _CREDENTIAL_PARAMS = frozenset({"api_key", "apikey", "key", "authorization", "se
 _SCHEMA_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class RegistryError(ValueError):
+class RegistryError(YamlConfigError):
     """The registry file is wrong: the message names the file and the entry, never a value."""
 
 
@@ -305,47 +304,21 @@ def default_models_path() -> Path:
 def load_registry(path: Path | str | None = None) -> Registry:
     """Load and validate a registry file (default: ``default_models_path()``)."""
     path = Path(path) if path is not None else default_models_path()
-    if not path.is_file():
-        raise RegistryError(f"model registry not found: {path}")
-    raw = _read_yaml(path)
-    if not isinstance(raw, dict) or set(raw) != {"models"} or not isinstance(raw["models"], dict):
-        raise RegistryError(f"model registry {path}: expected a mapping with only 'models', "
-                            "itself a mapping of model name to settings")
-    if not raw["models"]:
-        raise RegistryError(f"model registry {path}: 'models' is empty")
+    # yamlio never echoes a value or a source line: a pasted key stays out of the message
+    doc = read_yaml(path, "model registry", error=RegistryError)
+    models = doc.data.get("models")
+    if set(doc.data) != {"models"} or not isinstance(models, dict):
+        raise doc.fail("expected a mapping with only 'models', itself a mapping of model "
+                       "name to settings")
+    if not models:
+        raise doc.fail("'models' is empty", at=("models",))
     specs: dict[str, ModelSpec] = {}
-    for name, entry in raw["models"].items():
+    for name, entry in models.items():
+        at = ("models", name)
         if not isinstance(entry, dict):
-            raise RegistryError(f"model registry {path}, entry {name!r}: expected a mapping")
+            raise doc.fail(f"entry {name!r}: expected a mapping", at=at)
         if "name" in entry and entry["name"] != name:
-            raise RegistryError(f"model registry {path}, entry {name!r}: 'name' differs from "
-                                "the entry's key; leave it out")
-        try:
-            specs[str(name)] = ModelSpec.model_validate({**entry, "name": str(name)})
-        except ValidationError as exc:
-            raise RegistryError(
-                f"model registry {path}, entry {name!r} is invalid:\n{_format(exc)}") from None
+            raise doc.fail(f"entry {name!r}: 'name' differs from the entry's key; leave it out",
+                           at=(*at, "name"))
+        specs[str(name)] = doc.validate(ModelSpec, {**entry, "name": str(name)}, at=at)
     return Registry(models=specs, source=str(path))
-
-
-def _format(exc: ValidationError) -> str:
-    # Built from loc and msg only: pydantic's own text can include the input value.
-    lines = []
-    for err in exc.errors(include_input=False, include_url=False, include_context=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "(entry)"
-        lines.append(f"  {loc}: {err['msg']}")
-    return "\n".join(lines)
-
-
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return load_strict(path.read_text(encoding="utf-8"))
-    except yaml.MarkedYAMLError as exc:
-        # problem + position only: str(exc) quotes the offending line, which may hold a key.
-        mark = exc.problem_mark
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise RegistryError(f"model registry {path} is not valid YAML: {exc.problem}{at}") from None
-    except yaml.YAMLError:
-        raise RegistryError(f"model registry {path} is not valid YAML") from None

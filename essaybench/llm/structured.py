@@ -9,10 +9,10 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from essaybench.paths import project_dir
+from essaybench.core.paths import project_dir
+from essaybench.core.yamlio import load_model
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
@@ -86,8 +86,8 @@ class _Refusal(BaseModel):
 
 @cache
 def refusal_rules() -> _Refusal:
-    path = project_dir("rubrics") / "gateway" / "refusal.v1.yaml"
-    return _Refusal.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return load_model(_Refusal, project_dir("rubrics") / "gateway" / "refusal.v1.yaml",
+                      "refusal rules")
 
 
 def looks_like_refusal(text: str) -> bool:
@@ -170,8 +170,8 @@ class _Reask(BaseModel):
 
 @cache
 def reask_template() -> _Reask:
-    path = project_dir("rubrics") / "gateway" / "reask.v1.yaml"
-    return _Reask.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return load_model(_Reask, project_dir("rubrics") / "gateway" / "reask.v1.yaml",
+                      "re-ask template")
 
 
 def reask_message(error: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator
 
-from essaybench.hashing import SharedJson, canonical_json, sha256_hex
+from essaybench.core.hashing import SharedJson, canonical_json, sha256_hex
 
 
 class CallStatus(StrEnum):

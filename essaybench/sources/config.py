@@ -5,17 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from essaybench.yamlio import load_strict
+from essaybench.core.yamlio import YamlConfigError, read_yaml
 
 SourceKind = Literal["chat_jsonl", "csv", "numbered_text", "parquet"]
 Encoding = Literal["auto", "utf-8", "utf-8-sig", "gb18030", "utf-16"]
 
 
-class SourceConfigError(ValueError):
-    """The sources config itself is wrong: names the file and the entry."""
+class SourceConfigError(YamlConfigError):
+    """The sources config itself is wrong: names the file, the line and the entry."""
 
 
 class SourceSpec(BaseModel):
@@ -58,17 +57,7 @@ class SourcesConfig(BaseModel):
 
 
 def load_sources(path: Path | str) -> SourcesConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise SourceConfigError(f"sources config not found: {path}")
-    try:
-        raw = load_strict(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise SourceConfigError(f"sources config {path} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise SourceConfigError(f"sources config {path}: expected a mapping with 'sources'")
-    raw.setdefault("base_dir", str(path.resolve().parent))
-    try:
-        return SourcesConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise SourceConfigError(f"sources config {path} is invalid:\n{exc}") from exc
+    doc = read_yaml(path, "sources config", error=SourceConfigError)
+    # source paths are relative to the config file unless it says otherwise
+    doc.data.setdefault("base_dir", str(doc.path.resolve().parent))
+    return doc.validate(SourcesConfig)

@@ -6,7 +6,7 @@ draw, so differences between models keep their pairing. Each prompt contributes
 the sum and the count of its ``status == "ok"`` scores (one per essay sample),
 and a cell mean is Σ sums / Σ counts: with the same number of samples per
 prompt this is the mean of per-prompt sample averages, and in every case it is
-exactly :func:`essaybench.aggregate.table5`'s mean (the pooled mean over ok rows).
+exactly :func:`essaybench.bench.aggregate.table5`'s mean (the pooled mean over ok rows).
 Failed rows are never imputed; they only change ``n``.
 
 Cells are named as in Table 5: ``overall`` and ``<genre>/<prompt_set>``.
@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from essaybench.aggregate import OK, OVERALL, cells
+from essaybench.core.contracts import OK, OVERALL, cells
 from essaybench.stats.bootstrap import (
     as_generator,
     check_level,

@@ -28,8 +28,8 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from essaybench.hashing import canonical_json, sha256_hex
-from essaybench.sql import statement
+from essaybench.core.hashing import canonical_json, sha256_hex
+from essaybench.core.sql import statement
 from essaybench.store.lock import exclusive_lock
 
 META_KEY = b"essaybench.meta"

@@ -8,12 +8,8 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from essaybench.curate.classify import (
-    ClassifyParams,
-    arun_classify,
-    genre_by_rules,
-    run_classify,
-)
+from essaybench.core.hashing import prompt_id
+from essaybench.curate.classify import ClassifyParams, arun_classify, genre_by_rules, run_classify
 from essaybench.curate.labeler import (
     FakeLabeler,
     Genre,
@@ -26,7 +22,6 @@ from essaybench.curate.labeler import (
     render_label_prompt,
 )
 from essaybench.curate.table import CLASSIFY_COLUMNS, FILTER_COLUMNS, RECORD_COLUMNS
-from essaybench.hashing import prompt_id
 
 ARG_OPEN = "以“底线”为题，写一篇议论文。"
 NARR_CONSTRAINED = "请以“那一刻，我长大了”为题，写一篇记叙文，不少于600字。"

@@ -10,6 +10,8 @@ import polars as pl
 import pytest
 from pydantic import ValidationError
 
+from essaybench.core.contracts import Decision, StageOutput
+from essaybench.core.hashing import prompt_id
 from essaybench.curate.dedup import (
     DedupParams,
     Pairs,
@@ -23,8 +25,6 @@ from essaybench.curate.dedup import (
     topic_matrix,
 )
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
-from essaybench.curate.table import Decision, StageOutput
-from essaybench.hashing import prompt_id
 
 # Distinct essay prompts: no two of them are the same request. Several share template wording
 # (same frame, different topic) on purpose: they must all survive.

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from essaybench.core.hashing import prompt_id
 from essaybench.curate.classify import ClassifyParams, run_classify
 from essaybench.curate.labeler import (
     Genre,
@@ -22,9 +23,8 @@ from essaybench.curate.labeler import (
 )
 from essaybench.curate.llm_labeler import GatewayLabeler, label_schema
 from essaybench.curate.table import FILTER_COLUMNS, RECORD_COLUMNS
-from essaybench.hashing import prompt_id
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.retry import Backoff

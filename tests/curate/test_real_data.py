@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.config import load_curate_config
-from essaybench.curate.pipeline import publish_prompt_set, run_curation_stage
-from essaybench.paths import PROJECT_ROOT
+from essaybench.stages.curate import publish_prompt_set, run_curation_stage
 from essaybench.store import Store
 
 # The school-essay prompts among the 296, found by reading them (see test_filter.py).

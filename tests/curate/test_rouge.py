@@ -26,13 +26,7 @@ from essaybench.curate.rouge import (
     rouge_l_pair,
     run_rouge,
 )
-from essaybench.curate.segment import (
-    Segmenter,
-    jieba_words,
-    rouge_string,
-    rouge_tokens,
-    rouge_view,
-)
+from essaybench.curate.segment import Segmenter, jieba_words, rouge_string, rouge_tokens, rouge_view
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 ROUGE = Rouge()

@@ -13,12 +13,12 @@ import json
 import polars as pl
 import pytest
 
+from essaybench.core.contracts import kept_rows
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.classify import run_classify
 from essaybench.curate.collect import run_collect
 from essaybench.curate.config import load_curate_config
 from essaybench.curate.filter import run_filter
-from essaybench.curate.table import kept_rows
-from essaybench.paths import PROJECT_ROOT
 
 MIN_ESSAY_RECALL = 0.95
 MIN_NOISE_REJECTION = 0.95

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from essaybench.cli import app
 from essaybench.store import Snapshot, Store
-from tests.test_analysis import judged_run  # noqa: F401  (module-scoped judged store)
-from tests.test_benchmark import curated  # noqa: F401
+from tests.stages.test_pipeline import curated  # noqa: F401
+from tests.stages.test_stats import judged_run  # noqa: F401  (module-scoped judged store)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 

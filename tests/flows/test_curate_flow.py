@@ -10,7 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from essaybench.paths import PROJECT_ROOT
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]

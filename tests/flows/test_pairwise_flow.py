@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 import yaml
 
-from essaybench.curate.table import StageOutput
-from essaybench.llm.fake_server import run_fake_server
-from essaybench.stages import run_stage
+from essaybench.core.contracts import StageOutput
+from essaybench.llm.fake.server import run_fake_server
 from essaybench.store import Store
-from tests.test_pairwise import essays
+from essaybench.store.run_stage import run_stage
+from tests.bench.pairwise.test_pairwise import essays
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 

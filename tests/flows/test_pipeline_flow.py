@@ -9,8 +9,8 @@ import duckdb
 import pytest
 import yaml
 
-from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
-from essaybench.paths import PROJECT_ROOT
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 
@@ -68,7 +68,7 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
 def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from essaybench.llm.fake_scenario import FakeScenario
+    from essaybench.llm.fake.scenario import FakeScenario
     from flows.pipeline import pipeline_flow
 
     # The judge's first attempt at every essay fails (503, no retries): judging "fails

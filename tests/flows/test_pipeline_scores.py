@@ -12,7 +12,7 @@ first question id), so every judgment is known in advance:
 * the dead endpoint: every essay api_error, every judgment skipped, coverage 0.
 
 The expected numbers come from plain arithmetic over the rubric file, not from
-essaybench.scoring.
+essaybench.bench.scoring.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import polars as pl
 import pytest
 import yaml
 
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import run_fake_server
-from essaybench.paths import PROJECT_ROOT
-from essaybench.rubrics import Rubric, load_rubric
-from tests.test_judge import expected_scores
+from essaybench.bench.rubrics import Rubric, load_rubric
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
+from tests.bench.judge.test_judgments import expected_scores
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 

@@ -7,7 +7,7 @@ import inspect
 
 import yaml
 
-from essaybench.paths import PROJECT_ROOT
+from essaybench.core.paths import PROJECT_ROOT
 
 
 def test_deployments_reference_importable_flows_with_valid_parameters() -> None:

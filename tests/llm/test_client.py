@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from essaybench.llm.client import OpenAICompatBackend
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import run_fake_server
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.retry import Backoff
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 from tests.llm.conftest import fake_spec

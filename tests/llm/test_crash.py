@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import run_fake_server
-from essaybench.paths import PROJECT_ROOT
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
 
 N_CALLS = 200
 CONCURRENCY = 8

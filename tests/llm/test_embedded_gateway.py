@@ -63,8 +63,8 @@ def test_generation_and_structured_reply_via_gateway(tmp_path: Path) -> None:
 def test_judge_answer_schema_is_a_grammar_llama_cpp_accepts(tmp_path: Path) -> None:
     # At maxLength 4000 llama.cpp's grammar parser gave up and the server died mid-run:
     # the judge's schema for a local model must stay within what it can compile.
-    from essaybench.judge import JudgeParams
-    from essaybench.rubrics import load_rubric
+    from essaybench.bench.judge.request import JudgeParams
+    from essaybench.bench.rubrics import load_rubric
 
     limit = JudgeParams(judges=[MODEL], analysis_max_chars=300).analysis_max_chars
     schema = load_rubric().answer_schema("argumentative", limit)

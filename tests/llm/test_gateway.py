@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from essaybench.llm.fake_scenario import FakeScenario
-from essaybench.llm.fake_server import FakeServerHandle, run_fake_server
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import ApiKeyMissingError

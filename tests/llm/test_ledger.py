@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from essaybench.hashing import canonical_json
+from essaybench.core.hashing import canonical_json
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.types import CallStatus, ChatResult
 

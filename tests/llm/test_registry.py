@@ -106,7 +106,8 @@ def test_errors_name_the_file_the_entry_and_the_field(tmp_path: Path) -> None:
     with pytest.raises(RegistryError) as exc:
         load_registry(path)
     msg = str(exc.value)
-    assert str(path) in msg and "'bad'" in msg and "max_concurency" in msg
+    line = path.read_text(encoding="utf-8").splitlines().index("    max_concurency: 3") + 1
+    assert msg.startswith(f"{path}:{line}: model registry: models.bad.max_concurency: ")
 
 
 @pytest.mark.parametrize("url", ["ftp://host/v1", "localhost:8000/v1", "https://", "Embedded",

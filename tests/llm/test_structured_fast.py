@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from essaybench.bench.rubrics import load_rubric
 from essaybench.llm.structured import StructuredError, surely_valid, validate
-from essaybench.rubrics import load_rubric
 
 
 def _jsonschema_ok(value: Any, schema: dict[str, Any]) -> bool:

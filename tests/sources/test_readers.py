@@ -10,12 +10,7 @@ import pytest
 from essaybench.curate.collect import run_collect
 from essaybench.sources.config import SourceConfigError, SourcesConfig, SourceSpec, load_sources
 from essaybench.sources.encoding import SourceReadError, decode
-from essaybench.sources.readers import (
-    read_chat_jsonl,
-    read_csv,
-    read_numbered_text,
-    read_parquet,
-)
+from essaybench.sources.readers import read_chat_jsonl, read_csv, read_numbered_text, read_parquet
 
 
 def _spec(kind: str, **kw: str) -> SourceSpec:
@@ -137,7 +132,8 @@ def test_sources_config_validation(tmp_path: Path) -> None:
     with pytest.raises(SourceConfigError, match="needs text_column"):
         load_sources(cfg)
     cfg.write_text("sources:\n  - {name: a, kind: tsv, path: a.tsv}\n", encoding="utf-8")
-    with pytest.raises(SourceConfigError, match=r"sources\.yaml is invalid"):
+    with pytest.raises(SourceConfigError,
+                       match=r"sources\.yaml:2: sources config: sources\[0\]\.kind"):
         load_sources(cfg)
     cfg.write_text("sources:\n  - {name: a, kind: chat_jsonl, path: a, colour: red}\n",
                    encoding="utf-8")
@@ -165,5 +161,5 @@ def test_repeated_key_in_sources_config_is_an_error(tmp_path: Path) -> None:
     cfg = tmp_path / "sources.yaml"
     cfg.write_text("sources:\n  - {name: a, kind: chat_jsonl, path: a.jsonl, path: b.jsonl}\n",
                    encoding="utf-8")
-    with pytest.raises(SourceConfigError, match="duplicate entry 'path'"):
+    with pytest.raises(SourceConfigError, match="duplicate key 'path'"):
         load_sources(cfg)

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from essaybench.aggregate import table5
-from essaybench.judge import JUDGMENT_SCHEMA
+from essaybench.bench.aggregate import table5
+from essaybench.bench.judge.judgments import JUDGMENT_SCHEMA
 from essaybench.stats.score_ci import score_cis
 
 GENRES = [("argumentative", "open"), ("narrative", "constrained"), ("expository", "open")]
@@ -154,7 +154,7 @@ def test_a_cell_with_one_prompt_has_a_mean_but_no_interval() -> None:
 def test_judge_matrices_equal_a_row_by_row_loop_bit_for_bit() -> None:
     """Sums are accumulated in row order (np.add.at), so every float equals the plain
     loop's; a row without genre counts in overall only; failed rows count nowhere."""
-    from essaybench.aggregate import OVERALL, cells
+    from essaybench.core.contracts import OVERALL, cells
     from essaybench.stats.score_ci import _judge_matrices
 
     judgments = _judgments(seed=9).filter(pl.col("judge") == "j1")

@@ -1,0 +1,137 @@
+"""Benchmark tables from the judgments table: the paper's Table 5 and per-trait means.
+
+Every mean is taken over ``status == "ok"`` rows only and is reported beside its
+coverage (ok rows with a score / all rows of that cell) and n. Failed rows
+(skipped, parse_error, api_error, refused) stay in the denominator and are never
+imputed, so a cell whose rows all failed has a null mean and coverage 0.
+
+Table 5 column naming, per (judge, model) row:
+
+* ``overall``, ``overall:coverage``, ``overall:n``, ``overall:rows``
+* ``<genre>/<prompt_set>`` (e.g. ``argumentative/open``) with the same
+  ``:coverage``, ``:n`` and ``:rows`` suffixes.
+
+Coverage is null only when a cell has no rows at all (nothing was attempted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from essaybench.core.contracts import OK, OVERALL, cells
+from essaybench.core.export import export as export_tables
+from essaybench.core.export import markdown_grid, markdown_table
+
+KEYS = ("judge", "model")
+
+
+def _cell_aggs(name: str, in_cell: pl.Expr, score: str) -> list[pl.Expr]:
+    counted = in_cell & (pl.col("status") == OK) & pl.col(score).is_not_null()
+    rows = in_cell.sum().cast(pl.Int64)
+    n = counted.sum().cast(pl.Int64)
+    return [
+        pl.col(score).filter(counted).mean().alias(name),
+        pl.when(rows > 0).then(n / rows).otherwise(None).alias(f"{name}:coverage"),
+        n.alias(f"{name}:n"),
+        rows.alias(f"{name}:rows"),
+    ]
+
+
+def table5(judgments: pl.DataFrame, score: str = "score_weighted") -> pl.DataFrame:
+    """Per (judge, model): overall and per genre × prompt-set mean of ``score``.
+
+    Rows are sorted by judge, then overall mean descending (nulls last), then model.
+    """
+    # A per-row mask (a bare literal would broadcast to one row in the sums).
+    every_row = pl.int_range(pl.len()) >= 0
+    aggs = _cell_aggs(OVERALL, every_row, score)
+    for cell in cells(judgments):
+        genre, prompt_set = cell.split("/", 1)
+        in_cell = (pl.col("genre") == genre) & (pl.col("prompt_set") == prompt_set)
+        aggs.extend(_cell_aggs(cell, in_cell.fill_null(False), score))
+    return (judgments.group_by(*KEYS).agg(aggs)
+            .sort(["judge", OVERALL, "model"], descending=[False, True, False],
+                  nulls_last=True))
+
+
+TRAIT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8,
+    "mean": pl.Float64, "n": pl.Int64,
+}
+
+_LONG_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8, "value": pl.Float64,
+}
+
+
+def trait_means(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (judge, model, genre, trait): mean trait sum S_t over ok rows, with n."""
+    ok = judgments.filter((pl.col("status") == OK) & pl.col("trait_scores").is_not_null())
+    if ok.height == 0:
+        return pl.DataFrame(schema=TRAIT_SCHEMA)
+    # Decoded by polars in one pass, not json.loads per row: one struct field per trait id
+    # of any genre (null where a row's genre has no such trait), so the whole column is
+    # read to find them, not only the first rows.
+    traits = ok["trait_scores"].str.json_decode(infer_schema_length=None)
+    keys = ok.select(pl.col("judge", "model", "genre").cast(pl.Utf8))
+    long = pl.concat([pl.DataFrame(schema=_LONG_SCHEMA), *(
+        keys.with_columns(pl.lit(name, dtype=pl.Utf8).alias("trait"),
+                          traits.struct.field(name).cast(pl.Float64).alias("value"))
+        for name in traits.struct.fields)]).filter(pl.col("value").is_not_null())
+    if long.height == 0:  # only "{}" or null trait scores
+        return pl.DataFrame(schema=TRAIT_SCHEMA)
+    return (long.group_by("judge", "model", "genre", "trait")
+            .agg(pl.col("value").mean().alias("mean"),
+                 pl.len().cast(pl.Int64).alias("n"))
+            .sort("judge", "model", "genre", "trait")
+            .cast(TRAIT_SCHEMA))  # type: ignore[arg-type]
+
+
+def _fmt(mean: float | None, coverage: float | None) -> str:
+    text = "—" if mean is None else f"{mean:.2f}"
+    if coverage is not None and coverage < 1:
+        # Floor so a cell that is not complete never reads as 100%.
+        text += f" ({int(coverage * 100)}%)"
+    return text
+
+
+def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
+    """Table 5 as Markdown: means to 2 decimals, coverage in brackets when below 100%.
+
+    With several judges, one table per judge (each its own leaderboard: judges' scales
+    differ, so their rows are not ranked together)."""
+    names = [c for c in table5_df.columns
+             if c not in KEYS and ":" not in c and c != OVERALL]
+    columns = [OVERALL, *names]
+    ordered = table5_df.sort(["judge", OVERALL, "model"], descending=[False, True, False],
+                             nulls_last=True)
+    judges = list(dict.fromkeys(str(j) for j in ordered["judge"].to_list()))
+    parts = [f"### {score_label}\n"]
+    for judge in judges:
+        rows = ordered.filter(pl.col("judge") == judge) if len(judges) > 1 else ordered
+        body = [[str(row["judge"]), str(row["model"]),
+                 *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+                for row in rows.iter_rows(named=True)]
+        if len(judges) > 1:
+            parts.append(f"#### judge: {judge}\n")
+        parts.append(markdown_grid(["judge", "model", *columns], body) + "\n")
+        if len(judges) == 1:
+            break
+    return ("\n".join(parts) + "\nMeans over ok judgments only; (x%) = coverage, ok / all "
+            "judgments, shown when below 100%.\n")
+
+
+def render_markdown(df: pl.DataFrame, name: str) -> str:
+    """A table in the Table 5 layout (it has ``overall:coverage``) with :func:`to_markdown`,
+    any other as a plain table."""
+    if f"{OVERALL}:coverage" in df.columns:
+        return to_markdown(df, name)
+    return markdown_table(df, name)
+
+
+def export(tables: dict[str, pl.DataFrame], folder: Path | str) -> dict[str, Path]:
+    """Write each table as ``<name>.parquet``, ``.csv`` and ``.md`` (Table 5 layouts
+    rendered as Table 5); return file name → path."""
+    return export_tables(tables, folder, render_markdown)

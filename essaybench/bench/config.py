@@ -1,0 +1,66 @@
+"""The benchmark config (``configs/benchmark.yaml``): which prompt set, which models
+write, which judge, pairwise and statistics settings — validated data, read strictly.
+``select_prompts`` draws the seeded per-genre sample the run uses."""
+
+from __future__ import annotations
+
+import random
+from itertools import zip_longest
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from essaybench.bench.generate import GenerateParams
+from essaybench.bench.judge.request import JudgeParams
+from essaybench.bench.pairwise.design import PairwiseParams
+from essaybench.bench.stats_tables import StatsParams
+from essaybench.core.contracts import GENRES
+from essaybench.core.yamlio import YamlConfigError, load_model
+
+
+class BenchmarkConfigError(YamlConfigError):
+    """The benchmark config is wrong: the message names the file and line."""
+
+
+class BenchmarkConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_set: str = Field(default="latest",
+                            description="Prompt-set version (ps-…), or 'latest' published.")
+    per_genre: int | None = Field(default=None, ge=1,
+                                  description="Sample this many prompts per genre (None: all).")
+    sample_seed: int = Field(default=0, description="Seed of the per-genre prompt sample.")
+    generate: GenerateParams
+    judge: JudgeParams
+    pairwise: PairwiseParams | None = Field(
+        default=None, description="Order-swapped pairwise judging of the essays (optional).")
+    stats: StatsParams = Field(default_factory=StatsParams,
+                               description="Bootstrap settings of the stats stage.")
+
+    def models(self) -> list[str]:
+        pairwise = self.pairwise.judges if self.pairwise is not None else []
+        return list(dict.fromkeys([*self.generate.models, *self.judge.judges, *pairwise]))
+
+
+def load_benchmark_config(path: Path | str) -> BenchmarkConfig:
+    return load_model(BenchmarkConfig, path, "benchmark config", error=BenchmarkConfigError)
+
+
+def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int) -> pl.DataFrame:
+    """Up to ``per_genre`` prompts of each genre, alternating Open and Constrained, drawn
+    by a seeded shuffle of the prompt ids (so the sample does not depend on file order)."""
+    if per_genre is None:
+        return prompts
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    for genre in GENRES:
+        pools = []
+        for pset in ("open", "constrained"):
+            ids = sorted(prompts.filter((pl.col("genre") == genre)
+                                        & (pl.col("prompt_set") == pset))["prompt_id"].to_list())
+            rng.shuffle(ids)
+            pools.append(ids)
+        interleaved = [pid for pair in zip_longest(*pools) for pid in pair if pid is not None]
+        chosen.extend(interleaved[:per_genre])
+    return prompts.filter(pl.col("prompt_id").is_in(chosen)).sort("genre", "prompt_id")

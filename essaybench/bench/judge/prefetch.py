@@ -1,0 +1,64 @@
+"""Judge while generating: the judge calls of each essay, sent as soon as it is written.
+
+When one run generates and then judges, the judge stage would otherwise wait for the
+last essay before sending its first call. ``JudgePrefetch`` is a gateway follow-up
+(``Gateway.run(..., follow_up=...)``) for the generate batch: each essay that comes
+back ``ok`` yields exactly the requests the judge stage will build for it (the same
+``essay_judge_requests``, the same parameters, hence the same ledger keys). The
+gateway sends them alongside the remaining generation calls, commits them to the
+ledger and holds their results; the judge stage then runs as usual over the essays
+snapshot and gets them from the same gateway in memory (from the ledger when it runs
+in another session). Prefetching is only an optimisation: whatever it did not send
+the judge stage sends itself; a failure it saw stands for the rest of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from essaybench.bench.generate import prompt_of
+from essaybench.bench.judge.render import JudgeRenderer
+from essaybench.bench.judge.request import JudgeParams, Scoring, essay_judge_requests, load_scoring
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
+
+
+@dataclass
+class JudgePrefetch:
+    """Follow-up of generate requests: the judge requests of an ok essay."""
+
+    params: JudgeParams
+    prompts: dict[str, tuple[str, str]]  # prompt_id -> (genre, prompt text)
+    rubric: Scoring
+    renderer: JudgeRenderer
+    errors: list[str] = field(default_factory=list)  # the first few, for the snapshot meta
+
+    @classmethod
+    def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams) -> JudgePrefetch | None:
+        """None when the judge's rubric does not load: generation goes on without
+        prefetching, and the judge stage reports the error."""
+        try:
+            rubric = load_scoring(params)
+        except (OSError, ValueError):
+            return None
+        labels = {str(pid): (str(genre), str(text)) for pid, genre, text
+                  in prompts.select("prompt_id", "genre", "text").iter_rows()}
+        return cls(params, labels, rubric, JudgeRenderer(rubric, params.analysis_max_chars))
+
+    def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        if result.status is not CallStatus.OK:
+            return []  # the judge stage records it as skipped, without a call
+        pid = prompt_of(request.tag)
+        try:
+            genre, prompt_text = self.prompts[pid]
+            # The row the essays table will hold for this essay (generate.essays_table).
+            essay = {"prompt_id": pid, "model": request.model,
+                     "sample_index": request.sample_index, "genre": genre,
+                     "prompt_text": prompt_text, "essay_text": result.text}
+            requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
+        except Exception as exc:  # the judge stage will meet (and report) it itself
+            if len(self.errors) < 5:
+                self.errors.append(f"{request.tag}: {type(exc).__name__}: {exc}")
+            return []
+        return requests

@@ -1,0 +1,376 @@
+"""Judge rubrics, the judge prompt and the Align-Score baseline, read from versioned YAML.
+
+The files live in ``rubrics/essay/`` (``essaybench.v1.yaml``, ``judge_prompt.v1.yaml``,
+``align_score.v1.yaml``); a published version is never edited, a new one is added.
+
+A rubric lists whatever genres it needs (lowercase identifiers), so a user can add one
+(e.g. ``business_writing.example.v1.yaml``) without touching code; that the built-in
+EssayBench rubric has exactly the paper's four genres is checked by a test, not here.
+
+Every loaded file carries a ``fingerprint``: a hash of its parsed content (comments and
+formatting do not count), stored with each judgment to say which version scored it.
+Validation errors raise :class:`RubricError`, one line per problem, each naming the file
+and the entry (list items by their ``id``: ``genres.narrative.traits[nar.plot].depth``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import Annotated, Any, Self, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictInt,
+    model_validator,
+)
+
+from essaybench.core.hashing import content_hash
+from essaybench.core.paths import project_dir
+from essaybench.core.yamlio import YamlConfigError, load_model
+
+ANALYSIS_MAX_CHARS = 4000
+_GENRE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_MAX_SCORE_SPAN = 100  # the answer schema enumerates every score: keep the grammar small
+
+
+class RubricError(YamlConfigError):
+    """A rubric or prompt file that cannot be read or does not validate."""
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _sane_range(pair: tuple[int, int]) -> tuple[int, int]:
+    lo, hi = pair
+    if not 0 <= lo < hi or hi - lo > _MAX_SCORE_SPAN:
+        raise ValueError(f"must be [low, high] with 0 <= low < high and high - low <= "
+                         f"{_MAX_SCORE_SPAN}, got [{lo}, {hi}]")
+    return pair
+
+
+Text = Annotated[str, AfterValidator(_not_blank)]
+Id = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$")]
+ScoreRange = Annotated[tuple[StrictInt, StrictInt], AfterValidator(_sane_range)]
+
+
+def check_template(field: str, text: str, allowed: Iterable[str],
+                    required: Iterable[str] = ()) -> None:
+    template = Template(text)
+    if not template.is_valid():
+        raise ValueError(f"{field}: malformed placeholder (write $$ for a literal $)")
+    used, allowed, required = set(template.get_identifiers()), set(allowed), set(required)
+    if used - allowed:
+        raise ValueError(f"{field}: unknown placeholders {sorted(used - allowed)}; "
+                         f"allowed: {sorted(allowed)}")
+    if required - used:
+        raise ValueError(f"{field}: missing placeholders {sorted(required - used)}")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VersionedFile(_Frozen):
+    """A top-level file: remembers the hash of the content it was validated from."""
+
+    _fingerprint: str = PrivateAttr(default="")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_content(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        model = handler(data)
+        # the parsed file, not the model's dump: a later default added to the model must not
+        # change the fingerprint of an unchanged file
+        source = data if isinstance(data, Mapping) else model.model_dump(mode="json")
+        model._fingerprint = content_hash(source)
+        return model
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+
+# --- the rubric ---------------------------------------------------------------------
+
+
+class Question(_Frozen):
+    id: Id
+    text: Text
+
+
+class Trait(_Frozen):
+    id: Id
+    name: Text
+    name_zh: Text
+    depth: StrictInt = Field(ge=0, le=3)
+    questions: tuple[Question, ...] = Field(min_length=3, max_length=5)
+
+
+class Genre(_Frozen):
+    name_zh: Text
+    traits: tuple[Trait, ...] = Field(min_length=1)
+
+    def question_ids(self) -> list[str]:
+        return [q.id for t in self.traits for q in t.questions]
+
+
+class Rubric(VersionedFile):
+    """rubrics/essay/<name>.v<N>.yaml: genres → traits (with depth) → sub-questions."""
+
+    id: Id
+    version: StrictInt = Field(ge=1)
+    description: Text
+    alpha_default: float = Field(gt=0)
+    score_range: ScoreRange
+    genres: dict[str, Genre] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_and_ids(self) -> Self:
+        seen: dict[str, str] = {}
+        for name, genre in self.genres.items():
+            if not _GENRE_NAME.fullmatch(name):
+                raise ValueError(f"genres.{name}: a genre name must be a lowercase identifier "
+                                 f"([a-z][a-z0-9_]*)")
+            trait_names: set[str] = set()
+            for trait in genre.traits:
+                where = f"genres.{name}.traits[{trait.id}]"
+                if trait.name in trait_names:
+                    raise ValueError(f"{where}: duplicate trait name {trait.name!r} in {name}")
+                trait_names.add(trait.name)
+                entries = [(trait.id, where)]
+                entries += [(q.id, f"{where}.questions[{q.id}]") for q in trait.questions]
+                for id_, entry in entries:
+                    if id_ in seen:
+                        raise ValueError(f"duplicate id {id_!r}: {seen[id_]} and {entry}")
+                    seen[id_] = entry
+        return self
+
+    def genre(self, name: str) -> Genre:
+        try:
+            return self.genres[name]
+        except KeyError:
+            raise KeyError(f"rubric {self.id} v{self.version} has no genre {name!r}; "
+                           f"it has {sorted(self.genres)}") from None
+
+    def question_ids(self, genre: str) -> list[str]:
+        return self.genre(genre).question_ids()
+
+    def answer_schema(self, genre: str,
+                      analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+        """JSON schema of the judge's reply for ``genre`` (usable as a llama.cpp grammar)."""
+        return _answer_schema(self.question_ids(genre), self.score_range, analysis_max_chars)
+
+
+def _answer_schema(ids: list[str], score_range: tuple[int, int],
+                   analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+    # llama.cpp unrolls maxLength into nested optional rules: at 4000 its grammar parser
+    # refuses the schema ("exceeds sane defaults") and the server dies, so a local judge
+    # needs a few hundred (JudgeParams.analysis_max_chars).
+    # enum, not minimum/maximum: the llama.cpp JSON-schema grammar ignores numeric bounds
+    score = {"type": "integer", "enum": list(range(score_range[0], score_range[1] + 1))}
+    return {
+        "type": "object",
+        "properties": {  # analysis first, so a grammar makes the judge reason before scoring
+            "analysis": {"type": "string", "maxLength": analysis_max_chars},
+            "scores": {
+                "type": "object",
+                "properties": {id_: dict(score) for id_ in ids},
+                "required": list(ids),
+                "additionalProperties": False,
+            },
+        },
+        "required": ["analysis", "scores"],
+        "additionalProperties": False,
+    }
+
+
+def _answer_example(ids: list[str], analysis: str, score: str) -> str:
+    scores = ", ".join(f'"{id_}": {score}' for id_ in ids)
+    return f'{{"analysis": "{analysis}", "scores": {{{scores}}}}}'
+
+
+# --- the judge prompt ---------------------------------------------------------------
+
+_JUDGE_COMMON = ("genre", "genre_zh", "score_min", "score_max", "question_count")
+_JUDGE_USER = ("prompt_text", "essay_text", "questions", "answer_format")
+
+
+class JudgePrompt(VersionedFile):
+    """rubrics/essay/judge_prompt.v<N>.yaml; ``$name`` placeholders, ``$$`` for $."""
+
+    id: Id
+    version: StrictInt = Field(ge=1)
+    description: Text
+    system: Text
+    trait_header: Text
+    question_line: Text
+    example_analysis: Text
+    example_score: Text
+    answer_format: Text
+    user: Text
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> Self:
+        check_template("system", self.system, _JUDGE_COMMON)
+        check_template("trait_header", self.trait_header,
+                        ("trait_id", "trait_name", "trait_name_zh"))
+        check_template("question_line", self.question_line, ("question_id", "question_text"),
+                        required=("question_id", "question_text"))
+        check_template("example_analysis", self.example_analysis, ())
+        check_template("example_score", self.example_score, ("score_min", "score_max"))
+        check_template("answer_format", self.answer_format, (*_JUDGE_COMMON, "answer_example"),
+                        required=("answer_example",))
+        check_template("user", self.user, (*_JUDGE_COMMON, *_JUDGE_USER), required=_JUDGE_USER)
+        return self
+
+
+def render_judge_messages(rubric: Rubric, genre: str, prompt_text: str, essay_text: str,
+                          judge_prompt: JudgePrompt | None = None) -> list[dict[str, str]]:
+    """System and user messages asking the judge to score ``essay_text`` on ``genre``'s rubric."""
+    prompt = judge_prompt if judge_prompt is not None else default_judge_prompt()
+    g = rubric.genre(genre)
+    ids = g.question_ids()
+    lo, hi = rubric.score_range
+    common = {"genre": genre, "genre_zh": g.name_zh, "score_min": str(lo),
+              "score_max": str(hi), "question_count": str(len(ids))}
+    blocks = []
+    for trait in g.traits:
+        lines = [Template(prompt.trait_header).substitute(
+            trait_id=trait.id, trait_name=trait.name, trait_name_zh=trait.name_zh).strip()]
+        lines += [Template(prompt.question_line).substitute(
+            question_id=q.id, question_text=q.text.strip()).strip() for q in trait.questions]
+        blocks.append("\n".join(lines))
+    example = _answer_example(ids, prompt.example_analysis.strip(),
+                              Template(prompt.example_score).substitute(common).strip())
+    answer_format = Template(prompt.answer_format).substitute(common, answer_example=example)
+    user = Template(prompt.user).substitute(
+        common, prompt_text=prompt_text, essay_text=essay_text,
+        questions="\n\n".join(blocks), answer_format=answer_format.strip())
+    return [{"role": "system", "content": Template(prompt.system).substitute(common).strip()},
+            {"role": "user", "content": user.strip()}]
+
+
+# --- the Align-Score baseline -------------------------------------------------------
+
+_ALIGN_COMMON = ("score_min", "score_max")
+_ALIGN_USER = ("prompt_text", "essay_text", "dimensions", "answer_format")
+
+
+class AlignDimension(_Frozen):
+    id: Id
+    name: Text
+    name_zh: Text
+    description: Text
+
+
+class AlignScore(VersionedFile):
+    """rubrics/essay/align_score.v<N>.yaml: direct 1–10 scores on a few dimensions + overall."""
+
+    id: Id
+    version: StrictInt = Field(ge=1)
+    description: Text
+    score_range: ScoreRange
+    dimensions: tuple[AlignDimension, ...] = Field(min_length=1)
+    overall: AlignDimension
+    system: Text
+    dimension_line: Text
+    example_analysis: Text
+    example_score: Text
+    answer_format: Text
+    user: Text
+
+    @model_validator(mode="after")
+    def _ids_and_placeholders(self) -> Self:
+        seen: set[str] = set()
+        for dim in (*self.dimensions, self.overall):
+            if dim.id in seen:
+                raise ValueError(f"duplicate dimension id {dim.id!r}")
+            seen.add(dim.id)
+        check_template("system", self.system, _ALIGN_COMMON)
+        check_template("dimension_line", self.dimension_line,
+                        ("dimension_id", "dimension_name", "dimension_name_zh",
+                         "dimension_description"), required=("dimension_id",))
+        check_template("example_analysis", self.example_analysis, ())
+        check_template("example_score", self.example_score, _ALIGN_COMMON)
+        check_template("answer_format", self.answer_format, (*_ALIGN_COMMON, "answer_example"),
+                        required=("answer_example",))
+        check_template("user", self.user, (*_ALIGN_COMMON, *_ALIGN_USER), required=_ALIGN_USER)
+        return self
+
+    def score_ids(self) -> list[str]:
+        """The dimension ids in file order, then the overall id."""
+        return [d.id for d in self.dimensions] + [self.overall.id]
+
+    def answer_schema(self, analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+        return _answer_schema(self.score_ids(), self.score_range, analysis_max_chars)
+
+
+def render_align_messages(align: AlignScore, prompt_text: str,
+                          essay_text: str) -> list[dict[str, str]]:
+    """System and user messages asking the baseline judge for its direct scores."""
+    lo, hi = align.score_range
+    common = {"score_min": str(lo), "score_max": str(hi)}
+    lines = [Template(align.dimension_line).substitute(
+        dimension_id=d.id, dimension_name=d.name, dimension_name_zh=d.name_zh,
+        dimension_description=d.description.strip()).strip()
+        for d in (*align.dimensions, align.overall)]
+    example = _answer_example(align.score_ids(), align.example_analysis.strip(),
+                              Template(align.example_score).substitute(common).strip())
+    answer_format = Template(align.answer_format).substitute(common, answer_example=example)
+    user = Template(align.user).substitute(
+        common, prompt_text=prompt_text, essay_text=essay_text,
+        dimensions="\n".join(lines), answer_format=answer_format.strip())
+    return [{"role": "system", "content": Template(align.system).substitute(common).strip()},
+            {"role": "user", "content": user.strip()}]
+
+
+# --- loading ------------------------------------------------------------------------
+
+_M = TypeVar("_M", bound=VersionedFile)
+
+
+def load_validated(model: type[_M], path: Path | str, kind: str) -> _M:
+    """``path`` validated as ``model``; one line per problem, list items named by id."""
+    return load_model(model, path, kind, error=RubricError)
+
+
+def rubrics_dir() -> Path:
+    return project_dir("rubrics") / "essay"
+
+
+def load_rubric(path: Path | str | None = None) -> Rubric:
+    """A rubric file (default: the built-in ``essaybench.v1.yaml``)."""
+    return load_validated(Rubric,
+                          path if path is not None else rubrics_dir() / "essaybench.v1.yaml",
+                          "rubric")
+
+
+def load_judge_prompt(path: Path | str | None = None) -> JudgePrompt:
+    """A judge prompt file (default: ``judge_prompt.v1.yaml``)."""
+    return load_validated(JudgePrompt,
+                          path if path is not None else rubrics_dir() / "judge_prompt.v1.yaml",
+                          "judge prompt")
+
+
+def load_align_score(path: Path | str | None = None) -> AlignScore:
+    """An Align-Score baseline file (default: ``align_score.v1.yaml``)."""
+    return load_validated(AlignScore,
+                          path if path is not None else rubrics_dir() / "align_score.v1.yaml",
+                          "align score")
+
+
+@lru_cache(maxsize=1)
+def default_judge_prompt() -> JudgePrompt:
+    return load_judge_prompt()

@@ -1,0 +1,79 @@
+"""The statistics a run's judgments support: every table of the ``stats`` stage.
+
+Pure (no store, no IO): :func:`build_stats_tables` takes the judgments, the essays
+(for lengths) and optionally the merged pairwise table, and returns the report tables;
+:mod:`essaybench.stages.stats` reads the snapshots and writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+from essaybench.bench.pairwise.tables import position_bias
+from essaybench.constraints.counting import count_chinese_chars
+from essaybench.stats.bias import length_bias, self_preference
+from essaybench.stats.bradley_terry import ranking_table
+from essaybench.stats.score_ci import score_cis
+from essaybench.stats.winrate import win_rates
+
+VARIANTS = {"score_weighted": "weighted", "score_unweighted": "unweighted",
+            "align_total": "align_score"}
+ESSAY_KEYS = ("prompt_id", "model", "sample_index")
+
+
+class StatsParams(BaseModel):
+    """How the intervals are computed. Same params + same snapshots → same numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_boot: int = Field(default=2000, ge=100, description="Bootstrap replicates.")
+    level: float = Field(default=0.95, gt=0.5, lt=1.0, description="Interval level.")
+    seed: int = Field(default=0, description="Seed of every resampling in the stage.")
+    baseline: str | None = Field(
+        default=None, description="Model whose Bradley–Terry rating is pinned at 1000 "
+                                  "(default: ratings centred on 1000).")
+
+
+def _with_lengths(judgments: pl.DataFrame, essays: pl.DataFrame, score: str) -> pl.DataFrame:
+    """The judgments columns length bias reads, with each essay's length beside them."""
+    # A plain comprehension: map_elements costs more per essay than the count itself.
+    counts = [count_chinese_chars(t) if t is not None else None
+              for t in essays["essay_text"].to_list()]
+    lengths = essays.select(*ESSAY_KEYS).with_columns(
+        pl.Series("length_chars", counts, dtype=pl.Int64))
+    return (judgments.select(*ESSAY_KEYS, "judge", "genre", "status", score)
+            .join(lengths, on=list(ESSAY_KEYS), how="left"))
+
+
+def build_stats_tables(judgments: pl.DataFrame, essays: pl.DataFrame,
+                       pairwise: pl.DataFrame | None, params: StatsParams,
+                       family_of: Mapping[str, str]) -> dict[str, pl.DataFrame]:
+    """Every report table of the stage (pure: no store, no IO)."""
+    tables: dict[str, pl.DataFrame] = {}
+    kw: dict[str, Any] = {"n_boot": params.n_boot, "level": params.level, "seed": params.seed}
+    for column, variant in VARIANTS.items():
+        if column not in judgments.columns or judgments[column].null_count() == judgments.height:
+            continue
+        cis = score_cis(judgments, column, **kw)
+        tables[f"score_ci_{variant}"] = cis.cells
+        tables[f"score_diff_{variant}"] = cis.pairs
+    if "score_weighted" in judgments.columns and judgments.height:
+        with_lengths = _with_lengths(judgments, essays, "score_weighted")
+        tables["length_bias"] = length_bias(with_lengths, "score_weighted")
+        tables["self_preference"] = self_preference(judgments, family_of, "score_weighted", **kw)
+    if pairwise is not None and pairwise.height:
+        tables["win_rates"] = win_rates(pairwise, baseline=params.baseline, **kw)
+        tables["bradley_terry"] = ranking_table(pairwise, anchor=params.baseline, **kw)
+        tables["position_bias"] = position_bias(pairwise)
+    return tables
+
+
+def main_table(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The snapshot's table: every score CI cell, one ``variant`` column."""
+    frames = [df.select(pl.lit(name.removeprefix("score_ci_")).alias("variant"), pl.all())
+              for name, df in tables.items() if name.startswith("score_ci_")]
+    return pl.concat(frames) if frames else pl.DataFrame(schema={"variant": pl.Utf8})

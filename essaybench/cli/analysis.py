@@ -1,0 +1,193 @@
+"""``essaybench`` commands that tell a real difference from noise.
+
+    essaybench pairwise --run RUN          order-swapped pairwise judging of RUN's essays
+    essaybench stats --run RUN             CIs, win rates, Bradley–Terry, bias monitors
+    essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute
+    essaybench wpb-report                  the WritingPreferenceBench human-label report
+    essaybench compare --run RUN           this week against last week, with paired CIs
+    essaybench sample-size --margin 0.05   prompts needed / smallest detectable difference
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from essaybench.cli.common import BenchOpt, RunOpt, StoreOpt, console, prefect_env, print_frame
+from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+
+app = typer.Typer()
+
+
+@app.command()
+def pairwise(
+    run_id: RunOpt,
+    config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Judge RUN's essays in pairs, each pair twice with the order swapped (the config's
+    ``pairwise:`` section); conflicting verdicts become ties."""
+    prefect_env()
+    from essaybench.bench.pairwise.tables import position_bias
+    from essaybench.store import Store
+    from flows.pairwise import pairwise_flow
+
+    started = time.perf_counter()
+    with console.status("pairwise judging…"):
+        snapshot_id = pairwise_flow(str(config), str(store.resolve()), run_id, None, run_id)
+    merged = Store(store).get_snapshot(snapshot_id).read()
+    print_frame(position_bias(merged), "Position bias per judge")
+    console.print(f"pairwise snapshot {snapshot_id} ({merged.height} pairs) in run {run_id}; "
+                  f"{time.perf_counter() - started:.1f} s. Next: essaybench stats --run {run_id}")
+
+
+@app.command()
+def stats(
+    run_id: RunOpt,
+    config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Bootstrap CIs of every Table 5 cell, paired differences, length bias and
+    self-preference; win rates and Bradley–Terry when RUN has a pairwise snapshot."""
+    prefect_env()
+    from flows.stats import stats_flow
+
+    with console.status("bootstrapping…"):
+        stats_flow(run_id, str(config), str(store.resolve()))
+    folder = store / "reports" / run_id / "stats"
+    cis = pl.read_parquet(folder / "score_ci_weighted.parquet")
+    print_frame(cis.filter(pl.col("cell") == "overall").drop("cell"),
+                "Overall weighted score with 95% CI")
+    if (folder / "bradley_terry.parquet").is_file():
+        print_frame(pl.read_parquet(folder / "bradley_terry.parquet"), "Bradley–Terry ranking")
+    console.print(f"report: {folder / 'stats.md'} (tables as .md .csv .parquet beside it)")
+
+
+@app.command()
+def agreement(
+    run_id: RunOpt,
+    annotations: Annotated[Path, typer.Option(help="Human annotations (.jsonl or .csv).")],
+    kind: Annotated[str, typer.Option(help="pairwise or absolute.")] = "pairwise",
+    tiers: Annotated[str | None, typer.Option(
+        help="Absolute only: human score values of the high/medium/low tiers, e.g. '3/2/0,1'.")
+    ] = None,
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """How far RUN's judge agrees with human annotators: Spearman ρ and Kendall τ of the
+    rankings (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant."""
+    if kind not in ("pairwise", "absolute"):
+        raise typer.BadParameter(f"{kind!r}; choose pairwise or absolute", param_hint="--kind")
+    tier_map = _parse_tiers(tiers) if tiers else None
+    prefect_env()
+    from flows.agreement import agreement_flow
+
+    with console.status("computing agreement…"):
+        agreement_flow(run_id, str(annotations.resolve()), kind, tier_map, str(store.resolve()))
+    folder = store / "reports" / run_id / "agreement"
+    if (folder / "judge_human.parquet").is_file():
+        print_frame(pl.read_parquet(folder / "judge_human.parquet"), "Judge vs human rankings")
+    console.print(f"report: {folder / 'agreement.md'}")
+
+
+def _parse_tiers(text: str) -> dict[str, list[float]]:
+    parts = text.split("/")
+    if len(parts) != 3:
+        raise typer.BadParameter(f"{text!r}: expected high/medium/low, e.g. '3/2/0,1'",
+                                 param_hint="--tiers")
+    try:
+        values = [[float(v) for v in part.split(",")] for part in parts]
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r}: {exc}", param_hint="--tiers") from exc
+    return dict(zip(("high", "medium", "low"), values, strict=True))
+
+
+@app.command("wpb-report")
+def wpb_report(
+    data: Annotated[Path | None, typer.Option(
+        help="WritingPreferenceBench data folder (default ../shared/data/...).")] = None,
+    seed: int = 0,
+    n_boot: Annotated[int, typer.Option("--n-boot")] = 2000,
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Inter-annotator agreement, the human ranking of 20 LLMs with bootstrap CIs, length
+    bias and tier statistics, from WritingPreferenceBench's real human scores."""
+    from essaybench.core.paths import default_wpb_dir
+
+    folder = (data or default_wpb_dir()).resolve()
+    if not (folder / "responses_scores.jsonl").is_file():
+        raise typer.BadParameter(f"no responses_scores.jsonl in {folder}", param_hint="--data")
+    prefect_env()
+    from essaybench.store import Store
+    from flows.wpb_report import wpb_report_flow
+
+    with console.status("bootstrapping the human ranking…"):
+        snapshot_id = wpb_report_flow(str(folder), str(store.resolve()), None, seed, n_boot)
+    meta = Store(store).get_snapshot(snapshot_id).meta
+    for line in meta.get("headline", []):
+        console.print(line, markup=False)
+    console.print(f"report: {meta['report']}")
+
+
+@app.command()
+def compare(
+    run_id: RunOpt,
+    base: Annotated[str | None, typer.Option(
+        help="The run to compare with (default: the previous run that judged).")] = None,
+    score: Annotated[str, typer.Option(
+        help="score_weighted, score_unweighted or align_total.")] = "score_weighted",
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """This run against an earlier one (last week by default): change per (judge, model)
+    with a paired-bootstrap CI over the prompts both scored, and model-id drift."""
+    from essaybench.bench.aggregate import export
+    from essaybench.stages.compare import compare_snapshots, previous_run
+    from essaybench.store import Store
+
+    st = Store(store)
+    try:
+        base = base or previous_run(st, run_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    if base is None:
+        raise typer.BadParameter(f"no earlier run with a judge stage than {run_id}",
+                                 param_hint="--base")
+    snaps = [st.latest_ok_snapshot("judge", r) for r in (run_id, base)]
+    if snaps[0] is None or snaps[1] is None:
+        raise typer.BadParameter(f"runs {run_id} and {base} both need a judge stage")
+    table = compare_snapshots(st, snaps[0], snaps[1], score=score)
+    print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
+                           "judge_ids_before"), f"{run_id} vs {base} ({score})")
+    folder = store / "reports" / run_id
+    export({f"compare_{base}": table}, folder)
+    console.print(f"written: {folder / f'compare_{base}.md'} (.csv .parquet)")
+
+
+@app.command("sample-size")
+def sample_size_cmd(
+    margin: Annotated[float | None, typer.Option(
+        help="Wanted ± on a win rate (e.g. 0.05): prints the prompts needed.")] = None,
+    n: Annotated[int | None, typer.Option(
+        help="Prompts you have: prints the ± and the smallest detectable difference.")] = None,
+    p: Annotated[float, typer.Option(help="Expected win rate (0.5 = worst case).")] = 0.5,
+    level: float = 0.95,
+    power: float = 0.8,
+) -> None:
+    """n ≈ z²·p(1−p)/e², and the smallest difference detectable at a given n."""
+    from essaybench.stats.sample_size import detectable_difference, half_width, sample_size
+
+    if margin is None and n is None:
+        raise typer.BadParameter("give --margin, --n or both")
+    try:
+        if margin is not None:
+            console.print(f"±{margin:g} on a win rate near {p:g} at {level:.0%}: "
+                          f"{sample_size(margin, p, level)} prompts")
+        if n is not None:
+            console.print(f"{n} prompts: ±{half_width(n, p, level):.3f} at {level:.0%}; smallest "
+                          f"detectable difference from {p:g} at {power:.0%} power: "
+                          f"{detectable_difference(n, p, level, power):.3f}")
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc

@@ -1,0 +1,62 @@
+"""``essaybench llm``: the gateway's model registry and the call ledger's usage and cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from essaybench.cli.common import StoreOpt, console
+from essaybench.core.settings import DEFAULT_STORE_ROOT
+
+app = typer.Typer(help="The LLM gateway: models, usage and cost.", no_args_is_help=True)
+
+
+@app.command("usage")
+def llm_usage(
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    stage: Annotated[str | None, typer.Option(help="Only this stage.")] = None,
+    markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
+) -> None:
+    """Calls, statuses, tokens, cost and latency per model and stage, from the ledger."""
+    from essaybench.core.sql import statement
+    from essaybench.llm.accounting import CallRecord, render_markdown, render_rich, summarize
+    from essaybench.llm.ledger import Ledger
+    from essaybench.llm.session import LEDGER_FILE
+
+    path = store / LEDGER_FILE
+    if not path.is_file():
+        raise typer.BadParameter(f"no ledger at {path}: no LLM call has been made yet",
+                                 param_hint="--store")
+    with Ledger(path) as ledger:
+        rows = ledger.query(statement("ledger_calls_for_accounting"), {"stage": stage})
+    summaries = summarize(CallRecord.from_row(r) for r in rows)
+    if markdown:
+        console.print(render_markdown(summaries), markup=False)
+    else:
+        console.print(render_rich(summaries, f"LLM calls in {path}"))
+
+
+@app.command("models")
+def llm_models(
+    models_file: Annotated[Path | None, typer.Option(
+        "--models", help="Registry YAML (default: $ESSAYBENCH_MODELS or configs/models.yaml)."
+    )] = None,
+) -> None:
+    """The model registry: endpoints, limits, prices (never keys)."""
+    from essaybench.llm.registry import load_registry
+
+    registry = load_registry(models_file)
+    table = Table(title="Models")
+    table.add_column("name", no_wrap=True)
+    for col in ("on", "endpoint / model id", "key from", "conc / rpm / tpm", "$/Mtok in/out"):
+        table.add_column(col)
+    for name in registry.names():
+        m = registry.get(name)
+        table.add_row(name, "yes" if m.enabled else "no", f"{m.base_url}\n{m.model_id}",
+                      f"${m.api_key_env}" if m.api_key_env else "-",
+                      f"{m.max_concurrency} / {m.rpm or '-'} / {m.tpm or '-'}",
+                      f"{m.price_input_per_mtok} / {m.price_output_per_mtok}")
+    console.print(table)

@@ -1,0 +1,13 @@
+"""Default locations, overridable by environment variables (never hard-coded in functions)."""
+
+from __future__ import annotations
+
+import os
+
+from essaybench.core.paths import PROJECT_ROOT, default_store_root
+
+DEFAULT_CURATE_CONFIG = os.environ.get(
+    "ESSAYBENCH_CURATE_CONFIG", str(PROJECT_ROOT / "configs" / "curate.yaml"))
+DEFAULT_STORE_ROOT = os.environ.get("ESSAYBENCH_STORE", str(default_store_root()))
+DEFAULT_BENCHMARK_CONFIG = os.environ.get(
+    "ESSAYBENCH_BENCHMARK_CONFIG", str(PROJECT_ROOT / "configs" / "benchmark.yaml"))

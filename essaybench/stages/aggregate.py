@@ -1,0 +1,40 @@
+"""The ``aggregate`` stage: Table 5 (weighted, w/o WT), trait means, length compliance.
+
+Reads a ``judge`` snapshot (and the essays it judged), writes the Table 5 snapshot and
+the report tables under ``<store>/reports/<run_id>/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from essaybench.bench.aggregate import export, table5, trait_means
+from essaybench.bench.compliance import compliance_rates, compliance_table
+from essaybench.core.contracts import StageOutput
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+STAGE = "aggregate"
+
+
+def aggregate_stage(store: Store, run_id: str, upstream: Snapshot) -> tuple[Snapshot, Path]:
+    """Table 5 (weighted, w/o WT), trait means and length compliance; exported as
+    Parquet, CSV and Markdown under ``<store>/reports/<run_id>/``."""
+    upstream.require_stage("judge", f"the {STAGE} stage")
+    judgments = upstream.read()
+    essays = store.get_snapshot(upstream.upstream_snapshot_ids[0]).read()
+    folder = store.root / "reports" / run_id
+
+    def compute() -> StageOutput:
+        main = table5(judgments, "score_weighted")
+        checked = compliance_table(essays, prompt_column="prompt_text")
+        tables = {"table5_weighted": main,
+                  "table5_unweighted": table5(judgments, "score_unweighted"),
+                  "trait_means": trait_means(judgments),
+                  "length_compliance": compliance_rates(checked)}
+        paths = export(tables, folder)
+        return StageOutput(main, {"reports": sorted(str(p) for p in paths.values())})
+
+    snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
+                         params={"scores": ["score_weighted", "score_unweighted"]},
+                         rows_in=judgments.height, compute=compute)
+    return snapshot, folder

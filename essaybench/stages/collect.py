@@ -1,0 +1,19 @@
+"""The ``collect`` stage: every raw record of the configured sources, read or quarantined.
+
+The first stage: it has no upstream snapshot; the sources config is its params."""
+
+from __future__ import annotations
+
+from essaybench.curate.collect import run_collect
+from essaybench.curate.config import CurateConfig
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+STAGE = "collect"
+
+
+def collect_stage(store: Store, run_id: str, config: CurateConfig) -> Snapshot:
+    sources = config.load_sources()
+    return run_stage(store, run_id=run_id, stage=STAGE, upstream=[],
+                     params={"sources": sources.model_dump(mode="json")},
+                     compute=lambda: run_collect(sources))

@@ -1,0 +1,20 @@
+"""The ``filter`` stage: drop what is not an essay prompt (with a reason per drop),
+normalise the text, give each prompt its content-hash id.
+
+Reads the kept rows of the newest (or given) upstream snapshot; writes every row it saw
+with its decision."""
+
+from __future__ import annotations
+
+from essaybench.curate.config import CurateConfig
+from essaybench.curate.filter import run_filter
+from essaybench.stages.curate_step import run_curate_step
+from essaybench.store import Snapshot, Store
+
+STAGE = "filter"
+
+
+def filter_stage(store: Store, run_id: str, config: CurateConfig,
+                 upstream: Snapshot | None) -> Snapshot:
+    return run_curate_step(store, run_id, STAGE, upstream, config.filter,
+                           lambda table: run_filter(table, config.filter))

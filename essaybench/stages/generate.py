@@ -1,0 +1,52 @@
+"""The ``generate`` stage: every selected prompt of a prompt set, written by every model.
+
+Reads the published prompt set (its classify snapshot is the upstream), writes the
+essays snapshot; calls go through the caller's gateway session, so a rerun pays only
+for calls that failed or never finished."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from essaybench.bench.config import BenchmarkConfig, select_prompts
+from essaybench.bench.generate import STAGE, run_generate
+from essaybench.bench.judge.prefetch import JudgePrefetch
+from essaybench.core.contracts import StageOutput
+from essaybench.llm.session import GatewaySession
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+
+def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Snapshot]:
+    """(version, prompts, the classify snapshot it was frozen from)."""
+    if version == "latest":
+        latest = store.latest_prompt_set_version()
+        if latest is None:
+            raise LookupError(f"no prompt set published in {store.root}: run essaybench curate")
+        version = latest
+    record = store.get_prompt_set(version)
+    if record is None:
+        raise LookupError(f"prompt set {version!r} is not in {store.root}")
+    prompts = pl.read_parquet(store.root / record["parquet_path"])
+    return version, prompts, store.get_snapshot(record["snapshot_id"])
+
+
+def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
+                   session: GatewaySession, *, prefetch_judge: bool = False) -> Snapshot:
+    """``prefetch_judge``: also send each fresh essay's judge calls as it comes back (for
+    a run that judges next: a judge stage on the same session gets their results in
+    memory, any other finds them in the ledger)."""
+    version, prompts, upstream = prompt_set_input(store, config.prompt_set)
+    selected = select_prompts(prompts, config.per_genre, config.sample_seed)
+    params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
+              "per_genre": config.per_genre, "sample_seed": config.sample_seed}
+    prefetch = JudgePrefetch.for_prompts(selected, config.judge) if prefetch_judge else None
+
+    def compute() -> StageOutput:
+        output = run_generate(selected, config.generate, session, version, follow_up=prefetch)
+        if prefetch is not None and prefetch.errors:  # the judge stage meets them again
+            output.meta.setdefault("follow_ups", {})["errors"] = prefetch.errors
+        return output
+
+    return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream], params=params,
+                     rows_in=selected.height, compute=compute)

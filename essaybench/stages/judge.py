@@ -1,0 +1,39 @@
+"""The ``judge`` stage: one judge call per (ok essay, judge), scored only when it parses.
+
+Reads a ``generate`` snapshot, writes the judgments snapshot."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.judge.judgments import run_judge
+from essaybench.bench.judge.request import STAGE
+from essaybench.core.contracts import StageOutput
+from essaybench.llm.session import GatewaySession
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+
+def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | None:
+    """When ``upstream`` was written by ``run_id`` itself: the start of that stage run."""
+    starts = [r.started_at for r in store.stage_runs(run_id, 1000)
+              if r.snapshot_id == upstream.snapshot_id and r.status == "ok"]
+    return min(starts) if starts else None
+
+
+def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,
+                session: GatewaySession) -> Snapshot:
+    """Judge ``upstream``'s essays. Judge calls the same run already made (prefetched
+    while generating) are served, from the session's memory or the ledger — failures
+    too, so a run attempts each call once; ``rerun --stage judge`` (a new run) retries
+    the failures."""
+    upstream.require_stage("generate", f"the {STAGE} stage")
+    essays = upstream.read()
+
+    def compute() -> StageOutput:
+        with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
+            return run_judge(essays, config.judge, session)
+
+    return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
+                     params=config.judge, rows_in=essays.height, compute=compute)

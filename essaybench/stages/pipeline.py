@@ -1,0 +1,66 @@
+"""The weekly benchmark's stages in order: generate → judge → aggregate.
+
+``run_stages`` runs consecutive stages, each reading the snapshot the one before wrote;
+``BENCHMARK_STAGES`` and ``resolve_upstream`` let ``essaybench rerun --run RUN --stage
+judge`` start from an earlier run's snapshot. The Prefect ``pipeline`` flow
+(``flows/pipeline.py``) calls these through its tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from essaybench.bench.config import BenchmarkConfig
+from essaybench.llm.registry import load_registry
+from essaybench.llm.session import open_gateway
+from essaybench.stages.aggregate import aggregate_stage
+from essaybench.stages.generate import generate_stage
+from essaybench.stages.judge import judge_stage
+from essaybench.store import Snapshot, Store
+
+BENCHMARK_STAGES = ("generate", "judge", "aggregate")
+LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
+
+
+def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
+               upstream: Snapshot | None) -> dict[str, Snapshot]:
+    """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
+    the one before wrote; ``upstream`` is what the first reads (None for generate).
+
+    The LLM stages share one gateway session: when generate and judge run together, each
+    essay's judge calls are sent as soon as it is written, and their results pass to the
+    judge stage in memory (they are in the ledger too, for a rerun)."""
+    order = list(BENCHMARK_STAGES)
+    first = order.index(stages[0]) if stages and stages[0] in order else -1
+    if first < 0 or list(stages) != order[first:first + len(stages)]:
+        raise ValueError(f"stages {list(stages)} are not consecutive stages of "
+                         f"{', '.join(order)}")
+    snapshots: dict[str, Snapshot] = {}
+    llm = [s for s in stages if s in LLM_STAGES]
+    if llm:
+        with open_gateway(load_registry(), store.root, config.models(),
+                          log_dir=store.root / "logs") as session:
+            for stage in llm:
+                if stage == "generate":
+                    upstream = generate_stage(store, run_id, config, session,
+                                              prefetch_judge="judge" in stages)
+                else:
+                    assert upstream is not None
+                    upstream = judge_stage(store, run_id, config, upstream, session)
+                snapshots[stage] = upstream
+    if "aggregate" in stages:
+        if upstream is None:
+            raise ValueError("aggregate needs the judge snapshot it reads")
+        snapshots["aggregate"], _ = aggregate_stage(store, run_id, upstream)
+    return snapshots
+
+
+def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None:
+    """The snapshot ``stage`` reads when rerun from ``base_run`` (None for generate)."""
+    if stage not in BENCHMARK_STAGES:
+        raise ValueError(f"unknown benchmark stage {stage!r}; stages: "
+                         f"{', '.join(BENCHMARK_STAGES)}")
+    i = BENCHMARK_STAGES.index(stage)
+    if i == 0:
+        return None
+    return store.require_ok_snapshot(BENCHMARK_STAGES[i - 1], base_run,
+                                     f"cannot rerun {stage!r}")

@@ -1,0 +1,75 @@
+"""The ``stats`` stage: is a difference real? Confidence intervals, rankings and bias monitors.
+
+Reads a run's ``judge`` snapshot (and its essays, for lengths) and, when there is one,
+its ``pairwise`` snapshot; writes one ``stats`` snapshot (every Table 5 cell with its
+seeded, prompt-level paired bootstrap CI, per scoring variant) and the report tables
+under ``<store>/reports/<run_id>/stats/`` as Parquet, CSV and Markdown, with
+``stats.md`` gathering them:
+
+* ``score_ci_<variant>``: mean and CI per (judge, model, cell) — weighted, w/o WT,
+  Align-Score, whichever the judgments carry;
+* ``score_diff_<variant>``: paired differences between models in the same cell, and
+  whether they are distinguishable at this sample size;
+* ``length_bias``: score–length slope and correlations per judge × genre;
+* ``self_preference``: own-family vs other scores per judge (families from the registry);
+* from pairwise judging: ``win_rates``, ``bradley_terry`` ranking, ``position_bias``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+
+from essaybench.bench.aggregate import render_markdown
+from essaybench.bench.stats_tables import StatsParams, build_stats_tables, main_table
+from essaybench.core.contracts import StageOutput
+from essaybench.core.export import write_report as gather_report
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+STAGE = "stats"
+
+
+def write_report(tables: dict[str, pl.DataFrame], folder: Path) -> Path:
+    """Export every table and gather their Markdown into ``stats.md``; returns its path."""
+    return gather_report(tables, folder, "Statistics", name="stats.md", render=render_markdown,
+                         intro=["Seeded bootstrap intervals resample prompts (paired across "
+                                "models; the two orders of a pairwise comparison stay "
+                                "together). 'indistinguishable' = the interval of the "
+                                "difference contains 0 (win rate: 0.5).\n"])
+
+
+def stats_inputs(store: Store, run_id: str) -> tuple[Snapshot, Snapshot | None]:
+    """The newest successful judge snapshot of ``run_id``, and its pairwise snapshot when
+    the run has one over the same essays (a pairwise run on other essays is left out)."""
+    judged = store.require_ok_snapshot("judge", run_id, STAGE)
+    pairwise = store.latest_ok_snapshot("pairwise", run_id)
+    if pairwise is not None and pairwise.upstream_snapshot_ids != judged.upstream_snapshot_ids:
+        pairwise = None
+    return judged, pairwise
+
+
+def stats_stage(store: Store, run_id: str, params: StatsParams, judged: Snapshot,
+                pairwise: Snapshot | None = None,
+                family_of: Mapping[str, str] | None = None) -> tuple[Snapshot, Path]:
+    """Run the stage over a ``judge`` snapshot (and optionally a ``pairwise`` one)."""
+    judged.require_stage("judge", STAGE)
+    if pairwise is not None:
+        pairwise.require_stage("pairwise", STAGE)
+    judgments = judged.read()
+    essays = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
+    pairs = pairwise.read() if pairwise is not None else None
+    folder = store.root / "reports" / run_id / STAGE
+    upstream = [judged, *([pairwise] if pairwise is not None else [])]
+
+    def compute() -> StageOutput:
+        tables = build_stats_tables(judgments, essays, pairs, params, family_of or {})
+        report = write_report(tables, folder)
+        return StageOutput(main_table(tables), {"report": str(report),
+                                                "tables": sorted(tables)})
+
+    snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=upstream, params=params,
+                         rows_in=judgments.height, compute=compute)
+    return snapshot, folder

@@ -1,0 +1,71 @@
+"""Run one stage against the store: catalog bookkeeping around a pure computation.
+
+The stage's computation is a function returning a ``StageOutput``; this module
+records the run as ``running`` before it starts, writes the snapshot, and marks
+the run ``ok`` or ``failed`` with the error text, so a crashed or failed stage
+is visible in the catalog and can be rerun from the same upstream snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from essaybench.core.contracts import StageOutput
+from essaybench.core.gcfreeze import frozen_heap
+from essaybench.core.version import code_version
+from essaybench.store import Snapshot, Store
+
+
+class StageFailed(RuntimeError):
+    """A stage raised; the catalog row holds the same error text."""
+
+
+def params_dict(params: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if isinstance(params, BaseModel):
+        return params.model_dump(mode="json")
+    return dict(params)
+
+
+def run_stage(
+    store: Store,
+    *,
+    run_id: str,
+    stage: str,
+    upstream: Sequence[Snapshot],
+    params: BaseModel | dict[str, Any] | None,
+    compute: Callable[[], StageOutput],
+    rows_in: int | None = None,
+) -> Snapshot:
+    with frozen_heap():
+        return _run_stage(store, run_id, stage, upstream, params, compute, rows_in)
+
+
+def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapshot],
+               params: BaseModel | dict[str, Any] | None, compute: Callable[[], StageOutput],
+               rows_in: int | None) -> Snapshot:
+    upstream_ids = [s.snapshot_id for s in upstream]
+    stage_run_id = store.start_stage_run(run_id, stage, upstream_ids, params_dict(params),
+                                         code_version(), rows_in)
+    started = time.perf_counter()
+    try:
+        output = compute()
+        snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        store.finish_stage_run(stage_run_id, status="failed", error=error + "\n"
+                               + "".join(traceback.format_exception(exc, limit=-3)))
+        raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}") from exc
+    counts = output.counts()
+    store.finish_stage_run(
+        stage_run_id, status="ok", snapshot_id=snapshot.snapshot_id,
+        rows_in=output.table.height, rows_out=counts.get("kept", 0),
+        meta={"decisions": counts, "seconds": round(time.perf_counter() - started, 3)},
+    )
+    return snapshot

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from essaybench.cli import app
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
+from essaybench.llm.session import open_gateway
+from essaybench.llm.types import ChatRequest, Message
+from tests.llm.conftest import fake_spec, registry_of
+
+
+def test_llm_usage_reports_the_ledger(tmp_path: Path) -> None:
+    scenario = FakeScenario.model_validate(
+        {"faults": [{"kind": "status", "status": 400, "every_nth": 4}]})
+    requests = [ChatRequest(model="fake", stage="generate",
+                            messages=(Message(role="user", content=f"写第{i}篇作文"),))
+                for i in range(8)]
+    with run_fake_server(scenario) as server, open_gateway(
+            registry_of(fake_spec()), tmp_path, ["fake"],
+            base_urls={"fake": server.base_url}) as session:
+        results = session.run(requests)
+    assert sum(r.ok for r in results) == 6
+    out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path), "--markdown"])
+    assert out.exit_code == 0, out.output
+    row = next(line for line in out.output.splitlines() if line.startswith("| fake"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:3] == ["fake", "generate", "8"]  # model, stage, calls
+
+
+def test_llm_usage_without_ledger_is_a_clear_error(tmp_path: Path) -> None:
+    out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path)])
+    assert out.exit_code != 0 and "no ledger" in out.output
+
+
+def test_llm_models_lists_registry_without_keys() -> None:
+    out = CliRunner().invoke(app, ["llm", "models"])
+    assert out.exit_code == 0 and "smollm2-135m" in out.output
+
+
+def test_rerun_rejects_an_unknown_stage() -> None:
+    out = CliRunner().invoke(app, ["rerun", "--run", "x", "--stage", "classify"])
+    assert out.exit_code == 2 and "'classify'" in out.output

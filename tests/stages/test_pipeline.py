@@ -1,0 +1,87 @@
+"""generate → judge → aggregate against the store, on the bundled prompt set, fake models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from essaybench.bench.config import BenchmarkConfig, select_prompts
+from essaybench.bench.generate import GenerateParams
+from essaybench.bench.judge.request import JudgeParams
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.curate.config import load_curate_config
+from essaybench.curate.funnel import CURATE_STAGES
+from essaybench.llm.fake.server import run_fake_server
+from essaybench.llm.session import open_gateway
+from essaybench.stages.aggregate import aggregate_stage
+from essaybench.stages.curate import publish_prompt_set, run_curation_stage
+from essaybench.stages.generate import generate_stage
+from essaybench.stages.judge import judge_stage
+from essaybench.stages.pipeline import resolve_upstream, run_stages
+from essaybench.store import Store
+from tests.llm.conftest import fake_spec, registry_of
+
+CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer",)),
+                         judge=JudgeParams(judges=["judge"]))
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    store = Store(tmp_path_factory.mktemp("store"))
+    config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
+    snap = None
+    for stage in CURATE_STAGES:
+        snap = run_curation_stage(store, "curate", stage, config, snap)
+    assert snap is not None
+    publish_prompt_set(store, "curate", snap)
+    return store
+
+
+def test_select_prompts_is_seeded_and_balanced() -> None:
+    prompts = pl.DataFrame({
+        "prompt_id": [f"p{i}" for i in range(16)],
+        "genre": ["argumentative", "narrative", "descriptive", "expository"] * 4,
+        "prompt_set": ["open"] * 8 + ["constrained"] * 8})
+    a = select_prompts(prompts, 2, seed=1)
+    assert a.equals(select_prompts(prompts.reverse(), 2, seed=1))
+    assert a.group_by("genre").len()["len"].to_list() == [2, 2, 2, 2]
+    assert sorted(a.group_by("prompt_set").len().rows()) == [("constrained", 4), ("open", 4)]
+    assert select_prompts(prompts, None, 0).equals(prompts)
+
+
+def test_benchmark_stages_and_rerun_of_judge(curated: Store) -> None:
+    store = curated
+    models = ["writer", "judge"]
+    with run_fake_server() as server, open_gateway(
+            registry_of(*(fake_spec(m, model_id=m) for m in models)), store.root, models,
+            base_urls=dict.fromkeys(models, server.base_url)) as session:
+        gen = generate_stage(store, "r1", CONFIG, session)
+        judged = judge_stage(store, "r1", CONFIG, gen, session)
+        agg, folder = aggregate_stage(store, "r1", judged)
+        sent = server.stats().totals.received
+        upstream = resolve_upstream(store, "judge", "r1")
+        assert upstream is not None and upstream.snapshot_id == gen.snapshot_id
+        again = judge_stage(store, "r2", CONFIG, upstream, session)
+        assert server.stats().totals.received == sent  # nothing paid twice
+    essays = gen.read()
+    assert essays.height == 8 and set(essays["status"]) == {"ok"}
+    assert again.read().drop("from_ledger").equals(judged.read().drop("from_ledger"))
+    t5 = agg.read()
+    assert t5.height == 1 and t5["overall:n"][0] == 8
+    for name in ("table5_weighted", "table5_unweighted", "trait_means", "length_compliance"):
+        for ext in ("md", "csv", "parquet"):
+            assert (folder / f"{name}.{ext}").is_file()
+
+
+def test_missing_prompt_set_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(LookupError, match="no prompt set published"):
+        generate_stage(Store(tmp_path), "r", CONFIG, session=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stages", [[], ["judge", "generate"], ["generate", "aggregate"],
+                                    ["report"]])
+def test_run_stages_takes_only_consecutive_stages(tmp_path: Path, stages: list[str]) -> None:
+    with pytest.raises(ValueError, match="not consecutive stages"):
+        run_stages(Store(tmp_path / "store"), "r1", CONFIG, stages, None)

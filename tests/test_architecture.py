@@ -1,0 +1,49 @@
+"""The layout shows the architecture: few top-level modules, one stage module per stage name.
+
+(Import layers and cycles are import-linter's job: ``lint-imports`` in ``./dev test``.)
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+PACKAGE = PROJECT / "essaybench"
+# Flow files that chain stages or share code, not stages themselves.
+NOT_STAGES = {"__init__", "_stage", "curate", "pipeline"}
+STAGE_NAMES = sorted(p.stem for p in (PROJECT / "flows").glob("*.py") if p.stem not in NOT_STAGES)
+
+
+def test_at_most_ten_modules_directly_under_the_package() -> None:
+    modules = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(modules) <= 10, modules
+
+
+def test_the_stages_are_the_ones_the_pipeline_knows() -> None:
+    assert sorted(["collect", "filter", "dedup", "rouge", "classify", "generate",
+                                  "judge", "aggregate", "pairwise", "stats", "agreement",
+                                  "wpb_report"]) == STAGE_NAMES
+
+
+@pytest.mark.parametrize("stage", STAGE_NAMES)
+def test_each_stage_has_one_module_named_as_its_flow_and_snapshot(stage: str) -> None:
+    module = importlib.import_module(f"essaybench.stages.{stage}")
+    assert stage == module.STAGE  # the name its snapshots and catalog rows carry
+    flow_source = (PROJECT / "flows" / f"{stage}.py").read_text(encoding="utf-8")
+    names = [d for node in ast.walk(ast.parse(flow_source)) if isinstance(node, ast.FunctionDef)
+             for d in node.decorator_list
+             if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "flow"]
+    assert len(names) == 1, f"flows/{stage}.py should define one flow"
+    flow_name = next(k.value.value for k in names[0].keywords if k.arg == "name"
+                     and isinstance(k.value, ast.Constant))
+    assert flow_name == stage
+
+
+def test_library_packages_have_a_docstring_saying_what_they_hold() -> None:
+    for init in PACKAGE.glob("*/__init__.py"):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{init.relative_to(PROJECT)} has no docstring"

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real data beside the project, and small helpers."""
+"""Shared fixtures: the real data beside the project, and the stores built once per session."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from essaybench.store import Snapshot, Store
+from tests.helpers import JUDGED_FAMILIES, JUDGED_WRITERS, copy_store
 
 # Prefect reads its settings on import: give the whole test session a private,
 # throwaway Prefect home and no telemetry before any test module imports it.
@@ -23,3 +26,81 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"../shared/data not present at {SHARED_DATA}: real-data tests need it")
     return SHARED_DATA
+
+
+# --- stores built once per session ------------------------------------------------------
+# Building them is the slow part of the stage tests (curation of configs/curate.yaml; a
+# run generated, judged and compared through the fake server), so each is built once and
+# shared. Shared means read-only: a test that writes to the store asks for the *_copy
+# fixture, a private copy in its tmp_path.
+
+
+@pytest.fixture(scope="session")
+def curated(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """configs/curate.yaml curated and published as a prompt set (run "curate")."""
+    from essaybench.curate.config import load_curate_config
+    from essaybench.curate.funnel import CURATE_STAGES
+    from essaybench.stages.curate import publish_prompt_set, run_curation_stage
+
+    store = Store(tmp_path_factory.mktemp("curated") / "store")
+    config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
+    snap = None
+    for stage in CURATE_STAGES:
+        snap = run_curation_stage(store, "curate", stage, config, snap)
+    assert snap is not None
+    publish_prompt_set(store, "curate", snap)
+    return store
+
+
+@pytest.fixture
+def curated_copy(curated: Store, tmp_path: Path) -> Store:
+    """A private copy of ``curated`` to write to."""
+    return copy_store(curated, tmp_path / "store")
+
+
+JudgedRun = tuple[Store, Snapshot, Snapshot]
+
+
+@pytest.fixture(scope="session")
+def judged_run(curated: Store, tmp_path_factory: pytest.TempPathFactory) -> JudgedRun:
+    """Run "r1" on a copy of ``curated``: the three JUDGED_WRITERS write 4 prompts per
+    genre, the qwen judge scores every essay and compares them pairwise (fake server).
+    Returns the store, the judge snapshot and the pairwise snapshot."""
+    from essaybench.bench.config import BenchmarkConfig
+    from essaybench.bench.generate import GenerateParams
+    from essaybench.bench.judge.request import JudgeParams
+    from essaybench.bench.pairwise.design import PairwiseParams
+    from essaybench.llm.fake.scenario import FakeScenario
+    from essaybench.llm.fake.server import run_fake_server
+    from essaybench.llm.session import open_gateway
+    from essaybench.stages.generate import generate_stage
+    from essaybench.stages.judge import judge_stage
+    from essaybench.stages.pairwise import pairwise_stage
+    from tests.llm.conftest import fake_spec, registry_of
+
+    config = BenchmarkConfig(per_genre=4, generate=GenerateParams(models=JUDGED_WRITERS),
+                             judge=JudgeParams(judges=["qwen-judge"]),
+                             pairwise=PairwiseParams(judges=["qwen-judge"]))
+    store = copy_store(curated, tmp_path_factory.mktemp("judged") / "store")
+    models = [*JUDGED_WRITERS, "qwen-judge"]
+    registry = registry_of(*(fake_spec(m, model_id=m, family=JUDGED_FAMILIES[m])
+                             for m in models))
+    # Each writer's essays differ ("{model}…"), so the judge's (seeded, random) scores do.
+    scenario = FakeScenario.model_validate({"models": {"*": {
+        "reply": "template", "template": "{model}：{prompt}"}}})
+    with run_fake_server(scenario) as server, open_gateway(
+            registry, store.root, models, base_urls=dict.fromkeys(models, server.base_url)
+    ) as session:
+        gen = generate_stage(store, "r1", config, session)
+        judged = judge_stage(store, "r1", config, gen, session)
+        assert config.pairwise is not None
+        pairs = pairwise_stage(store, "r1", config.pairwise, gen, session)
+    return store, judged, pairs
+
+
+@pytest.fixture
+def judged_copy(judged_run: JudgedRun, tmp_path: Path) -> JudgedRun:
+    """A private copy of ``judged_run`` to write to, its snapshots read from the copy."""
+    store, judged, pairs = judged_run
+    copy = copy_store(store, tmp_path / "store")
+    return copy, copy.get_snapshot(judged.snapshot_id), copy.get_snapshot(pairs.snapshot_id)

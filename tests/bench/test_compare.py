@@ -9,8 +9,6 @@ import pytest
 from essaybench.bench.compare import compare_runs
 from essaybench.stages.compare import compare_snapshots, previous_run
 from essaybench.store import Snapshot, Store
-from tests.stages.test_pipeline import curated  # noqa: F401
-from tests.stages.test_stats import judged_run  # noqa: F401
 
 
 def _week(scores: dict[str, list[float | None]], judge_id: str) -> pl.DataFrame:
@@ -53,8 +51,7 @@ def test_model_in_one_run_only_has_no_delta() -> None:
     assert table["n_common_prompts"].to_list() == [0, 0]
 
 
-def test_previous_run_and_snapshots(judged_run: tuple[Store, Snapshot, Snapshot]  # noqa: F811
-                                    ) -> None:
+def test_previous_run_and_snapshots(judged_run: tuple[Store, Snapshot, Snapshot]) -> None:
     store, judged, _ = judged_run
     assert previous_run(store, "r1") is None
     with pytest.raises(LookupError, match="no successful judge"):

@@ -11,8 +11,6 @@ from typer.testing import CliRunner
 
 from essaybench.cli import app
 from essaybench.store import Snapshot, Store
-from tests.stages.test_pipeline import curated  # noqa: F401
-from tests.stages.test_stats import judged_run  # noqa: F401  (module-scoped judged store)
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 
@@ -24,9 +22,9 @@ def _stages(store: Path, run_id: str) -> list[str]:
     return [s for (s,) in rows]
 
 
-def test_stats_and_agreement_commands(judged_run: tuple[Store, Snapshot, Snapshot],  # noqa: F811
+def test_stats_and_agreement_commands(judged_copy: tuple[Store, Snapshot, Snapshot],
                                       tmp_path: Path) -> None:
-    store, judged, _ = judged_run
+    store, judged, _ = judged_copy
     out = CliRunner().invoke(app, ["stats", "--run", "r1", "--store", str(store.root)])
     assert out.exit_code == 0, out.output
     assert "Bradley–Terry ranking" in out.output and "stats.md" in out.output

@@ -19,7 +19,7 @@ from essaybench.stages.pairwise import (
 )
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
-from tests.bench.pairwise.test_pairwise import essays
+from tests.helpers import essays
 from tests.llm.conftest import fake_spec, registry_of
 
 

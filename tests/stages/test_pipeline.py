@@ -10,13 +10,9 @@ import pytest
 from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
-from essaybench.core.paths import PROJECT_ROOT
-from essaybench.curate.config import load_curate_config
-from essaybench.curate.funnel import CURATE_STAGES
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.session import open_gateway
 from essaybench.stages.aggregate import aggregate_stage
-from essaybench.stages.curate import publish_prompt_set, run_curation_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
 from essaybench.stages.pipeline import resolve_upstream, run_stages
@@ -25,18 +21,6 @@ from tests.llm.conftest import fake_spec, registry_of
 
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer",)),
                          judge=JudgeParams(judges=["judge"]))
-
-
-@pytest.fixture(scope="module")
-def curated(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    store = Store(tmp_path_factory.mktemp("store"))
-    config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
-    snap = None
-    for stage in CURATE_STAGES:
-        snap = run_curation_stage(store, "curate", stage, config, snap)
-    assert snap is not None
-    publish_prompt_set(store, "curate", snap)
-    return store
 
 
 def test_select_prompts_is_seeded_and_balanced() -> None:
@@ -51,8 +35,8 @@ def test_select_prompts_is_seeded_and_balanced() -> None:
     assert select_prompts(prompts, None, 0).equals(prompts)
 
 
-def test_benchmark_stages_and_rerun_of_judge(curated: Store) -> None:
-    store = curated
+def test_benchmark_stages_and_rerun_of_judge(curated_copy: Store) -> None:
+    store = curated_copy
     models = ["writer", "judge"]
     with run_fake_server() as server, open_gateway(
             registry_of(*(fake_spec(m, model_id=m) for m in models)), store.root, models,

@@ -20,6 +20,7 @@ from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.retry import Backoff
 from essaybench.llm.session import open_gateway
 from essaybench.llm.types import CallStatus, ChatResult
+from tests.helpers import expected_scores
 from tests.llm.conftest import fake_spec, registry_of
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
@@ -58,19 +59,6 @@ def scripted(*replies: str) -> FakeScenario:
 def reply(rubric: Rubric, genre: str, skip: str | None = None, value: Any = 7) -> str:
     scores = {q: value for q in rubric.question_ids(genre) if q != skip}
     return json.dumps({"analysis": "结构清楚。", "scores": scores}, ensure_ascii=False)
-
-
-def expected_scores(rubric: Rubric, genre: str, scores: dict[str, int]) -> tuple[float, float]:
-    """Weighted (α=3) and unweighted 0–100 scores, by plain arithmetic."""
-    got_w = best_w = got_u = best_u = 0.0
-    for trait in rubric.genres[genre].traits:
-        s_t = sum(scores[q.id] for q in trait.questions)
-        w_t = 3.0 ** trait.depth
-        got_w += w_t * s_t
-        best_w += w_t * 10 * len(trait.questions)
-        got_u += s_t
-        best_u += 10 * len(trait.questions)
-    return 100 * got_w / best_w, 100 * got_u / best_u
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
@@ -21,7 +19,6 @@ from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
 from essaybench.store import Store
 from tests.llm.conftest import fake_spec, registry_of
-from tests.stages.test_pipeline import curated  # noqa: F401 - the module's store fixture
 
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer-a", "writer-b")),
                          judge=JudgeParams(judges=["judge"]))
@@ -72,14 +69,9 @@ JUDGE_TABLES: dict[bool, pl.DataFrame] = {}
 
 
 @pytest.mark.parametrize("prefetch", [True, False])
-def test_judge_stage_sends_nothing_after_prefetch(curated: Store, prefetch: bool,  # noqa: F811
-                                                  tmp_path: Path) -> None:
-    store = Store(tmp_path / "store")
-    store.root.mkdir()
+def test_judge_stage_sends_nothing_after_prefetch(curated_copy: Store, prefetch: bool) -> None:
     # A private copy of the curated store, so each case starts with an empty ledger.
-    import shutil
-
-    shutil.copytree(curated.root, store.root, dirs_exist_ok=True)
+    store = curated_copy
     (store.root / "ledger.duckdb").unlink(missing_ok=True)
     with run_fake_server(FakeScenario.model_validate({"models": WRITERS})) as server, open_gateway(
             _registry(), store.root, MODELS,  # type: ignore[arg-type]
@@ -111,12 +103,9 @@ def test_judge_stage_sends_nothing_after_prefetch(curated: Store, prefetch: bool
 
 
 def test_partial_prefetch_is_final_for_the_run_and_a_rerun_sends_exactly_the_missing(
-    curated: Store, tmp_path: Path,  # noqa: F811
+    curated_copy: Store,
 ) -> None:
-    import shutil
-
-    store = Store(tmp_path / "store")
-    shutil.copytree(curated.root, store.root, dirs_exist_ok=True)
+    store = curated_copy
     (store.root / "ledger.duckdb").unlink(missing_ok=True)
     # About half the judge calls fail on their first arrival (no retries): the prefetch
     # is partial; a second arrival succeeds.

@@ -31,27 +31,10 @@ from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.retry import Backoff
 from essaybench.llm.session import open_gateway
+from tests.helpers import essays
 from tests.llm.conftest import fake_spec, registry_of
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
-GENRES = ["argumentative", "narrative", "descriptive", "expository"]
-
-
-def essays(models: Sequence[str], n_prompts: int,
-           status: dict[tuple[str, str], str] | None = None) -> pl.DataFrame:
-    """Every model writes every prompt; ``status[(prompt_id, model)]`` overrides ok."""
-    status = status or {}
-    rows = []
-    for i in range(n_prompts):
-        pid = f"p{i}"
-        for model in models:
-            st = status.get((pid, model), "ok")
-            rows.append({"prompt_id": pid, "model": model, "sample_index": 0,
-                         "genre": GENRES[i % 4], "prompt_set": "open" if i % 2 else "constrained",
-                         "prompt_text": f"第{i}题：以“门”为题写一篇作文。",
-                         "essay_text": f"{model}写的第{i}篇作文。门开了。" if st == "ok" else None,
-                         "status": st, "error": None if st == "ok" else "HTTP 500 upstream"})
-    return pl.DataFrame(rows)
 
 
 def verdict(position: str) -> str:

@@ -1,7 +1,11 @@
 """The ``pipeline`` flow: curate → generate → judge → aggregate (→ pairwise) → stats.
 
-The weekly run. ``from_stage`` restarts a run at generate, judge or aggregate from
-``base_run``'s snapshots; the ledger serves every call that already succeeded. Pairwise
+The weekly run. A new run sends every LLM call afresh (``reuse_from`` names a run whose
+successful calls it may be served instead); ``from_stage`` with ``base_run`` is a rerun:
+it restarts at generate, judge or aggregate from ``base_run``'s snapshots (along its
+lineage), and the ledger serves every call ``base_run`` and the runs it continues already
+paid for. The run is recorded in the catalog's ``runs`` table; the flow run is named
+after the run id and tagged with it. Pairwise
 judging runs when the benchmark config has a ``pairwise:`` section; the stats stage
 (bootstrap CIs, rankings, bias monitors) always ends the run.
 
@@ -15,18 +19,24 @@ memory); each stage still writes its own snapshot and catalog row. Each stage's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
+from prefect.states import Failed
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.bench.health import RunUnhealthy
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
     DEFAULT_STORE_ROOT,
 )
+from essaybench.stages.health import require_healthy
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
+from essaybench.store.runs import looks_like_run_id, record_run
 from essaybench.store.store import new_run_id
 from flows.curate import curate_flow
 from tasks.benchmark import benchmark_stages_task
@@ -34,7 +44,31 @@ from tasks.pairwise import pairwise_stage_task
 from tasks.stats import stats_stage_task
 
 
-@flow(name="pipeline")
+def _flow_run_name() -> str:
+    """The flow run's name: the essaybench run id given, else a new one, which the flow
+    then takes as its run id (``_this_run``), so a scheduled run is named from the start."""
+    ctx = FlowRunContext.get()
+    given = (ctx.parameters or {}).get("run_id") if ctx is not None else None
+    return str(given) if given else new_run_id()
+
+
+def _this_run(run_id: str | None) -> tuple[str, str | None]:
+    """The essaybench run id of this flow run and the flow run's id; the flow run is named
+    after the run id and tagged with it."""
+    ctx = FlowRunContext.get()
+    this = ctx.flow_run if ctx is not None else None
+    if this is None:  # called as a plain function (pipeline_flow.fn)
+        return run_id or new_run_id(), None
+    if run_id is None:
+        run_id = this.name if looks_like_run_id(this.name) else new_run_id()
+    tags = sorted({*this.tags, run_id})
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(this.id, name=run_id, tags=tags)
+    this.tags = tags
+    return run_id, str(this.id)
+
+
+@flow(name="pipeline", flow_run_name=_flow_run_name)
 def pipeline_flow(
     benchmark_config: str = DEFAULT_BENCHMARK_CONFIG,
     curate_config: str = DEFAULT_CURATE_CONFIG,
@@ -43,11 +77,14 @@ def pipeline_flow(
     from_stage: str = "generate",
     base_run: str | None = None,
     run_id: str | None = None,
+    reuse_from: str | None = None,
 ) -> dict[str, Any]:
     if from_stage != "generate" and base_run is None:
         raise ValueError(f"starting at {from_stage!r} needs base_run: the run whose "
                          "upstream snapshot it reads")
-    run_id = run_id or new_run_id()
+    run_id, flow_run_id = _this_run(run_id)
+    record_run(Store(store_root), run_id, base_run=base_run, from_stage=from_stage,
+               reuse_from=reuse_from, config_path=benchmark_config, flow_run_id=flow_run_id)
     result: dict[str, Any] = {"run_id": run_id}
     if curate and from_stage == "generate" and base_run is None:
         result["curate"] = curate_flow(curate_config, store_root, run_id=run_id)
@@ -75,4 +112,13 @@ def pipeline_flow(
     result["stats"] = stats_stage_task(run_id, benchmark_config, store_root, run_id,
                                        judged.snapshot_id, result.get("pairwise"))
     result["reports"] = str(store.root / "reports" / run_id)
+    # Every snapshot and report is written by now; a run below its coverage floor still
+    # fails. Its RunUnhealthy is returned as the final state, not raised: the flow run ends
+    # Failed and a caller gets the same exception (the CLI exits 1), without Prefect
+    # logging a traceback for what is a verdict, not a crash.
+    try:
+        health = require_healthy(store, run_id, benchmark_config)
+    except RunUnhealthy as unhealthy:
+        return cast(dict[str, Any], Failed(message=unhealthy.explanation, data=unhealthy))
+    result["health"] = health.summary() if health is not None else None
     return result

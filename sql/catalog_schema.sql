@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS stage_runs (
     stage_run_id VARCHAR PRIMARY KEY,
     run_id VARCHAR NOT NULL,
     stage VARCHAR NOT NULL,
-    status VARCHAR NOT NULL,          -- running | ok | failed
+    status VARCHAR NOT NULL,          -- running | ok | failed (running, process gone: abandoned)
     snapshot_id VARCHAR,              -- null until the stage succeeds
     upstream_snapshot_ids VARCHAR[] NOT NULL,
     params JSON NOT NULL,
@@ -24,7 +24,10 @@ CREATE TABLE IF NOT EXISTS stage_runs (
     meta JSON,                        -- facts of this run (timings, counts)
     started_at TIMESTAMPTZ NOT NULL,
     ended_at TIMESTAMPTZ,
-    error VARCHAR
+    error VARCHAR,
+    pid INTEGER,                      -- the process running the stage, on host: a running
+    host VARCHAR,                     -- row whose process is gone is listed as abandoned
+    heartbeat_at TIMESTAMPTZ          -- refreshed while it runs (a stale one: abandoned)
 );
 
 CREATE TABLE IF NOT EXISTS prompt_sets (
@@ -36,5 +39,21 @@ CREATE TABLE IF NOT EXISTS prompt_sets (
     funnel JSON NOT NULL,
     jsonl_path VARCHAR NOT NULL,
     parquet_path VARCHAR NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+
+-- One row per benchmark run: what it is and whose LLM calls it may serve (its lineage).
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,            -- run | rerun
+    base_run VARCHAR,                 -- rerun: the run it continues (snapshots and calls)
+    from_stage VARCHAR,               -- the first stage the run computes
+    reuse_from VARCHAR,               -- run --reuse-from: a run whose calls it may serve
+    reuse_scope VARCHAR[] NOT NULL,   -- every run whose calls it may serve, itself first
+    reuse_unattributed BOOLEAN NOT NULL,  -- also calls recorded before run ids (a rerun of such a run)
+    config_path VARCHAR,              -- the benchmark config, as given
+    config_sha256 VARCHAR,            -- and the hash of its bytes when the run started
+    flow_run_id VARCHAR,              -- the Prefect flow run, when Prefect ran it
+    code_version VARCHAR NOT NULL,
     created_at TIMESTAMPTZ NOT NULL
 );

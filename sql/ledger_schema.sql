@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     attempts INTEGER NOT NULL,
     started_at TIMESTAMPTZ,
     finished_at TIMESTAMPTZ NOT NULL,
-    code_version VARCHAR NOT NULL
+    code_version VARCHAR NOT NULL,
+    run_id VARCHAR                    -- the run that paid for the call (NULL: no run, or
+                                      -- recorded before calls carried their run)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_key ON llm_calls (key);

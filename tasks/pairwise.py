@@ -8,6 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
 from essaybench.stages.pairwise import load_pairwise_params, pairwise_stage, pairwise_upstream
+from essaybench.stages.runs import run_scope
 from essaybench.store import Store
 
 
@@ -18,7 +19,7 @@ def pairwise_stage_task(run_id: str, config_path: str, store_root: str,
     params = load_pairwise_params(config_path)
     upstream = pairwise_upstream(store, upstream_snapshot_id, base_run)
     with open_gateway(load_registry(), store.root, params.judges,
-                      log_dir=store.root / "logs") as session:
+                      log_dir=store.root / "logs", scope=run_scope(store, run_id)) as session:
         snapshot = pairwise_stage(store, run_id, params, upstream, session)
         stats = session.gateway.last_stats
     log = get_run_logger()

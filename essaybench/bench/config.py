@@ -12,6 +12,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.bench.generate import GenerateParams
+from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.pairwise.design import PairwiseParams
 from essaybench.bench.stats_tables import StatsParams
@@ -37,6 +38,11 @@ class BenchmarkConfig(BaseModel):
         default=None, description="Order-swapped pairwise judging of the essays (optional).")
     stats: StatsParams = Field(default_factory=StatsParams,
                                description="Bootstrap settings of the stats stage.")
+    health: HealthParams = Field(default_factory=HealthParams,
+                                 description="When a run counts as failed (coverage floor).")
+    max_cost_usd: float | None = Field(
+        default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
+        "(USD at the registry's list prices; see essaybench estimate). None: no cap.")
 
     def models(self) -> list[str]:
         pairwise = self.pairwise.judges if self.pairwise is not None else []

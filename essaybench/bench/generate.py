@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from essaybench.bench.health import call_counts
 from essaybench.core.contracts import StageOutput, require_kept_input
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.llm.batching import FollowUp
@@ -221,6 +222,7 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
     requests = build_requests(prompts, params)
     results = session.run(requests, follow_up=follow_up)
     table = essays_table(prompts, requests, results, prompt_set_version, specs=specs)
+    calls = {model: c.model_dump() for model, c in call_counts(table, "model").items()}
     meta: dict[str, Any] = {
         "stage": STAGE,
         "prompt_set_version": prompt_set_version,
@@ -229,10 +231,11 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
         "n_rows": table.height,
         "from_ledger": int(table["from_ledger"].sum()),
         "counts": status_counts(table),
+        "calls": calls,
     }
     stats = session.gateway.last_stats
     if follow_up is not None and stats is not None:
         meta["follow_ups"] = {"requests": stats.follow_ups,
                               "from_ledger": stats.follow_ups_from_ledger,
                               "sent": stats.follow_ups_sent}
-    return StageOutput(table, meta=meta)
+    return StageOutput(table, meta=meta, run_meta={"calls": calls})

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import typer
 
-from essaybench.cli import analysis, benchmark, curate, llm
+from essaybench.cli import analysis, benchmark, curate, estimate, llm
 
 app = typer.Typer(help="essaybench: benchmark LLMs on Chinese essay writing.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(curate.app)
 app.add_typer(benchmark.app)
+app.add_typer(estimate.app)
 app.add_typer(analysis.app)
 app.add_typer(llm.app, name="llm")
 

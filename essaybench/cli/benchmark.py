@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from essaybench.cli.common import BenchOpt, StoreOpt, console, prefect_env, print_frame
 from essaybench.cli.curate import curate
+from essaybench.cli.estimate import OVER_BUDGET_FLAG, check_budget
+from essaybench.cli.failures import failed_run_exits
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -18,6 +19,9 @@ from essaybench.core.settings import (
 )
 
 app = typer.Typer()
+
+OverBudgetOpt = Annotated[bool, typer.Option(
+    OVER_BUDGET_FLAG, help="Run even when the estimate exceeds the config's max_cost_usd.")]
 
 
 @app.command()
@@ -28,15 +32,26 @@ def run(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     curate_first: Annotated[bool, typer.Option(
         "--curate/--no-curate", help="Rebuild the prompt set first.")] = True,
+    over_budget: OverBudgetOpt = False,
+    reuse_from: Annotated[str | None, typer.Option(
+        "--reuse-from", metavar="RUN",
+        help="Serve the successful calls of RUN (and the runs it reused) instead of "
+             "sending them again. Without it a new run sends every call.")] = None,
 ) -> None:
-    """The benchmark: (curate →) generate → judge → aggregate; prints Table 5."""
+    """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
+    estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
+    if reuse_from is not None:
+        _check_run(store, reuse_from, "--reuse-from")
+    check_budget(config, store, from_stage="generate", curating=curate_first,
+                 over_budget_ok=over_budget, reusing=reuse_from)
     prefect_env()
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
-    with console.status("generating and judging (the embedded model is slow: minutes)…"):
+    with failed_run_exits(config, store), console.status(
+            "generating and judging (the embedded model is slow: minutes)…"):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
-                               curate_first)
+                               curate_first, reuse_from=reuse_from)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -46,22 +61,54 @@ def rerun(
     stage: Annotated[str, typer.Option(help="generate, judge or aggregate.")],
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    over_budget: OverBudgetOpt = False,
 ) -> None:
     """Rerun one benchmark stage (and those after it) from an earlier run's upstream
-    snapshot; calls that already succeeded are served from the ledger, not re-sent."""
+    snapshot (a rerun of a rerun reads what that one read); calls that RUN, or a run it
+    continues, already paid for successfully are served from the ledger, not re-sent.
+    From generate it writes RUN's prompts (prompt set and sample), not the config's."""
     from essaybench.stages.pipeline import BENCHMARK_STAGES
 
     if stage not in BENCHMARK_STAGES:
         raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
                                  param_hint="--stage")
+    _check_rerun(store, run_id, stage)
+    check_budget(config, store, from_stage=stage, curating=False, over_budget_ok=over_budget,
+                 reusing=run_id)
     prefect_env()
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
-    with console.status(f"rerunning from {stage}…"):
+    with failed_run_exits(config, store), console.status(f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
                                False, stage, run_id)
     _print_reports(result, time.perf_counter() - started)
+
+
+def _check_run(store: Path, run_id: str, option: str) -> None:
+    """A run the store does not know is the user's mistake: one line, before any work."""
+    from essaybench.store import Store
+    from essaybench.store.runs import run_is_known
+
+    if not run_is_known(Store(store), run_id):
+        raise typer.BadParameter(f"no run {run_id!r} in {store}", param_hint=option)
+
+
+def _check_rerun(store: Path, run_id: str, stage: str) -> None:
+    """What the rerun will read exists (along RUN's lineage), else one line saying why."""
+    from essaybench.stages.pipeline import resolve_upstream
+    from essaybench.stages.runs import generate_params
+    from essaybench.store import Store
+
+    _check_run(store, run_id, "--run")
+    try:
+        resolve_upstream(Store(store), stage, run_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    if stage == "generate" and generate_params(Store(store), run_id) is None:
+        raise typer.BadParameter(f"cannot rerun 'generate' from run {run_id}: it has no "
+                                 "generate stage, nor have the runs it continues",
+                                 param_hint="--run")
 
 
 def _print_reports(result: dict[str, Any], seconds: float) -> None:
@@ -97,15 +144,9 @@ def runs(
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
     limit: int = 50,
 ) -> None:
-    """List stage runs in the catalog, newest first."""
+    """List stage runs in the catalog, newest first, grouped by run: each run's whole id
+    (and what it reran or reused) on a line of its own, then its stages."""
+    from essaybench.cli.runs_view import print_runs
     from essaybench.store import Store
 
-    table = Table(title=f"Stage runs in {store}")
-    for col in ("run", "stage", "status", "snapshot", "in", "kept", "started", "error"):
-        table.add_column(col)
-    for r in Store(store).stage_runs(run_id, limit):
-        table.add_row(r.run_id, r.stage, r.status, r.snapshot_id or "", str(r.rows_in or ""),
-                      str(r.rows_out if r.rows_out is not None else ""),
-                      f"{r.started_at:%Y-%m-%d %H:%M:%S}",
-                      (r.error or "").splitlines()[0] if r.error else "")
-    console.print(table)
+    print_runs(console, Store(store), run_id, limit)

@@ -36,6 +36,10 @@ class StageOutput:
 
     table: pl.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    # Facts of this stage run, kept in its catalog row, not with the snapshot: a snapshot
+    # is content-addressed and written once, but two runs may judge the same rows
+    # differently (e.g. run health against another coverage floor).
+    run_meta: dict[str, Any] = field(default_factory=dict)
 
     def kept(self) -> pl.DataFrame:
         return kept_rows(self.table)

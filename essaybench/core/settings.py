@@ -1,4 +1,9 @@
-"""Default locations, overridable by environment variables (never hard-coded in functions)."""
+"""Default locations, overridable by environment variables (never hard-coded in functions).
+
+Read when this module is first imported: for a scheduled flow run that is on the worker,
+as the run starts (the weekly deployment leaves these parameters to the flow's defaults),
+so the worker's environment decides, not the shell that registered the deployment.
+Relative paths resolve against the working directory (a flow run's: the project home)."""
 
 from __future__ import annotations
 

@@ -57,8 +57,8 @@ class BatchHost(Protocol):
         ...
 
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
-        """The stored successful result of each key that has one (blocking: runs in a
-        thread)."""
+        """The stored successful result of each key that has one, among the calls the
+        host's reuse scope allows (blocking: runs in a thread)."""
         ...
 
     async def record(self, call: Call, result: ChatResult) -> None:

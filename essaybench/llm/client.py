@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
@@ -27,7 +28,12 @@ from httpx_aiohttp import AiohttpTransport
 
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
-from essaybench.llm.retry import Backoff, classify_http_error, parse_retry_after
+from essaybench.llm.retry import (
+    Backoff,
+    classify_http_error,
+    classify_transport_error,
+    parse_retry_after,
+)
 from essaybench.llm.structured import (
     StructuredError,
     looks_like_refusal,
@@ -118,6 +124,7 @@ class OpenAICompatBackend:
         # The URL actually dialled; the configured one (spec.base_url) stays in the key,
         # so an embedded server on a new port still hits the same ledger entries.
         self.url = (base_url or spec.base_url).rstrip("/") + "/chat/completions"
+        self._where = _host_port(self.url)  # what transport errors name (never the path)
         self.limiter = limiter or EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm)
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
@@ -168,14 +175,13 @@ class OpenAICompatBackend:
                     await response.aclose()
                 status, reason = response.status_code, response.reason_phrase
                 retry_after = response.headers.get("retry-after")
-            except httpx.TimeoutException as exc:
-                return _Attempt(transient=True, error_kind="timeout",
-                                error=f"{type(exc).__name__} after {self.spec.timeout_s:g} s",
-                                latency_s=time.perf_counter() - started)
-            except httpx.TransportError as exc:
-                return _Attempt(transient=True, error_kind="connect",
-                                error=f"{type(exc).__name__}: {exc}"[:ERROR_TEXT_LIMIT],
-                                latency_s=time.perf_counter() - started)
+            except (httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                elapsed = time.perf_counter() - started
+                failure = classify_transport_error(
+                    exc, elapsed, self._where, connect_timeout_s=self.spec.connect_timeout_s,
+                    read_timeout_s=self.spec.timeout_s)
+                return _Attempt(transient=failure.transient, error_kind=failure.kind,
+                                error=failure.message[:ERROR_TEXT_LIMIT], latency_s=elapsed)
             latency = time.perf_counter() - started
         if status != 200:
             code, message = _error_fields(content, reason)
@@ -231,7 +237,8 @@ class OpenAICompatBackend:
                     continue
                 status = (CallStatus.REFUSED if last.error_kind == "content_filter"
                           else CallStatus.API_ERROR)
-                suffix = f" (after {retries} retries)" if last.transient else ""
+                suffix = (f" (after {retries} {'retry' if retries == 1 else 'retries'})"
+                          if last.transient else "")
                 return finish(status, error_kind=last.error_kind,
                               error=(last.error or "") + suffix, text=text)
 
@@ -270,6 +277,12 @@ class OpenAICompatBackend:
                 return finish(CallStatus.PARSE_ERROR, text=text, error_kind="schema",
                               error=f"{exc} (after {reasks} re-asks)", **common)
             return finish(CallStatus.OK, text=text, parsed=parsed, **common)
+
+
+def _host_port(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname}:{port}"
 
 
 @cache

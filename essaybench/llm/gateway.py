@@ -1,10 +1,11 @@
 """The gateway: registry + backends + ledger. What every stage calls to talk to LLMs.
 
 ``Gateway.run`` takes a batch of requests and returns one result per request, in
-order. Calls whose key already has a successful row in the ledger are served from
-it without a request; the rest are sent concurrently (each endpoint's limiter
-bounds them) and each is committed to the ledger the moment it finishes. A request
-repeated within a batch is sent once.
+order. Calls whose key already has a successful row in the ledger, paid for by a run
+the gateway's ``ReuseScope`` allows, are served from it without a request; the rest
+are sent concurrently (each endpoint's limiter bounds them) and each is committed to
+the ledger, under the scope's run, the moment it finishes. A request repeated within a
+batch is sent once.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.retry import Backoff
+from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import ChatRequest, ChatResult, key_of
 
 ProgressCallback = Callable[[ChatResult, int, int], None]
@@ -61,9 +63,13 @@ class Gateway:
         backends: dict[str, ChatBackend] | None = None,
         backoff: Backoff | None = None,
         seed: int | None = None,
+        scope: ReuseScope = ANY_RUN,
     ) -> None:
         self.registry = registry
         self.ledger = ledger
+        # The run new calls are recorded under and the runs whose calls are served; one
+        # per gateway (a session serves one run), read by every look-up and record.
+        self.scope = scope
         self.base_urls = dict(base_urls or {})
         self._given: dict[str, ChatBackend] = dict(backends or {})
         self._backends: dict[str, ChatBackend] = {}
@@ -75,7 +81,8 @@ class Gateway:
         # Results of follow-up calls (e.g. judge calls sent while generating), kept until a
         # later batch of this gateway asks for them: the stage that follows gets them
         # without reading them back from the ledger, where they are stored all the same.
-        self._settled: dict[str, tuple[ChatRequest, ChatResult]] = {}
+        # Each with the run that paid for it: handed over only within a scope allowing it.
+        self._settled: dict[str, tuple[ChatRequest, ChatResult, str | None]] = {}
         self._settled_keys: dict[tuple[str, str, str, int], str] = {}  # by _identity
 
     def backend(self, model: str) -> ChatBackend:
@@ -110,7 +117,8 @@ class Gateway:
         spec = self.spec(call.request.model)
         canonical = call.canonical or canonical_request(spec, call.request)
         await self.ledger.record(ledger_row(result, endpoint=spec.base_url,
-                                            model_id=spec.model_id, request=canonical))
+                                            model_id=spec.model_id, request=canonical,
+                                            run_id=self.scope.run_id))
 
     def prepare(self, request: ChatRequest) -> Call:
         """``request`` with its key and canonical text."""
@@ -123,24 +131,26 @@ class Gateway:
         return Call(key_of(canonical), canonical, request)
 
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
-        return self.ledger.lookup_ok(keys)
+        return self.ledger.lookup_ok(keys, scope=self.scope)
 
     def hold(self, call: Call, result: ChatResult) -> None:
         """Keep a follow-up's result for a later batch of this gateway (_take_settled)."""
-        self._settled[call.key] = (call.request, result)
+        self._settled[call.key] = (call.request, result, self.scope.run_id)
         self._settled_keys[_identity(call.request)] = call.key
 
     def _take_settled(self, keys: Sequence[str],
                       failed_since: datetime | None) -> dict[str, ChatResult]:
         """The held follow-up results ``keys`` ask for, by the ledger's rule: a success
-        always, a failure only when it finished at or after ``failed_since``. Each is
-        handed over once (the ledger still has it)."""
+        always, a failure only when it finished at or after ``failed_since``; and only
+        when the gateway's scope allows the run that paid for it. Each is handed over
+        once (the ledger still has it)."""
         found: dict[str, ChatResult] = {}
         for key in keys:
-            held = self._settled.pop(key, None)
-            if held is None:
+            held = self._settled.get(key)
+            if held is None or not self.scope.allows(held[2]):
                 continue
-            request, result = held
+            del self._settled[key]
+            request, result, _ = held
             self._settled_keys.pop(_identity(request), None)
             if (result.ok or (
                     failed_since is not None and result.finished_at is not None
@@ -159,9 +169,10 @@ class Gateway:
         this gateway gets their results from memory (see ``hold``), any other from the
         ledger. The batch ends when they are done too.
 
-        ``reuse_failed_since``: a call that failed at or after this moment is served as
-        stored instead of re-sent — within one run a call is attempted once (its failure
-        was already paid for, e.g. by a prefetch); a later rerun retries it."""
+        ``reuse_failed_since``: a call that failed at or after this moment (paid for by a
+        run the scope allows) is served as stored instead of re-sent — within one run a
+        call is attempted once (its failure was already paid for, e.g. by a prefetch); a
+        later rerun retries it."""
         with frozen_heap():
             return await self._run(requests, progress, follow_up, reuse_failed_since)
 
@@ -178,7 +189,7 @@ class Gateway:
         held = len(stored)
         wanted = [k for k in dict.fromkeys(keys) if k not in stored]
         if wanted:
-            stored.update(self.ledger.lookup_ok(wanted, reuse_failed_since))
+            stored.update(self.ledger.lookup_ok(wanted, reuse_failed_since, self.scope))
         first: dict[str, Call] = {}
         for call in calls:
             if call.key not in stored:

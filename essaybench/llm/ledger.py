@@ -8,6 +8,10 @@ flight. Rows are group-committed: a commit waits up to ``linger_s`` for company
 slot is already free while a row waits, so the linger costs no throughput, and no
 caller is told its call is stored before it is.
 
+Each row records the run that paid for the call (``run_id``); look-ups serve only calls
+of the runs a :class:`~essaybench.llm.scope.ReuseScope` allows, so a new run makes fresh
+calls while a rerun reuses what its lineage already paid for.
+
 One process writes a ledger at a time: the ledger holds the store's lock file for
 its lifetime, so a second process waits (up to a timeout) and then gets a clear
 ``StoreBusyError``.
@@ -30,6 +34,7 @@ import polars as pl
 from essaybench.core.hashing import canonical_json
 from essaybench.core.sql import statement
 from essaybench.core.version import code_version
+from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import CallStatus, ChatResult, Usage
 from essaybench.store.lock import exclusive_lock
 
@@ -43,13 +48,14 @@ ROW_SCHEMA: dict[str, pl.DataType] = {
     "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
     "latency_s": pl.Float64(), "attempts": pl.Int32(),
     "started_at": pl.Datetime("us", "UTC"), "finished_at": pl.Datetime("us", "UTC"),
-    "code_version": pl.String(),
+    "code_version": pl.String(), "run_id": pl.String(),
 }
 
 
 def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
-               request: str) -> dict[str, Any]:
-    """``request``: the canonical JSON the call's key hashes (``ChatRequest.canonical``)."""
+               request: str, run_id: str | None = None) -> dict[str, Any]:
+    """``request``: the canonical JSON the call's key hashes (``ChatRequest.canonical``);
+    ``run_id``: the run that paid for the call (see ``ReuseScope``)."""
     return {
         "key": result.key, "model": result.model, "endpoint": endpoint, "model_id": model_id,
         "returned_model": result.returned_model, "stage": result.stage, "tag": result.tag,
@@ -60,7 +66,7 @@ def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
         "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd,
         "latency_s": result.latency_s, "attempts": result.attempts,
         "started_at": result.started_at, "finished_at": result.finished_at,
-        "code_version": code_version(),
+        "code_version": code_version(), "run_id": run_id,
     }
 
 
@@ -112,6 +118,7 @@ class Ledger:
         # is the WAL's either way.
         self._con.execute("PRAGMA disable_checkpoint_on_shutdown")
         self._con.execute(statement("ledger_schema"))
+        self._con.execute(statement("ledger_add_run_id"))
         return self
 
     def close(self) -> None:
@@ -134,19 +141,21 @@ class Ledger:
 
     # -- reads -------------------------------------------------------------
 
-    def lookup_ok(self, keys: Iterable[str],
-                  failed_since: datetime | None = None) -> dict[str, ChatResult]:
+    def lookup_ok(self, keys: Iterable[str], failed_since: datetime | None = None,
+                  scope: ReuseScope = ANY_RUN) -> dict[str, ChatResult]:
         """The newest successful call for each key that has one; with ``failed_since``,
-        also the newest failed call of a key without success that finished since then."""
+        also the newest failed call of a key without success that finished since then.
+        Only calls ``scope`` allows (by the run that paid for them) are looked at."""
         wanted = pl.DataFrame({"key": sorted(set(keys))}, schema={"key": pl.String()})
+        params = scope.sql_params()
         with self._db_lock:
             self.con.register("wanted", wanted)
             try:
                 if failed_since is None:
-                    cursor = self.con.execute(statement("ledger_lookup_ok"))
+                    cursor = self.con.execute(statement("ledger_lookup_ok"), params)
                 else:
                     cursor = self.con.execute(statement("ledger_lookup_settled"),
-                                              {"since": failed_since})
+                                              {**params, "since": failed_since})
                 rows = _named_rows(cursor)
             finally:
                 self.con.unregister("wanted")

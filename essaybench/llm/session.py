@@ -1,7 +1,11 @@
 """A gateway session: the ledger, the gateway, and the embedded server if a model needs it.
 
-    with open_gateway(registry, store_root, ["smollm2-135m"]) as session:
+    with open_gateway(registry, store_root, ["smollm2-135m"], scope=scope) as session:
         results = session.run(requests)
+
+``scope`` (a :class:`ReuseScope`) is the run the session's calls are recorded under and
+the runs whose recorded calls it may serve; the default, ``ANY_RUN``, serves any
+recorded call (a script, a test: nothing benchmark-like).
 
 The embedded model's server is started only when a requested model is the embedded
 one, on a free loopback port, and stopped when the session ends (also on errors and
@@ -22,6 +26,7 @@ from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import Registry
 from essaybench.llm.retry import Backoff
+from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import ChatRequest, ChatResult
 
 LEDGER_FILE = "ledger.duckdb"
@@ -34,6 +39,10 @@ class GatewaySession:
     # Failures recorded since this moment are served, not re-sent (see Gateway.run);
     # set by a stage that follows its upstream within one run (reusing_failures_since).
     reuse_failed_since: datetime | None = None
+
+    @property
+    def scope(self) -> ReuseScope:
+        return self.gateway.scope
 
     def run(self, requests: Sequence[ChatRequest],
             progress: ProgressCallback | None = None,
@@ -62,6 +71,7 @@ def open_gateway(
     backoff: Backoff | None = None,
     log_dir: Path | None = None,
     ledger_lock_timeout_s: float = 120.0,
+    scope: ReuseScope = ANY_RUN,
 ) -> Iterator[GatewaySession]:
     store_root = Path(store_root)
     with contextlib.ExitStack() as stack:
@@ -81,5 +91,6 @@ def open_gateway(
                     log_dir or store_root / "logs", model_alias=specs[name].model_id))
                 server_url = server.base_url
             urls[name] = server_url
-        gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff)
+        gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
+                          scope=scope)
         yield GatewaySession(gateway, ledger)

@@ -1,7 +1,9 @@
 """The ``classify`` stage: genre and Open-Ended/Constrained, by rules (+ an LLM labeller in
 ``rules+llm`` mode), with the manual-review override file applied last.
 
-In ``rules+llm`` mode the labeller's calls go through the gateway and its ledger."""
+In ``rules+llm`` mode the labeller's calls go through the gateway and its ledger, recorded
+under the run; unlike the benchmark's, they are served from any earlier run: labels
+prepare data and measure nothing, and reusing them keeps a rebuilt prompt set stable."""
 
 from __future__ import annotations
 
@@ -28,11 +30,13 @@ def _classify_with_gateway(store: Store, run_id: str, config: CurateConfig,
                            upstream: Snapshot | None) -> Snapshot:
     from essaybench.curate.llm_labeler import GatewayLabeler
     from essaybench.llm.registry import load_registry
+    from essaybench.llm.scope import ReuseScope
     from essaybench.llm.session import open_gateway
 
     model = config.classify.llm_model
     if model is None:
         raise ValueError("classify mode 'rules+llm' needs classify.llm_model (a registry name)")
-    with open_gateway(load_registry(), store.root, [model]) as session:
+    with open_gateway(load_registry(), store.root, [model],
+                      scope=ReuseScope(run_id=run_id)) as session:
         return classify_stage(store, run_id, config, upstream,
                               GatewayLabeler(session.gateway, model))

@@ -13,6 +13,7 @@ from essaybench.bench.generate import STAGE, run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
+from essaybench.stages.runs import check_session_run
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -37,6 +38,7 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     a run that judges next: a judge stage on the same session gets their results in
     memory, any other finds them in the ledger)."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
+    check_session_run(session, run_id)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}

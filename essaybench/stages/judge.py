@@ -11,6 +11,7 @@ from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.request import STAGE
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
+from essaybench.stages.runs import check_session_run
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -29,6 +30,7 @@ def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Sn
     too, so a run attempts each call once; ``rerun --stage judge`` (a new run) retries
     the failures."""
     upstream.require_stage("generate", f"the {STAGE} stage")
+    check_session_run(session, run_id)
     essays = upstream.read()
 
     def compute() -> StageOutput:

@@ -2,8 +2,10 @@
 
 ``run_stages`` runs consecutive stages, each reading the snapshot the one before wrote;
 ``BENCHMARK_STAGES`` and ``resolve_upstream`` let ``essaybench rerun --run RUN --stage
-judge`` start from an earlier run's snapshot. The Prefect ``pipeline`` flow
-(``flows/pipeline.py``) calls these through its tasks."""
+judge`` start from an earlier run's snapshot (along its lineage: see ``stages/runs.py``).
+The LLM stages' session is scoped to the run: it serves only calls the run's recorded
+reuse scope allows. The Prefect ``pipeline`` flow (``flows/pipeline.py``) calls these
+through its tasks."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from essaybench.llm.session import open_gateway
 from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
+from essaybench.stages.runs import lineage_upstream, rerun_config, run_scope
 from essaybench.store import Snapshot, Store
 
 BENCHMARK_STAGES = ("generate", "judge", "aggregate")
@@ -37,8 +40,11 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     snapshots: dict[str, Snapshot] = {}
     llm = [s for s in stages if s in LLM_STAGES]
     if llm:
+        if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
+            config = rerun_config(store, run_id, config)
         with open_gateway(load_registry(), store.root, config.models(),
-                          log_dir=store.root / "logs") as session:
+                          log_dir=store.root / "logs",
+                          scope=run_scope(store, run_id)) as session:
             for stage in llm:
                 if stage == "generate":
                     upstream = generate_stage(store, run_id, config, session,
@@ -50,17 +56,18 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     if "aggregate" in stages:
         if upstream is None:
             raise ValueError("aggregate needs the judge snapshot it reads")
-        snapshots["aggregate"], _ = aggregate_stage(store, run_id, upstream)
+        snapshots["aggregate"], _ = aggregate_stage(store, run_id, upstream,
+                                                    config.health.coverage_floor)
     return snapshots
 
 
 def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None:
-    """The snapshot ``stage`` reads when rerun from ``base_run`` (None for generate)."""
+    """The snapshot ``stage`` reads when rerun from ``base_run`` (None for generate),
+    found along ``base_run``'s lineage."""
     if stage not in BENCHMARK_STAGES:
         raise ValueError(f"unknown benchmark stage {stage!r}; stages: "
                          f"{', '.join(BENCHMARK_STAGES)}")
     i = BENCHMARK_STAGES.index(stage)
     if i == 0:
         return None
-    return store.require_ok_snapshot(BENCHMARK_STAGES[i - 1], base_run,
-                                     f"cannot rerun {stage!r}")
+    return lineage_upstream(store, stage, BENCHMARK_STAGES[i - 1], base_run)

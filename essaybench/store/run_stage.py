@@ -1,9 +1,10 @@
 """Run one stage against the store: catalog bookkeeping around a pure computation.
 
 The stage's computation is a function returning a ``StageOutput``; this module
-records the run as ``running`` before it starts, writes the snapshot, and marks
-the run ``ok`` or ``failed`` with the error text, so a crashed or failed stage
-is visible in the catalog and can be rerun from the same upstream snapshot.
+records the run as ``running`` before it starts (with its pid and host), refreshes its
+heartbeat while it computes, writes the snapshot, and marks the run ``ok`` or ``failed``
+with the error text, so a crashed or failed stage is visible in the catalog and can be
+rerun from the same upstream snapshot; one whose process died is listed as ``abandoned``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,19 @@ from pydantic import BaseModel
 from essaybench.core.contracts import StageOutput
 from essaybench.core.gcfreeze import frozen_heap
 from essaybench.core.version import code_version
-from essaybench.store import Snapshot, Store
+from essaybench.store import Snapshot, Store, liveness
 
 
 class StageFailed(RuntimeError):
     """A stage raised; the catalog row holds the same error text."""
+
+    def __init__(self, message: str, run_id: str = "", stage: str = "") -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.stage = stage
+
+    def __reduce__(self) -> tuple[type[StageFailed], tuple[str, str, str]]:
+        return type(self), (str(self), self.run_id, self.stage)
 
 
 def params_dict(params: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
@@ -55,17 +64,22 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
                                          code_version(), rows_in)
     started = time.perf_counter()
     try:
-        output = compute()
-        snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
+        # Read at call time: tests shorten the interval.
+        with liveness.Heartbeat(lambda: store.heartbeat_stage_run(stage_run_id),
+                                liveness.HEARTBEAT_S):
+            output = compute()
+            snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
         store.finish_stage_run(stage_run_id, status="failed", error=error + "\n"
                                + "".join(traceback.format_exception(exc, limit=-3)))
-        raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}") from exc
+        raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}", run_id,
+                          stage) from exc
     counts = output.counts()
     store.finish_stage_run(
         stage_run_id, status="ok", snapshot_id=snapshot.snapshot_id,
         rows_in=output.table.height, rows_out=counts.get("kept", 0),
-        meta={"decisions": counts, "seconds": round(time.perf_counter() - started, 3)},
+        meta={"decisions": counts, "seconds": round(time.perf_counter() - started, 3),
+              **output.run_meta},
     )
     return snapshot

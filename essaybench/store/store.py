@@ -30,10 +30,12 @@ import pyarrow.parquet as pq
 
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.core.sql import statement
+from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 
 META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
+_MIGRATED: set[Path] = set()  # catalogs this process has brought up to the schema
 
 
 class WrongUpstreamError(ValueError):
@@ -76,6 +78,10 @@ class StageRun:
     ended_at: datetime | None
     code_version: str
     error: str | None
+    pid: int | None = None  # the process that ran it, on host
+    host: str | None = None
+    heartbeat_at: datetime | None = None
+    meta: dict[str, Any] | None = None  # facts of the run (counts, timings, health)
 
 
 def new_run_id() -> str:
@@ -104,6 +110,9 @@ class Store:
             con = duckdb.connect(str(self.catalog_path))
             try:
                 con.execute(statement("catalog_schema"))
+                if self.catalog_path not in _MIGRATED:
+                    con.execute(statement("catalog_migrate"))
+                    _MIGRATED.add(self.catalog_path)
                 con.execute("BEGIN TRANSACTION")
                 try:
                     yield con
@@ -212,9 +221,15 @@ class Store:
                 "stage_run_id": stage_run_id, "run_id": run_id, "stage": stage,
                 "upstream_snapshot_ids": list(upstream), "params": canonical_json(params),
                 "code_version": code_version, "rows_in": rows_in,
-                "started_at": datetime.now(UTC),
+                "started_at": datetime.now(UTC), "pid": os.getpid(), "host": this_host(),
             })
         return stage_run_id
+
+    def heartbeat_stage_run(self, stage_run_id: str) -> None:
+        """The stage run is still being computed (see liveness.py)."""
+        with self.connect() as con:
+            con.execute(statement("heartbeat_stage_run"),
+                        {"stage_run_id": stage_run_id, "heartbeat_at": datetime.now(UTC)})
 
     def finish_stage_run(
         self, stage_run_id: str, *, status: str, snapshot_id: str | None = None,
@@ -233,7 +248,11 @@ class Store:
         with self.connect() as con:
             rows = con.execute(statement("list_stage_runs"),
                                {"run_id": run_id, "limit": limit}).fetchall()
-        return [StageRun(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+        # A running row whose process is gone is shown as abandoned (liveness.py).
+        return [StageRun(r[0], r[1], listed_status(r[2], pid=r[10], host=r[11],
+                                                   heartbeat_at=r[12], started_at=r[6]),
+                         r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+                         json.loads(r[13]) if r[13] else None)
                 for r in rows]
 
     # -- prompt sets -------------------------------------------------------

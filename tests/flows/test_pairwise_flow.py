@@ -12,7 +12,7 @@ from essaybench.core.contracts import StageOutput
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.store import Store
 from essaybench.store.run_stage import run_stage
-from tests.bench.pairwise.test_pairwise import essays
+from tests.helpers import essays
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 
@@ -40,11 +40,16 @@ def test_pairwise_flow_then_rerun_pays_nothing_twice(
             "timeout_s": 10}}}), encoding="utf-8")
         monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))
 
-        first = pairwise_flow(str(config), str(store.root), base_run="r1")
+        # As `essaybench pairwise --run r1`: the calls belong to run r1.
+        first = pairwise_flow(str(config), str(store.root), run_id="r1", base_run="r1")
         sent = server.stats().totals.received
-        again = pairwise_flow(str(config), str(store.root), run_id="r2",
+        again = pairwise_flow(str(config), str(store.root), run_id="r1",
                               upstream_snapshot_id=gen.snapshot_id)
         assert server.stats().totals.received == sent == 3 * 2  # 3 sendable pairs × 2 orders
+        # Another run measures afresh: it pays for every call again.
+        fresh = pairwise_flow(str(config), str(store.root), run_id="r2",
+                              upstream_snapshot_id=gen.snapshot_id)
+        assert server.stats().totals.received == 2 * sent
 
     snap = store.get_snapshot(first)
     assert snap.stage == "pairwise" and snap.upstream_snapshot_ids == (gen.snapshot_id,)
@@ -54,4 +59,5 @@ def test_pairwise_flow_then_rerun_pays_nothing_twice(
         ("p1", "m2", "m1", "ok"), ("p1", "m3", "m1", "ok")]
     assert merged.filter(pl.col("status") == "ok")["verdict"].is_in(["A", "B", "tie"]).all()
     assert store.get_snapshot(again).read()["verdict"].equals(merged["verdict"])
+    assert store.get_snapshot(fresh).read().height == merged.height
     assert [r.stage for r in store.stage_runs("r2")] == ["pairwise"]

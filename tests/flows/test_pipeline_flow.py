@@ -9,6 +9,7 @@ import duckdb
 import pytest
 import yaml
 
+from essaybench.bench.health import RunUnhealthy
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 
@@ -79,11 +80,14 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     with run_fake_server(scenario) as server:
         _use_fake_registry(tmp_path, monkeypatch, server.base_url, max_retries=0)
         store = tmp_path / "store"
-        first = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
-                              str(store))
+        # No judgment succeeded: the run is below its coverage floor, a failed run.
+        with pytest.raises(RunUnhealthy) as failed:
+            pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
+                          str(store))
+        first = failed.value.health.run_id
         before = server.stats().per_model
         again = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
-                              str(store), False, "judge", first["run_id"])
+                              str(store), False, "judge", first)
         after = server.stats().per_model
     assert after["writer"].received == before["writer"].received == 8  # no essay written twice
     assert before["judge"].completed == 0 and before["judge"].received == 8

@@ -96,7 +96,7 @@ def test_hang_past_timeout_is_retried_then_succeeds() -> None:
 def test_hang_every_time_is_timeout() -> None:
     result, _ = _call({"faults": [{"kind": "hang", "seconds": 5}]}, timeout_s=0.2,
                       max_retries=1)
-    assert result.status is CallStatus.API_ERROR and result.error_kind == "timeout"
+    assert result.status is CallStatus.API_ERROR and result.error_kind == "read_timeout"
 
 
 @pytest.mark.parametrize("how", ["reset", "close"])

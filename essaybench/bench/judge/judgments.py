@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from essaybench.bench.health import call_counts
 from essaybench.bench.judge.parse import (
     analysis_of,
     as_object,
@@ -60,6 +61,7 @@ JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "status": pl.Utf8,
     "decision": pl.Utf8,  # "kept" for ok rows, else the status (stage bookkeeping)
     "error": pl.Utf8,
+    "error_kind": pl.Utf8,  # why not ok: the call's (read_timeout, schema…), or essay_<status>
     "raw_reply": pl.Utf8,
     "analysis": pl.Utf8,
     "scores": pl.Utf8,  # JSON: question id → int; null unless ok
@@ -72,6 +74,9 @@ JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "from_ledger": pl.Boolean,
     "call_key": pl.Utf8,
 }
+
+
+INVALID_JUDGMENT = "invalid_judgment"  # a reply came, but its scores could not be read
 
 
 def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
@@ -126,7 +131,7 @@ class _Judgments:
             scored = self._score_columns(genre, scores)
         except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
             return {"status": CallStatus.PARSE_ERROR.value, "error": str(exc),
-                    "analysis": analysis}
+                    "error_kind": INVALID_JUDGMENT, "analysis": analysis}
         return {"status": CallStatus.OK.value, "analysis": analysis,
                 "scores": _JSON.encode(scores), **scored}
 
@@ -136,7 +141,8 @@ def _judged_row(base: dict[str, Any], result: ChatResult, judgments: _Judgments,
     row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
            "from_ledger": result.from_ledger, "call_key": result.key}
     if result.status is not CallStatus.OK:
-        row.update(status=result.status.value, error=result.error)
+        row.update(status=result.status.value, error=result.error,
+                   error_kind=result.error_kind)
     else:
         reply = result.parsed if result.parsed is not None else result.text
         row.update(judgments.columns(genre, reply))
@@ -169,6 +175,7 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
             if essay["status"] != CallStatus.OK.value:
                 why = essay.get(ESSAY_ERROR_COLUMN)
                 rows.append({**base, "status": CallStatus.SKIPPED.value,
+                             "error_kind": f"essay_{essay['status']}",
                              "error": f"essay status {essay['status']}"
                                       + (f": {why}" if why else "")})
                 continue
@@ -197,8 +204,10 @@ def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> Sta
     requests = build_judge_requests(essays, params, rubric)
     results = session.run(requests) if requests else []
     table = judgments_table(essays, requests, results, rubric, params)
-    return StageOutput(table, meta={
-        "counts": status_counts(table), "mode": params.mode, "rubric_id": rubric.id,
+    calls = {judge: c.model_dump() for judge, c in call_counts(table, "judge").items()}
+    return StageOutput(table, run_meta={"calls": calls}, meta={
+        "counts": status_counts(table), "calls": calls, "mode": params.mode,
+        "rubric_id": rubric.id,
         "rubric_fingerprint": rubric.fingerprint,
         "rubric_path": str(Path(params.rubric_path)) if params.rubric_path else None,
         "requests": len(requests),

@@ -1,0 +1,386 @@
+"""What a benchmark run will cost before it makes a call: calls, tokens, USD, wall time.
+
+Pure: the caller hands over the prompts the generate stage would select, the benchmark
+config, the registry and token statistics of recent ledger calls
+(:class:`TokenStats` per (model, stage)); nothing here reads the store or sends a request.
+
+Per (model, stage):
+
+- **calls**: generate = prompts × writers × samples; judge = every essay × every judge
+  (as if every essay came back ok); pairwise = 2 orders × judges × designed pairs per
+  prompt and sample.
+- **tokens**: the mean of the model's recent ok calls in that stage where the ledger has
+  any; else from the text: 1.6 tokens per character of the rendered messages (Chinese,
+  DESIGN.md), an essay as long as its prompt asks (capped at max_tokens) or max_tokens,
+  a judgment of max_tokens.
+- **USD**: tokens at the registry's list prices; the embedded model costs nothing; a
+  model without prices makes the cost unknown, never a guess.
+- **wall time**, a lower bound: the largest of calls ÷ concurrency × typical latency
+  (ledger median, else assumed), calls ÷ rpm and tokens ÷ tpm (each after the gateway's
+  10 s burst); the largest is the binding one. tpm counts what the gateway's limiter is
+  charged per call (``llm.client.estimate_tokens``: message characters + max_tokens),
+  because that is what paces a run.
+
+The run's total: generate and judge overlap (each essay is judged as soon as it is
+written) and every model has its own limiter, so that phase lasts as long as the
+slowest model's combined calls of both stages, and at least the slowest writer's
+generation plus one judge call; pairwise runs after it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.generate import STAGE as GENERATE
+from essaybench.bench.judge.render import JudgeRenderer
+from essaybench.bench.judge.request import STAGE as JUDGE
+from essaybench.bench.judge.request import load_scoring
+from essaybench.bench.pairwise.design import STAGE as PAIRWISE
+from essaybench.bench.pairwise.design import designed_pairs
+from essaybench.bench.pairwise.prompt import load_pairwise_prompt, render_pairwise_messages
+from essaybench.bench.rubrics import load_rubric
+from essaybench.constraints.length import length_requirement
+from essaybench.llm.ratelimit import BURST_SECONDS
+from essaybench.llm.registry import ModelSpec, Registry
+
+ESTIMATED_STAGES = (GENERATE, JUDGE, PAIRWISE)
+OVERLAPPING = (GENERATE, JUDGE)  # sent together by the pipeline (judge while generating)
+TOKENS_PER_CHAR = 1.6  # Chinese, measured (DESIGN.md): an overestimate for ASCII text
+MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
+DEFAULT_ESSAY_CHARS = 800  # neither a requested length nor max_tokens
+LATENCY_OVERHEAD_S = 1.0  # assumed per call where the ledger has no latency
+TOKENS_PER_S = 50.0  # assumed output speed where the ledger has no latency
+
+
+class EstimateError(ValueError):
+    """The config cannot be estimated (a model missing from the registry, a bad design)."""
+
+
+@dataclass(frozen=True)
+class TokenStats:
+    """Recent ok calls of one model in one stage, from the ledger."""
+
+    calls: int
+    mean_input_tokens: float
+    mean_output_tokens: float
+    median_latency_s: float | None
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    """One (model, stage): its calls, tokens, cost and wall-time bounds (seconds)."""
+
+    model: str
+    stage: str
+    calls: int
+    input_tokens: float
+    output_tokens: float
+    cost_usd: float | None  # None: the registry has no price for the model
+    latency_s: float  # typical latency of one call
+    concurrency_s: float  # ceil(calls / max_concurrency) × latency
+    rpm_s: float | None  # None: no rpm limit
+    tpm_s: float | None  # None: no tpm limit
+    tokens_from: str  # "ledger" or "assumed"
+    latency_from: str  # "ledger" or "assumed"
+
+    def bounds(self) -> dict[str, float]:
+        found = {"concurrency": self.concurrency_s, "rpm": self.rpm_s, "tpm": self.tpm_s}
+        return {name: value for name, value in found.items() if value is not None}
+
+    @property
+    def wall_s(self) -> float:
+        return max(self.bounds().values())
+
+    @property
+    def binding(self) -> str:
+        """The bound that sets the wall time: concurrency, rpm or tpm."""
+        bounds = self.bounds()
+        return max(bounds, key=lambda name: bounds[name])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    prompt_set: str
+    n_prompts: int
+    rows: tuple[StageEstimate, ...]
+    wall_s: float
+    assumptions: tuple[str, ...]
+
+    @property
+    def calls(self) -> int:
+        return sum(r.calls for r in self.rows)
+
+    @property
+    def input_tokens(self) -> float:
+        return sum(r.input_tokens for r in self.rows)
+
+    @property
+    def output_tokens(self) -> float:
+        return sum(r.output_tokens for r in self.rows)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return list(dict.fromkeys(r.model for r in self.rows if r.cost_usd is None))
+
+    @property
+    def cost_usd(self) -> float | None:
+        """None when any model's cost is unknown."""
+        costs = [r.cost_usd for r in self.rows]
+        return None if None in costs else sum(c for c in costs if c is not None)
+
+
+def budget_problem(estimate: Estimate, max_cost_usd: float | None) -> str | None:
+    """Why the estimate does not fit ``max_cost_usd`` (None: it fits, or there is no cap)."""
+    if max_cost_usd is None:
+        return None
+    cost = estimate.cost_usd
+    if cost is None:
+        return (f"max_cost_usd {format_usd(max_cost_usd)} cannot be checked: the registry "
+                f"has no price for {', '.join(estimate.unpriced)}")
+    if cost > max_cost_usd:
+        return f"estimated cost {format_usd(cost)} exceeds max_cost_usd {format_usd(max_cost_usd)}"
+    return None
+
+
+@dataclass
+class _Tally:
+    """The planned calls of one (model, stage), summed."""
+
+    spec: ModelSpec
+    stats: TokenStats | None
+    calls: int = 0
+    input_tokens: float = 0.0
+    output_tokens: float = 0.0
+    charged: float = 0.0  # what the gateway's tpm bucket is charged
+
+    def add(self, n: int, input_chars: int, output_tokens: float, max_tokens: int | None) -> None:
+        """``n`` calls of ``input_chars`` characters expected to answer ``output_tokens``."""
+        if self.stats is not None:
+            input_tokens, output_tokens = (self.stats.mean_input_tokens,
+                                           self.stats.mean_output_tokens)
+        else:
+            input_tokens = input_chars * TOKENS_PER_CHAR
+        charge: float = input_chars + (max_tokens or 0)
+        if self.spec.tpm is not None:  # TokenBucket.take charges at most its capacity
+            charge = min(charge, _burst(self.spec.tpm))
+        self.calls += n
+        self.input_tokens += n * input_tokens
+        self.output_tokens += n * output_tokens
+        self.charged += n * charge
+
+    def row(self, stage: str) -> StageEstimate:
+        spec, stats = self.spec, self.stats
+        if stats is not None and stats.median_latency_s is not None:
+            latency, latency_from = stats.median_latency_s, "ledger"
+        else:
+            per_call = self.output_tokens / self.calls if self.calls else 0.0
+            latency, latency_from = LATENCY_OVERHEAD_S + per_call / TOKENS_PER_S, "assumed"
+        return StageEstimate(
+            model=spec.name, stage=stage, calls=self.calls, input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=_cost(spec, self.input_tokens, self.output_tokens), latency_s=latency,
+            concurrency_s=math.ceil(self.calls / spec.max_concurrency) * latency,
+            rpm_s=rate_bound(self.calls, spec.rpm), tpm_s=rate_bound(self.charged, spec.tpm),
+            tokens_from="assumed" if stats is None else "ledger", latency_from=latency_from)
+
+
+def _burst(per_minute: int) -> float:
+    return max(1.0, per_minute / 60.0 * BURST_SECONDS)  # ratelimit.TokenBucket's capacity
+
+
+def rate_bound(amount: float, per_minute: int | None) -> float | None:
+    """Seconds a per-minute limit needs for ``amount`` after the bucket's initial burst."""
+    if per_minute is None:
+        return None
+    return max(0.0, amount - _burst(per_minute)) / (per_minute / 60.0)
+
+
+def _cost(spec: ModelSpec, input_tokens: float, output_tokens: float) -> float | None:
+    if spec.is_embedded:
+        return 0.0
+    pin, pout = spec.price_input_per_mtok, spec.price_output_per_mtok
+    if pin is None or pout is None:
+        return None
+    return (input_tokens * pin + output_tokens * pout) / 1_000_000
+
+
+def requested_chars(prompt_text: str) -> float | None:
+    """The essay length a prompt asks for: a target as is, a range's midpoint, a minimum
+    plus MIN_LENGTH_MARGIN, a maximum as is; None when it asks for none."""
+    requirement = length_requirement(prompt_text)
+    if requirement is None:
+        return None
+    if requirement.approx_chars is not None:
+        return float(requirement.approx_chars)
+    lo, hi = requirement.min_chars, requirement.max_chars
+    if lo is not None and hi is not None:
+        return (lo + hi) / 2
+    if lo is not None:
+        return lo * MIN_LENGTH_MARGIN
+    return None if hi is None else float(hi)
+
+
+def _chars(messages: Sequence[Mapping[str, str]]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry: Registry,
+                       stats: Mapping[tuple[str, str], TokenStats], *, prompt_set: str,
+                       stages: Sequence[str] = ESTIMATED_STAGES) -> Estimate:
+    """The run of ``config`` over ``prompts`` (already selected, columns prompt_id, genre,
+    text) in ``stages`` (of ESTIMATED_STAGES; pairwise only when configured)."""
+    try:
+        specs = {name: registry.get(name) for name in config.models()}
+    except KeyError as exc:
+        raise EstimateError(str(exc.args[0])) from None
+    gen, judge, pairwise = config.generate, config.judge, config.pairwise
+    rows = [(str(g), str(t)) for g, t in prompts.select("genre", "text").iter_rows()]
+    tallies: dict[tuple[str, str], _Tally] = {}
+
+    def tally(model: str, stage: str) -> _Tally:
+        key = (model, stage)
+        if key not in tallies:
+            tallies[key] = _Tally(specs[model], stats.get(key))
+        return tallies[key]
+
+    # The essays, per prompt and writer: (prompt characters sent, expected reply tokens).
+    system = len(gen.system_prompt or "")
+    essays: list[dict[str, float]] = []
+    unrequested = 0
+    for _, text in rows:
+        asked = requested_chars(text)
+        unrequested += asked is None
+        lengths: dict[str, float] = {}
+        for writer in gen.models:
+            cap = gen.max_tokens or _int(specs[writer].default_params.get("max_tokens"))
+            known = stats.get((writer, GENERATE))
+            if known is not None:
+                lengths[writer] = known.mean_output_tokens
+            elif asked is not None:
+                lengths[writer] = min(asked * TOKENS_PER_CHAR, cap or math.inf)
+            else:
+                lengths[writer] = float(cap or DEFAULT_ESSAY_CHARS * TOKENS_PER_CHAR)
+            if GENERATE in stages:
+                tally(writer, GENERATE).add(gen.samples, system + len(text), lengths[writer],
+                                            cap)
+        essays.append(lengths)
+
+    def essay_chars(tokens: float) -> int:
+        return round(tokens / TOKENS_PER_CHAR)
+
+    if JUDGE in stages:
+        renderer = JudgeRenderer(load_scoring(judge), judge.analysis_max_chars)
+        for (genre, text), lengths in zip(rows, essays, strict=True):
+            frame = _chars(renderer.messages(genre, text, ""))
+            for tokens in lengths.values():
+                for judge_model in judge.judges:
+                    tally(judge_model, JUDGE).add(gen.samples, frame + essay_chars(tokens),
+                                                  judge.max_tokens, judge.max_tokens)
+
+    pairs: list[tuple[str, str]] = []
+    if PAIRWISE in stages and pairwise is not None:
+        models = pairwise.models or sorted(gen.models)
+        try:
+            pairs = [(a, b) for a, b in designed_pairs(models, pairwise)
+                     if a in gen.models and b in gen.models]
+        except ValueError as exc:
+            raise EstimateError(str(exc)) from None
+        rubric, template = load_rubric(pairwise.rubric_path), load_pairwise_prompt(
+            pairwise.prompt_path)
+        for (genre, text), lengths in zip(rows, essays, strict=True):
+            frame = _chars(render_pairwise_messages(rubric, genre, text, "", "",
+                                                    pairwise.analysis_max_chars, template))
+            for a, b in pairs:
+                chars = frame + essay_chars(lengths[a]) + essay_chars(lengths[b])
+                for judge_model in pairwise.judges:
+                    tally(judge_model, PAIRWISE).add(2 * gen.samples, chars,
+                                                     pairwise.max_tokens, pairwise.max_tokens)
+
+    order = {stage: i for i, stage in enumerate(ESTIMATED_STAGES)}
+    models = list(specs)
+    estimates = tuple(tallies[key].row(key[1]) for key in sorted(
+        tallies, key=lambda k: (order[k[1]], models.index(k[0]))))
+    guessed = any((writer, GENERATE) not in stats for writer in gen.models)
+    assumptions = _assumptions(estimates, stats, guessed, len(rows), unrequested, len(pairs))
+    return Estimate(prompt_set, len(rows), estimates, _total_wall(estimates, tallies),
+                    tuple(assumptions))
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _total_wall(rows: Sequence[StageEstimate],
+                tallies: Mapping[tuple[str, str], _Tally]) -> float:
+    overlap = [r for r in rows if r.stage in OVERLAPPING]
+    phase = 0.0
+    for model in dict.fromkeys(r.model for r in overlap):
+        mine = [r for r in overlap if r.model == model]
+        spec = tallies[(model, mine[0].stage)].spec
+        busy = sum(r.calls * r.latency_s for r in mine) / spec.max_concurrency
+        limits = [rate_bound(sum(r.calls for r in mine), spec.rpm),
+                  rate_bound(sum(tallies[(model, r.stage)].charged for r in mine), spec.tpm)]
+        phase = max(phase, busy, *(r.concurrency_s for r in mine),
+                    *(b for b in limits if b is not None))
+    writers = [r.wall_s for r in overlap if r.stage == GENERATE]
+    judges = [r.latency_s for r in overlap if r.stage == JUDGE]
+    if writers and judges:  # the last essay is judged after it is written
+        phase = max(phase, max(writers) + max(judges))
+    after = max((r.wall_s for r in rows if r.stage == PAIRWISE), default=0.0)
+    return phase + after
+
+
+def _assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], TokenStats],
+                 guessed_essays: bool, n_prompts: int, unrequested: int,
+                 n_pairs: int) -> list[str]:
+    notes: list[str] = []
+    present = {r.stage for r in rows}
+    if JUDGE in present:
+        notes.append("every essay comes back ok and is judged by every judge (a failed or "
+                     "truncated essay is not judged: fewer calls)")
+    if PAIRWISE in present:
+        notes.append(f"pairwise: both essays of every designed pair are ok: {n_pairs} "
+                     f"pair{'' if n_pairs == 1 else 's'} × 2 orders × each judge, per prompt "
+                     "and sample")
+    used = [f"{r.model}/{r.stage} ({stats[(r.model, r.stage)].calls} calls)"
+            for r in rows if r.tokens_from == "ledger"]
+    if used:
+        notes.append("tokens from the ledger (mean of the newest ok calls): " + ", ".join(used))
+    if any(r.tokens_from == "assumed" for r in rows):
+        notes.append(f"elsewhere tokens are assumed: input {TOKENS_PER_CHAR} tokens per "
+                     "character of the rendered messages (the answer schema not counted)")
+    if guessed_essays and rows:  # essay lengths feed the judges' input too
+        notes.append(f"essays as long as their prompt asks (a target as is, a range's "
+                     f"midpoint, a minimum +{MIN_LENGTH_MARGIN - 1:.0%}) at {TOKENS_PER_CHAR} "
+                     f"tokens per character, capped at max_tokens; {unrequested} of "
+                     f"{n_prompts} prompts ask for no length: max_tokens (else "
+                     f"{DEFAULT_ESSAY_CHARS} characters)")
+    if any(r.stage != GENERATE and r.tokens_from == "assumed" for r in rows):
+        notes.append("judgments (absolute and pairwise) answer max_tokens: an upper bound")
+    if any(r.latency_from == "assumed" for r in rows):
+        notes.append(f"latency where the ledger has none: {LATENCY_OVERHEAD_S:g} s + "
+                     f"{TOKENS_PER_S:g} output tokens/s per call")
+    notes.append("cost at the registry's list prices (cached-input or off-peak discounts "
+                 "not applied); the embedded model costs nothing")
+    notes.extend(f"no price in the registry for {model}: its cost is unknown"
+                 for model in dict.fromkeys(r.model for r in rows if r.cost_usd is None))
+    notes.append(f"wall time is a lower bound: calls ÷ concurrency × latency, calls ÷ rpm, "
+                 f"tokens ÷ tpm (tpm as the gateway charges it: message characters + "
+                 f"max_tokens), each after the limiter's {BURST_SECONDS:g} s burst")
+    notes.append("total wall time: generate and judge overlap (an essay is judged as soon "
+                 "as it is written; each model has its own limits), so that phase is the "
+                 "slowest model's combined calls of both, and at least the slowest writer "
+                 "plus one judge call; pairwise follows; curation, aggregation, statistics "
+                 "and Prefect's start-up are not counted")
+    return notes
+
+
+def format_usd(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"

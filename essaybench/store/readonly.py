@@ -1,0 +1,68 @@
+"""Reading a store's DuckDB files without writing anything, not even a lock file.
+
+A read-only DuckDB connection never creates or changes its file, but while it is open a
+writer in another process cannot open the file at all ("Could not set lock on file"),
+and neither can this reader while a writer has it. So a reader takes a *shared* lock on
+the writers' lock file (``lock.py`` takes it exclusively, and polls): it waits for a
+writer's short catalog transaction to end, never for longer than ``wait_s``, and a
+writer that comes while it reads waits a moment instead of failing. The ledger is held
+by its writer for a whole run, so its readers pass ``wait_s=0`` and do without.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from essaybench.store.lock import StoreBusyError
+
+
+@contextmanager
+def _shared_lock(lock_path: Path, busy: str, wait_s: float, poll_s: float) -> Iterator[None]:
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)  # never O_CREAT: a reader creates nothing
+    except FileNotFoundError:
+        yield  # no writer has ever locked this store
+        return
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(busy) from None
+                time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def read_only(db_path: Path, lock_path: Path, what: str, *, wait_s: float = 10.0,
+              poll_s: float = 0.05) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to ``db_path``; ``FileNotFoundError`` when it does not exist,
+    ``StoreBusyError`` when a writer holds it for longer than ``wait_s``."""
+    if not db_path.is_file():
+        raise FileNotFoundError(f"no {what} at {db_path}")
+    busy = f"{what} {db_path} is being written by another process"
+    with _shared_lock(lock_path, busy, wait_s, poll_s):
+        try:
+            con = duckdb.connect(str(db_path), read_only=True)
+        except duckdb.Error as exc:  # held by a process outside the lock protocol
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise StoreBusyError(f"cannot read {what} {db_path}: {first}") from None
+        try:
+            yield con
+        finally:
+            con.close()

@@ -33,7 +33,7 @@ from essaybench.core.settings import (
     DEFAULT_CURATE_CONFIG,
     DEFAULT_STORE_ROOT,
 )
-from essaybench.stages.health import require_healthy
+from essaybench.runs.health import require_healthy
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
 from essaybench.store.runs import looks_like_run_id, record_run

@@ -7,8 +7,8 @@ from prefect.cache_policies import NO_CACHE
 
 from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
+from essaybench.runs.lineage import run_scope
 from essaybench.stages.pairwise import load_pairwise_params, pairwise_stage, pairwise_upstream
-from essaybench.stages.runs import run_scope
 from essaybench.store import Store
 
 

@@ -144,7 +144,7 @@ def compare(
     """This run against an earlier one (last week by default): change per (judge, model)
     with a paired-bootstrap CI over the prompts both scored, and model-id drift."""
     from essaybench.bench.aggregate import export
-    from essaybench.stages.compare import compare_snapshots, previous_run
+    from essaybench.runs.compare import compare_snapshots, previous_run
     from essaybench.store import Store
 
     st = Store(store)

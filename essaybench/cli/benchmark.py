@@ -96,8 +96,8 @@ def _check_run(store: Path, run_id: str, option: str) -> None:
 
 def _check_rerun(store: Path, run_id: str, stage: str) -> None:
     """What the rerun will read exists (along RUN's lineage), else one line saying why."""
+    from essaybench.runs.lineage import generate_params
     from essaybench.stages.pipeline import resolve_upstream
-    from essaybench.stages.runs import generate_params
     from essaybench.store import Store
 
     _check_run(store, run_id, "--run")

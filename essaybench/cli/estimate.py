@@ -45,7 +45,7 @@ def estimate(
     set, per model and stage, before any call is made. Reads the store, changes nothing."""
     from essaybench.bench.estimate import EstimateError
     from essaybench.core.yamlio import YamlConfigError
-    from essaybench.stages.estimate import EstimateInputError, estimate_run
+    from essaybench.runs.estimate import EstimateInputError, estimate_run
     from essaybench.store import StoreBusyError
 
     bench, registry = _load(config)
@@ -68,7 +68,7 @@ def check_budget(config: Path, store: Path, *, from_stage: str, curating: bool,
     from essaybench.bench.estimate import EstimateError
     from essaybench.bench.pairwise.design import STAGE as PAIRWISE
     from essaybench.core.yamlio import YamlConfigError
-    from essaybench.stages.estimate import STAGES_FROM, EstimateInputError, estimate_run
+    from essaybench.runs.estimate import STAGES_FROM, EstimateInputError, estimate_run
     from essaybench.store import StoreBusyError
 
     bench, registry = _load(config)

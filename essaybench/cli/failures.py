@@ -25,7 +25,7 @@ def failed_run_exits(config: Path, store: Path) -> Iterator[None]:
     ``store`` (when not the defaults) go into the rerun command of a stage that raised."""
     from essaybench.bench.health import RunUnhealthy, rerun_command
     from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
-    from essaybench.stages.health import unless_default
+    from essaybench.runs.health import unless_default
     from essaybench.stages.pipeline import BENCHMARK_STAGES
     from essaybench.store.run_stage import StageFailed
 

@@ -4,7 +4,7 @@ The ledger's key is a hash of the request alone, so without a scope every succes
 call ever made would be served again: next week's run would replay this week's. A
 scope names the run that pays for new calls (recorded on every ledger row) and the runs
 whose calls may be served instead of sent: the run itself, and for a rerun the run it
-continues and that run's own scope (see ``essaybench.stages.runs``).
+continues and that run's own scope (see ``essaybench.runs.lineage``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Reads a ``judge`` snapshot (and the essays it judged), writes the Table 5 snapshot and
 the report tables under ``<store>/reports/<run_id>/``, and records the run's health
 (coverage per model × judge against the floor, ``bench.health``) in its catalog row
-(read back by ``stages.health``)."""
+(read back by ``runs.health``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from essaybench.bench.generate import STAGE, run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
-from essaybench.stages.runs import check_session_run
+from essaybench.runs.lineage import check_session_run
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 

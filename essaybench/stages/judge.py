@@ -11,7 +11,7 @@ from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.request import STAGE
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
-from essaybench.stages.runs import check_session_run
+from essaybench.runs.lineage import check_session_run
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 

@@ -2,7 +2,7 @@
 
 ``run_stages`` runs consecutive stages, each reading the snapshot the one before wrote;
 ``BENCHMARK_STAGES`` and ``resolve_upstream`` let ``essaybench rerun --run RUN --stage
-judge`` start from an earlier run's snapshot (along its lineage: see ``stages/runs.py``).
+judge`` start from an earlier run's snapshot (along its lineage: see ``runs/lineage.py``).
 The LLM stages' session is scoped to the run: it serves only calls the run's recorded
 reuse scope allows. The Prefect ``pipeline`` flow (``flows/pipeline.py``) calls these
 through its tasks."""
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
+from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
-from essaybench.stages.runs import lineage_upstream, rerun_config, run_scope
 from essaybench.store import Snapshot, Store
 
 BENCHMARK_STAGES = ("generate", "judge", "aggregate")

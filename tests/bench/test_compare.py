@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from essaybench.bench.compare import compare_runs
-from essaybench.stages.compare import compare_snapshots, previous_run
+from essaybench.runs.compare import compare_snapshots, previous_run
 from essaybench.store import Snapshot, Store
 
 

@@ -28,7 +28,7 @@ from essaybench.bench.rubrics import load_rubric, render_judge_messages
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.types import CallStatus, ChatResult, Usage
-from essaybench.stages.estimate import read_token_stats
+from essaybench.runs.estimate import read_token_stats
 
 P0 = "写一篇不少于500字的议论文，谈谈诚信。"  # asks for at least 500 characters
 P1 = "以“门”为题写一篇记叙文。"  # asks for no length

@@ -22,7 +22,7 @@ from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.registry import load_registry
 from essaybench.llm.types import CallStatus, ChatResult, Usage
-from essaybench.stages.estimate import estimate_run
+from essaybench.runs.estimate import estimate_run
 from essaybench.store import Store
 
 PROMPTS = pl.DataFrame({

@@ -22,8 +22,8 @@ from essaybench.bench.judge.request import JudgeParams
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
+from essaybench.runs.lineage import lineage_upstream, run_scope
 from essaybench.stages.pipeline import BENCHMARK_STAGES, resolve_upstream, run_stages
-from essaybench.stages.runs import lineage_upstream, run_scope
 from essaybench.store import Snapshot, Store
 from essaybench.store.runs import get_run, record_run
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from essaybench.bench.health import RunHealth, RunUnhealthy, health_of_meta
 from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
-from essaybench.stages.aggregate import STAGE as AGGREGATE
 from essaybench.store import Store
+
+AGGREGATE = "aggregate"  # the stage whose catalog row carries the health (stages/aggregate.py)
 
 
 def run_health(store: Store, run_id: str) -> RunHealth | None:

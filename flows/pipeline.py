@@ -33,6 +33,8 @@ from essaybench.core.settings import (
     DEFAULT_CURATE_CONFIG,
     DEFAULT_STORE_ROOT,
 )
+from essaybench.llm.registry import load_registry
+from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
@@ -78,7 +80,11 @@ def pipeline_flow(
     base_run: str | None = None,
     run_id: str | None = None,
     reuse_from: str | None = None,
+    over_budget_ok: bool = False,
 ) -> dict[str, Any]:
+    """``over_budget_ok``: go on even when the estimate exceeds the config's
+    ``max_cost_usd`` (the CLI's --yes-over-budget); otherwise the run checks its budget
+    itself, after curation and before the first call."""
     if from_stage != "generate" and base_run is None:
         raise ValueError(f"starting at {from_stage!r} needs base_run: the run whose "
                          "upstream snapshot it reads")
@@ -88,6 +94,9 @@ def pipeline_flow(
     result: dict[str, Any] = {"run_id": run_id}
     if curate and from_stage == "generate" and base_run is None:
         result["curate"] = curate_flow(curate_config, store_root, run_id=run_id)
+    if not over_budget_ok:
+        require_within_budget(store_root, load_benchmark_config(benchmark_config),
+                              load_registry(), from_stage)
     upstream = (resolve_upstream(Store(store_root), from_stage, base_run)
                 if base_run is not None else None)
     snapshot_id = upstream.snapshot_id if upstream else None

@@ -51,7 +51,8 @@ def run(
     with failed_run_exits(config, store), console.status(
             "generating and judging (the embedded model is slow: minutes)…"):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
-                               curate_first, reuse_from=reuse_from)
+                               curate_first, reuse_from=reuse_from,
+                               over_budget_ok=over_budget)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -81,7 +82,7 @@ def rerun(
     started = time.perf_counter()
     with failed_run_exits(config, store), console.status(f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
-                               False, stage, run_id)
+                               False, stage, run_id, over_budget_ok=over_budget)
     _print_reports(result, time.perf_counter() - started)
 
 

@@ -21,7 +21,9 @@ from essaybench.bench.estimate import (
     ESTIMATED_STAGES,
     Estimate,
     TokenStats,
+    budget_problem,
     estimate_benchmark,
+    format_usd,
 )
 from essaybench.core.sql import statement
 from essaybench.llm.registry import Registry
@@ -104,3 +106,30 @@ def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Regi
     if unread is not None:
         notes.append(unread)
     return dataclasses.replace(estimate, assumptions=(*notes, *estimate.assumptions))
+
+
+class OverBudget(RuntimeError):
+    """A run whose estimate exceeds its config's ``max_cost_usd``: refused before any call."""
+
+
+def require_within_budget(store_root: Path | str, config: BenchmarkConfig,
+                          registry: Registry, from_stage: str) -> Estimate | None:
+    """The budget check a run makes itself (a scheduled run has no CLI in front of it),
+    after curation and before the first call: the estimate of the stages it will run, or
+    :class:`OverBudget` naming the cost and the cap. No cap: nothing to check (None)."""
+    cap = config.max_cost_usd
+    stages = [s for s in STAGES_FROM[from_stage] if s != "pairwise" or config.pairwise]
+    if cap is None or not stages:
+        return None
+    try:
+        estimate = estimate_run(store_root, config, registry, stages=stages)
+    except EstimateInputError as exc:
+        raise OverBudget(f"max_cost_usd {format_usd(cap)} cannot be checked, there is no "
+                         f"estimate ({exc})") from None
+    problem = budget_problem(estimate, cap)
+    if problem is not None:
+        raise OverBudget(f"{problem}: the run was refused before any call (raise "
+                         "max_cost_usd in the config, or run it from the CLI with "
+                         "--yes-over-budget)")
+    return estimate
+

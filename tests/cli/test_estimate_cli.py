@@ -240,3 +240,24 @@ def test_a_cap_without_an_estimate_is_refused(
     result = invoke("run", "--config", str(uncapped), "--store", str(store))
     assert result.exit_code == 0, result.output
     assert "no estimate: no store at" in result.stdout and len(pipeline_calls) == 1
+
+
+def test_a_run_checks_its_own_budget_before_any_call(tmp_path: Path,
+                                                     server: FakeServerHandle) -> None:
+    """A scheduled run has no CLI in front of it: the pipeline refuses by itself."""
+    from essaybench.runs.estimate import OverBudget
+    from flows.pipeline import pipeline_flow
+
+    store = published_store(tmp_path / "store")
+    config = write_config(tmp_path / "bench.yaml", max_cost_usd=0.0001)
+    with pytest.raises(OverBudget, match=r"exceeds max_cost_usd \$0.0001"):
+        pipeline_flow.fn(str(config), str(config), str(store.root), False)
+    assert server.stats().totals.received == 0
+    assert not (store.root / "ledger.duckdb").exists()
+    # The same check passes a run within its cap (and skips one without a cap).
+    from essaybench.runs.estimate import require_within_budget
+
+    within = load_benchmark_config(write_config(tmp_path / "ok.yaml", max_cost_usd=1000.0))
+    assert require_within_budget(store.root, within, load_registry(), "generate") is not None
+    uncapped = load_benchmark_config(write_config(tmp_path / "free.yaml"))
+    assert require_within_budget(store.root, uncapped, load_registry(), "generate") is None

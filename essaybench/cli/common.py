@@ -3,6 +3,7 @@ environment, and table printing."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Annotated
@@ -27,6 +28,11 @@ def prefect_env() -> None:
     # The ephemeral API server's 20 s default start-up budget is too tight on a loaded
     # 2-core machine (measured: it timed out at load average 5).
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    # A log handler that cannot write (Prefect's console handler keeps the stream it was
+    # set up with, which may be closed by now, e.g. a terminal gone or an earlier in-process
+    # invocation) must not print its own traceback at the user: the run goes on, and its
+    # record is in the catalog and the Prefect API either way.
+    logging.raiseExceptions = False
 
 
 def print_frame(df: pl.DataFrame, title: str, limit: int = 40) -> None:

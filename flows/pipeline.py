@@ -1,4 +1,4 @@
-"""The ``pipeline`` flow: curate → generate → judge → aggregate (→ pairwise) → stats.
+"""The ``pipeline`` flow: curate → generate → judge → aggregate (→ pairwise) → stats → alerts.
 
 The weekly run. A new run sends every LLM call afresh (``reuse_from`` names a run whose
 successful calls it may be served instead); ``from_stage`` with ``base_run`` is a rerun:
@@ -7,7 +7,8 @@ lineage), and the ledger serves every call ``base_run`` and the runs it continue
 paid for. The run is recorded in the catalog's ``runs`` table; the flow run is named
 after the run id and tagged with it. Pairwise
 judging runs when the benchmark config has a ``pairwise:`` section; the stats stage
-(bootstrap CIs, rankings, bias monitors) always ends the run.
+(bootstrap CIs, rankings, bias monitors) follows, then the alerts stage: this run against
+the last comparable run, told to the log, a Markdown artifact and the config's webhooks.
 
 The stages run as tasks of this flow, not as their own subflows: a subflow costs a
 flow run and a parent task run (API round trips, ~0.3 s each on a busy 2-core host) for
@@ -41,6 +42,7 @@ from essaybench.store import Store
 from essaybench.store.runs import looks_like_run_id, record_run
 from essaybench.store.store import new_run_id
 from flows.curate import curate_flow
+from tasks.alerts import alerts_stage_task
 from tasks.benchmark import benchmark_stages_task
 from tasks.pairwise import pairwise_stage_task
 from tasks.stats import stats_stage_task
@@ -120,6 +122,10 @@ def pipeline_flow(
                                                  essays_id, None)
     result["stats"] = stats_stage_task(run_id, benchmark_config, store_root, run_id,
                                        judged.snapshot_id, result.get("pairwise"))
+    # This week against the last comparable run: before the health verdict, so a run
+    # that fails still says what moved.
+    result["alerts"] = alerts_stage_task(run_id, benchmark_config, store_root,
+                                         judged.snapshot_id)
     result["reports"] = str(store.root / "reports" / run_id)
     # Every snapshot and report is written by now; a run below its coverage floor still
     # fails. Its RunUnhealthy is returned as the final state, not raised: the flow run ends

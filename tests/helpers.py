@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import socket
+import threading
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -68,3 +73,43 @@ def copy_store(source: Store, dest: Path) -> Store:
     outside = [p for (p,) in paths if Path(p).is_absolute() or not (dest / p).is_file()]
     assert not outside, f"the copy of {source.root} refers to files outside it: {outside}"
     return copy
+
+
+class Receiver:
+    """A tiny HTTP server capturing each POSTed JSON body; answers ``status``."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.bodies: list[Any] = []
+        self.headers: list[dict[str, str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.bodies.append(json.loads(body))
+                outer.headers.append(dict(self.headers))
+                self.send_response(status)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/secret-token"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port_url() -> str:
+    """A loopback port nobody listens on: bound, then closed."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"

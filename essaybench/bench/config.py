@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.bench.alerts import AlertParams
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
@@ -40,6 +41,8 @@ class BenchmarkConfig(BaseModel):
                                description="Bootstrap settings of the stats stage.")
     health: HealthParams = Field(default_factory=HealthParams,
                                  description="When a run counts as failed (coverage floor).")
+    alerts: AlertParams = Field(default_factory=AlertParams,
+                                description="Week-over-week alert thresholds and webhooks.")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")

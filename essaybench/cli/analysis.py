@@ -5,6 +5,7 @@
     essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute
     essaybench wpb-report                  the WritingPreferenceBench human-label report
     essaybench compare --run RUN           this week against last week, with paired CIs
+    essaybench alerts --run RUN            RUN's week-over-week alerts, as the pipeline sent them
     essaybench sample-size --margin 0.05   prompts needed / smallest detectable difference
 """
 
@@ -164,6 +165,21 @@ def compare(
     folder = store / "reports" / run_id
     export({f"compare_{base}": table}, folder)
     console.print(f"written: {folder / f'compare_{base}.md'} (.csv .parquet)")
+
+
+@app.command()
+def alerts(run_id: RunOpt, store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+    """RUN's alerts against the last comparable run, and where they were delivered."""
+    from essaybench.stages.alerts import run_alerts
+    from essaybench.store import Store
+
+    try:
+        found = run_alerts(Store(store), run_id)
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    for line in found.lines():
+        console.print(line, markup=False)
+    console.print(f"report: {found.report}")
 
 
 @app.command("sample-size")

@@ -124,6 +124,12 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
         overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall")
         print_frame(overall.select("judge", "model", "mean", "ci_lo", "ci_hi", "n"),
                     "Overall weighted score, 95% bootstrap CI (prompts resampled, paired)")
+    if result.get("alerts"):
+        from essaybench.stages.alerts import run_alerts
+        from essaybench.store import Store
+
+        for line in run_alerts(Store(reports.parent.parent), result["run_id"]).lines():
+            console.print(line, markup=False)
     console.print(f"run {result['run_id']}: reports in {reports} (Table 5 weighted and w/o WT, "
                   f"trait means, length compliance, stats/: CIs, rankings, bias; .md .csv "
                   f".parquet); {seconds:.1f} s")

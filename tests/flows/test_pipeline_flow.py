@@ -62,7 +62,7 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
     with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
         stages = con.execute("select stage from stage_runs where run_id = ? order by started_at",
                              [again["run_id"]]).fetchall()
-    assert [s for (s,) in stages] == ["judge", "aggregate", "stats"]
+    assert [s for (s,) in stages] == ["judge", "aggregate", "stats", "alerts"]
 
 
 

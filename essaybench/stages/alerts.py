@@ -1,0 +1,115 @@
+"""The ``alerts`` stage: this run against the last comparable run, and who is told.
+
+Reads the run's ``judge`` snapshot (and the essays it judged), finds the last comparable
+run (``runs/comparable.py``), computes the alerts (``bench/alerts.py``), POSTs them to
+the config's webhooks when there are any, and writes an ``alerts`` snapshot (one row per
+alert; upstream: both runs' judge snapshots) whose meta and catalog row record the run
+compared with — or why there was none — and each webhook's delivery. The report
+``<store>/reports/<run>/alerts.md`` is what the pipeline publishes as a Prefect
+artifact. No comparable run is a result ("no comparable run (why)"), not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from essaybench.bench.alerts import (
+    Alert,
+    AlertParams,
+    alert_lines,
+    alerts_frame,
+    alerts_markdown,
+    alerts_of_frame,
+    compute_alerts,
+    shown_url,
+)
+from essaybench.core.contracts import OK, StageOutput
+from essaybench.runs.comparable import last_comparable_run
+from essaybench.runs.webhooks import deliver
+from essaybench.store import Snapshot, Store
+from essaybench.store.run_stage import run_stage
+
+STAGE = "alerts"
+
+
+@dataclass(frozen=True)
+class RunAlerts:
+    """A run's alerts as its alerts stage recorded them."""
+
+    run_id: str
+    snapshot: Snapshot
+    alerts: list[Alert]
+    base_run: str | None
+    reason: str | None  # why there was no comparable run
+    deliveries: list[str]  # one line per webhook
+    report: Path
+
+    def lines(self) -> list[str]:
+        """What the terminal shows: the alerts, then each webhook's delivery."""
+        return [*alert_lines(self.alerts, self.run_id, self.base_run, self.reason),
+                *(f"  webhook {d}" for d in self.deliveries)]
+
+    def markdown(self) -> str:
+        return alerts_markdown(self.alerts, self.run_id, self.base_run, self.reason,
+                               self.deliveries)
+
+
+def payload(run_id: str, base_run: str | None, alerts: list[Alert]) -> dict[str, Any]:
+    """The JSON a webhook receives; ``text`` makes it readable by chat webhooks as is."""
+    return {"run_id": run_id, "base_run": base_run, "n_alerts": len(alerts),
+            "text": "\n".join(alert_lines(alerts, run_id, base_run, None)),
+            "alerts": alerts_frame(alerts).to_dicts()}
+
+
+def alerts_stage(store: Store, run_id: str, params: AlertParams,
+                 judged: Snapshot) -> RunAlerts:
+    """Run the stage over ``run_id``'s judge snapshot ``judged``."""
+    judged.require_stage("judge", STAGE)
+    baseline = last_comparable_run(store, run_id, judged)
+    report = store.root / "reports" / run_id / "alerts.md"
+    upstream = [judged, *([baseline.judged] if baseline.judged is not None else [])]
+
+    def compute() -> StageOutput:
+        alerts: list[Alert] = []
+        if baseline.judged is not None and baseline.essays is not None:
+            essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
+            alerts = compute_alerts(essays_now, baseline.essays.read(), judged.read(),
+                                    baseline.judged.read(), params)
+        sent = (deliver(params.webhooks, payload(run_id, baseline.run_id, alerts),
+                        params.webhook_timeout_s) if alerts else [])
+        meta: dict[str, Any] = {
+            "base_run": baseline.run_id, "reason": baseline.reason,
+            "skipped": [list(s) for s in baseline.skipped], "n_alerts": len(alerts),
+            "deliveries": [{"url": d.url, "delivered": d.delivered,
+                            "status_code": d.status_code, "error": d.error,
+                            "seconds": d.seconds} for d in sent],
+            "delivery_lines": [d.line() for d in sent]}
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(alerts_markdown(alerts, run_id, baseline.run_id, baseline.reason,
+                                          meta["delivery_lines"]), encoding="utf-8")
+        return StageOutput(alerts_frame(alerts), meta, run_meta=meta)
+
+    # The catalog records the parameters: webhook URLs only as scheme and host.
+    recorded = params.model_copy(update={"webhooks": tuple(map(shown_url, params.webhooks))})
+    snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=upstream,
+                         params=recorded, rows_in=None, compute=compute)
+    return run_alerts(store, run_id, snapshot)
+
+
+def run_alerts(store: Store, run_id: str, snapshot: Snapshot | None = None) -> RunAlerts:
+    """``run_id``'s alerts as its newest successful alerts stage recorded them (what
+    was compared and delivered comes from the stage run's catalog row: two runs may
+    share a snapshot); LookupError when it has none."""
+    for stage_run in store.stage_runs(run_id, 1000):  # newest first
+        if stage_run.stage == STAGE and stage_run.status == OK and stage_run.snapshot_id:
+            if snapshot is not None and stage_run.snapshot_id != snapshot.snapshot_id:
+                continue
+            snap = snapshot or store.get_snapshot(stage_run.snapshot_id)
+            meta = stage_run.meta or {}
+            return RunAlerts(run_id, snap, alerts_of_frame(snap.read()), meta.get("base_run"),
+                             meta.get("reason"), list(meta.get("delivery_lines", [])),
+                             store.root / "reports" / run_id / "alerts.md")
+    raise LookupError(f"run {run_id} has no alerts stage in {store.root} (it ends the "
+                      "pipeline of runs made since alerts were added)")

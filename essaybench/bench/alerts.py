@@ -34,6 +34,7 @@ from essaybench.bench.compare import compare_runs
 from essaybench.bench.compliance import compliance_table
 from essaybench.constraints import count_chinese_chars, count_grid_chars
 from essaybench.core.contracts import OK
+from essaybench.core.export import markdown_grid
 
 AlertKind = Literal["quality_drop", "over_length", "under_length", "violation",
                     "off_language", "failure_rate", "p95_latency", "cost_per_1k_chars",
@@ -308,13 +309,11 @@ def alerts_markdown(alerts: list[Alert], run_id: str, base_run: str | None,
     elif not alerts:
         lines.append(f"Compared with run {base_run}: no alerts.")
     else:
+        body = [[a.severity, a.model, a.kind, _num(a.before), _num(a.now),
+                 a.message.replace("|", "\\|")] for a in alerts]
         lines += [f"Compared with run {base_run}: {len(alerts)} alert(s).", "",
-                  "| severity | model | kind | before | now | message |",
-                  "|---|---|---|---|---|---|"]
-        for a in alerts:
-            cells = [a.severity, a.model, a.kind, _num(a.before), _num(a.now),
-                     a.message.replace("|", "\\|")]
-            lines.append("| " + " | ".join(cells) + " |")
+                  markdown_grid(["severity", "model", "kind", "before", "now", "message"],
+                                body)]
     if deliveries:
         lines += ["", "Webhooks:", "", *(f"- {d}" for d in deliveries)]
     return "\n".join(lines) + "\n"

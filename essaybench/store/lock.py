@@ -22,25 +22,30 @@ class StoreBusyError(RuntimeError):
     """Another process held the store's lock for longer than the timeout."""
 
 
+def wait_for_flock(fd: int, mode: int, timeout_s: float, poll_s: float) -> bool:
+    """Take the advisory lock ``mode`` (``fcntl.LOCK_EX`` or ``LOCK_SH``) on ``fd``, polling
+    for up to ``timeout_s``; False when it was still held by another process then."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+
+
 @contextmanager
 def exclusive_lock(lock_path: Path, timeout_s: float, poll_s: float = 0.05) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(lock_path)
-                    raise StoreBusyError(
-                        f"store {lock_path.parent} is busy: {holder} held its lock "
-                        f"for more than {timeout_s:g} s; wait for it to finish or raise "
-                        "the lock timeout"
-                    ) from None
-                time.sleep(poll_s)
+        if not wait_for_flock(fd, fcntl.LOCK_EX, timeout_s, poll_s):
+            raise StoreBusyError(
+                f"store {lock_path.parent} is busy: {_read_holder(lock_path)} held its lock "
+                f"for more than {timeout_s:g} s; wait for it to finish or raise the lock "
+                "timeout")
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}".encode())
         try:

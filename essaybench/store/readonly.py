@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from essaybench.store.lock import StoreBusyError
+from essaybench.store.lock import StoreBusyError, wait_for_flock
 
 
 @contextmanager
@@ -31,15 +30,8 @@ def _shared_lock(lock_path: Path, busy: str, wait_s: float, poll_s: float) -> It
         yield  # no writer has ever locked this store
         return
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreBusyError(busy) from None
-                time.sleep(poll_s)
+        if not wait_for_flock(fd, fcntl.LOCK_SH, wait_s, poll_s):
+            raise StoreBusyError(busy)
         try:
             yield
         finally:

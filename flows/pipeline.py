@@ -1,4 +1,5 @@
-"""The ``pipeline`` flow: curate → generate → judge → aggregate (→ pairwise) → stats → alerts.
+"""The ``pipeline`` flow: curate → generate → judge (→ drift) → aggregate (→ pairwise) → stats
+→ alerts.
 
 The weekly run. A new run sends every LLM call afresh (``reuse_from`` names a run whose
 successful calls it may be served instead); ``from_stage`` with ``base_run`` is a rerun:
@@ -9,6 +10,9 @@ after the run id and tagged with it. Pairwise
 judging runs when the benchmark config has a ``pairwise:`` section; the stats stage
 (bootstrap CIs, rankings, bias monitors) follows, then the alerts stage: this run against
 the last comparable run, told to the log, a Markdown artifact and the config's webhooks.
+Before any call the run checks that every judge is calibrated against the anchor set in
+its current form (``uncalibrated_ok`` forces a changed judge through: it re-calibrates and
+its cells are not compared with earlier weeks); the drift stage re-scores the anchors.
 
 The stages run as tasks of this flow, not as their own subflows: a subflow costs a
 flow run and a parent task run (API round trips, ~0.3 s each on a busy 2-core host) for
@@ -35,6 +39,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.llm.registry import load_registry
+from essaybench.runs.calibration import require_calibrated
 from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
@@ -83,6 +88,7 @@ def pipeline_flow(
     run_id: str | None = None,
     reuse_from: str | None = None,
     over_budget_ok: bool = False,
+    uncalibrated_ok: bool = False,
 ) -> dict[str, Any]:
     """``over_budget_ok``: go on even when the estimate exceeds the config's
     ``max_cost_usd`` (the CLI's --yes-over-budget); otherwise the run checks its budget
@@ -94,11 +100,14 @@ def pipeline_flow(
     record_run(Store(store_root), run_id, base_run=base_run, from_stage=from_stage,
                reuse_from=reuse_from, config_path=benchmark_config, flow_run_id=flow_run_id)
     result: dict[str, Any] = {"run_id": run_id}
+    config = load_benchmark_config(benchmark_config)
+    if from_stage in LLM_STAGES:  # the run judges: its judges must be calibrated
+        require_calibrated(Store(store_root), config, load_registry(), benchmark_config,
+                           uncalibrated_ok)
     if curate and from_stage == "generate" and base_run is None:
         result["curate"] = curate_flow(curate_config, store_root, run_id=run_id)
     if not over_budget_ok:
-        require_within_budget(store_root, load_benchmark_config(benchmark_config),
-                              load_registry(), from_stage)
+        require_within_budget(store_root, config, load_registry(), from_stage)
     upstream = (resolve_upstream(Store(store_root), from_stage, base_run)
                 if base_run is not None else None)
     snapshot_id = upstream.snapshot_id if upstream else None
@@ -108,7 +117,7 @@ def pipeline_flow(
     llm = [s for s in stages if s in LLM_STAGES]
     if llm:
         result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
-                                            store_root, snapshot_id))
+                                            store_root, snapshot_id, uncalibrated_ok))
         snapshot_id = result[llm[-1]]
     result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
                                         snapshot_id))
@@ -117,7 +126,7 @@ def pipeline_flow(
     judged = (store.get_snapshot(result["judge"]) if "judge" in result
               else store.lineage(result["aggregate"])["judge"])
     essays_id = judged.upstream_snapshot_ids[0]
-    if load_benchmark_config(benchmark_config).pairwise is not None:
+    if config.pairwise is not None:
         result["pairwise"] = pairwise_stage_task(run_id, benchmark_config, store_root,
                                                  essays_id, None)
     result["stats"] = stats_stage_task(run_id, benchmark_config, store_root, run_id,

@@ -11,23 +11,29 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.stages.drift import drift_lines
 from essaybench.stages.pipeline import run_stages
 from essaybench.store import Store
 
 
 @task(name="benchmark-stages", cache_policy=NO_CACHE, task_run_name="{stages}")
 def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root: str,
-                          upstream_snapshot_id: str | None) -> dict[str, str]:
+                          upstream_snapshot_id: str | None,
+                          uncalibrated_ok: bool = False) -> dict[str, str]:
     """``stages``: consecutive stage names joined by "+" (e.g. "generate+judge"); returns
     each stage's snapshot id."""
     store = Store(store_root)
     upstream = (store.get_snapshot(upstream_snapshot_id) if upstream_snapshot_id is not None
                 else None)
     snapshots = run_stages(store, run_id, load_benchmark_config(config_path),
-                           stages.split("+"), upstream)
+                           stages.split("+"), upstream, uncalibrated_ok)
     log = get_run_logger()
     for stage, snapshot in snapshots.items():
         meta = snapshot.meta or {}
+        if stage == "drift":
+            for line in drift_lines(meta.get("judges", {})):
+                log.info("%s", line)
+            continue
         log.info("%s: snapshot %s (%d rows)%s", stage, snapshot.snapshot_id, snapshot.n_rows,
                  f"; judge calls sent while generating: {meta['follow_ups']}"
                  if "follow_ups" in meta else "")

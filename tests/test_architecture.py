@@ -24,7 +24,7 @@ def test_at_most_ten_modules_directly_under_the_package() -> None:
 
 
 def test_the_stages_are_the_ones_the_pipeline_knows() -> None:
-    assert sorted(["collect", "filter", "dedup", "rouge", "classify", "generate",
+    assert sorted(["collect", "filter", "dedup", "rouge", "classify", "generate", "calibrate",
                                   "judge", "aggregate", "pairwise", "stats", "alerts",
                                   "agreement", "wpb_report"]) == STAGE_NAMES
 

@@ -16,7 +16,11 @@ Pure: two runs' essays (generate snapshots) and judgments (judge snapshots) in, 
 * ``p95_latency`` / ``cost_per_1k_chars``: rose by at least the relative threshold
   (cost per 1,000 grid characters of ok essays, at the registry's prices);
 * ``model_id_changed`` / ``judge_id_changed``: under the same requested id, the id the
-  API returned is not the one it returned last time.
+  API returned is not the one it returned last time;
+* ``judge_drift`` / ``judge_unverified`` / ``judge_changed``: a judge re-scored the anchor
+  set out of tolerance, could not be checked, or was changed without calibration (forced):
+  its cells are not compared with earlier weeks (these need no comparable run);
+* ``run_unhealthy``: the run's coverage fell below its floor (the run fails).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import polars as pl
@@ -38,7 +42,9 @@ from essaybench.core.export import markdown_grid
 
 AlertKind = Literal["quality_drop", "over_length", "under_length", "violation",
                     "off_language", "failure_rate", "p95_latency", "cost_per_1k_chars",
-                    "model_id_changed", "judge_id_changed"]
+                    "model_id_changed", "judge_id_changed", "judge_drift",
+                    "judge_unverified", "judge_changed", "run_unhealthy"]
+ALL_MODELS = "(all)"  # the model column of an alert about a judge or the whole run
 Severity = Literal["critical", "warning"]
 TRUNCATED = "truncated"
 _LATIN = re.compile(r"[A-Za-z]")
@@ -289,15 +295,33 @@ def compute_alerts(essays_now: pl.DataFrame, essays_before: pl.DataFrame,
     return sorted(found, key=lambda a: (order[a.severity], a.model, a.kind, a.judge or ""))
 
 
+def judge_alerts(verdicts: dict[str, dict[str, Any]]) -> list[Alert]:
+    """A judge's drift verdict (``stages/drift.py``) as an alert, unless stable or a
+    first calibration."""
+    kinds: dict[str, tuple[AlertKind, Severity]] = {
+        "drifted": ("judge_drift", "critical"), "unverified": ("judge_unverified", "warning"),
+        "recalibrated": ("judge_changed", "critical")}
+    found = []
+    for judge, v in sorted(verdicts.items()):
+        if v["verdict"] in kinds:
+            kind, severity = kinds[v["verdict"]]
+            found.append(Alert(ALL_MODELS, judge, kind, severity, v.get("shift"), None, None,
+                               f"judge {judge} on the anchor set: {v['verdict']} — "
+                               f"{v['reason']}; its scores are not compared with earlier "
+                               "weeks"))
+    return found
+
+
 def alert_lines(alerts: list[Alert], run_id: str, base_run: str | None,
                 reason: str | None) -> list[str]:
     """The alerts as the terminal shows them."""
+    listed = [f"  [{a.severity}] {a.kind}: {a.message}" for a in alerts]
     if base_run is None:
-        return [f"alerts: run {run_id}: no comparable run ({reason})"]
+        return [f"alerts: run {run_id}: no comparable run ({reason})"
+                + (f"; {len(alerts)} alert(s)" if alerts else ""), *listed]
     if not alerts:
         return [f"alerts: run {run_id} vs {base_run}: no alerts"]
-    head = f"alerts: run {run_id} vs {base_run}: {len(alerts)} alert(s)"
-    return [head, *(f"  [{a.severity}] {a.kind}: {a.message}" for a in alerts)]
+    return [f"alerts: run {run_id} vs {base_run}: {len(alerts)} alert(s)", *listed]
 
 
 def alerts_markdown(alerts: list[Alert], run_id: str, base_run: str | None,
@@ -305,15 +329,17 @@ def alerts_markdown(alerts: list[Alert], run_id: str, base_run: str | None,
     """The alerts as a Markdown page (the Prefect artifact and ``alerts.md``)."""
     lines = [f"# Alerts: run {run_id}", ""]
     if base_run is None:
-        lines.append(f"No comparable run ({reason}): nothing was compared.")
+        lines.append(f"No comparable run ({reason}): nothing was compared with an earlier "
+                     "week.")
     elif not alerts:
         lines.append(f"Compared with run {base_run}: no alerts.")
-    else:
+    if alerts:
+        if base_run is not None:
+            lines.append(f"Compared with run {base_run}: {len(alerts)} alert(s).")
         body = [[a.severity, a.model, a.kind, _num(a.before), _num(a.now),
                  a.message.replace("|", "\\|")] for a in alerts]
-        lines += [f"Compared with run {base_run}: {len(alerts)} alert(s).", "",
-                  markdown_grid(["severity", "model", "kind", "before", "now", "message"],
-                                body)]
+        lines += ["", markdown_grid(["severity", "model", "kind", "before", "now",
+                                     "message"], body)]
     if deliveries:
         lines += ["", "Webhooks:", "", *(f"- {d}" for d in deliveries)]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.bench.alerts import AlertParams
+from essaybench.bench.drift import DriftParams
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
@@ -43,6 +44,9 @@ class BenchmarkConfig(BaseModel):
                                  description="When a run counts as failed (coverage floor).")
     alerts: AlertParams = Field(default_factory=AlertParams,
                                 description="Week-over-week alert thresholds and webhooks.")
+    drift: DriftParams | None = Field(
+        default_factory=DriftParams, description="Judge-drift sentinel: every judge "
+        "re-scores the anchor set each run (null: off; runs are then not checked).")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import STAGE as GENERATE
 from essaybench.bench.judge.render import JudgeRenderer
@@ -48,7 +49,8 @@ from essaybench.constraints.length import length_requirement
 from essaybench.llm.ratelimit import BURST_SECONDS
 from essaybench.llm.registry import ModelSpec, Registry
 
-ESTIMATED_STAGES = (GENERATE, JUDGE, PAIRWISE)
+DRIFT = "drift"  # the judges re-score the anchor set after judging (stages/drift.py)
+ESTIMATED_STAGES = (GENERATE, JUDGE, DRIFT, PAIRWISE)
 OVERLAPPING = (GENERATE, JUDGE)  # sent together by the pipeline (judge while generating)
 TOKENS_PER_CHAR = 1.6  # Chinese, measured (DESIGN.md): an overestimate for ASCII text
 MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
@@ -282,6 +284,15 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
                     tally(judge_model, JUDGE).add(gen.samples, frame + essay_chars(tokens),
                                                   judge.max_tokens, judge.max_tokens)
 
+    if DRIFT in stages and config.drift is not None:
+        renderer = JudgeRenderer(load_scoring(judge), judge.analysis_max_chars)
+        drift = config.drift
+        for anchor in sample_anchors(load_anchor_set(drift.anchor_set), drift.anchors,
+                                     drift.seed):
+            chars = _chars(renderer.messages(anchor.genre, anchor.prompt, anchor.essay))
+            for judge_model in judge.judges:
+                tally(judge_model, DRIFT).add(1, chars, judge.max_tokens, judge.max_tokens)
+
     pairs: list[tuple[str, str]] = []
     if PAIRWISE in stages and pairwise is not None:
         models = pairwise.models or sorted(gen.models)
@@ -331,7 +342,9 @@ def _total_wall(rows: Sequence[StageEstimate],
     judges = [r.latency_s for r in overlap if r.stage == JUDGE]
     if writers and judges:  # the last essay is judged after it is written
         phase = max(phase, max(writers) + max(judges))
-    after = max((r.wall_s for r in rows if r.stage == PAIRWISE), default=0.0)
+    # The anchors are re-judged after judging, pairwise after that.
+    after = sum(max((r.wall_s for r in rows if r.stage == stage), default=0.0)
+                for stage in (DRIFT, PAIRWISE))
     return phase + after
 
 

@@ -22,6 +22,11 @@ app = typer.Typer()
 
 OverBudgetOpt = Annotated[bool, typer.Option(
     OVER_BUDGET_FLAG, help="Run even when the estimate exceeds the config's max_cost_usd.")]
+UNCALIBRATED_FLAG = "--force-uncalibrated"
+UncalibratedOpt = Annotated[bool, typer.Option(
+    UNCALIBRATED_FLAG, help="Run a judge that changed since its calibration (model, "
+    "endpoint, parameters, rubric or judge prompt): it re-calibrates on the anchor set and "
+    "its scores are not compared with earlier weeks. Better: essaybench calibrate.")]
 
 
 @app.command()
@@ -33,6 +38,7 @@ def run(
     curate_first: Annotated[bool, typer.Option(
         "--curate/--no-curate", help="Rebuild the prompt set first.")] = True,
     over_budget: OverBudgetOpt = False,
+    uncalibrated: UncalibratedOpt = False,
     reuse_from: Annotated[str | None, typer.Option(
         "--reuse-from", metavar="RUN",
         help="Serve the successful calls of RUN (and the runs it reused) instead of "
@@ -42,6 +48,7 @@ def run(
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
     if reuse_from is not None:
         _check_run(store, reuse_from, "--reuse-from")
+    _check_calibrated(config, store, uncalibrated)
     check_budget(config, store, from_stage="generate", curating=curate_first,
                  over_budget_ok=over_budget, reusing=reuse_from)
     prefect_env()
@@ -52,7 +59,7 @@ def run(
             "generating and judging (the embedded model is slow: minutes)…"):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
-                               over_budget_ok=over_budget)
+                               over_budget_ok=over_budget, uncalibrated_ok=uncalibrated)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -63,6 +70,7 @@ def rerun(
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     over_budget: OverBudgetOpt = False,
+    uncalibrated: UncalibratedOpt = False,
 ) -> None:
     """Rerun one benchmark stage (and those after it) from an earlier run's upstream
     snapshot (a rerun of a rerun reads what that one read); calls that RUN, or a run it
@@ -74,6 +82,8 @@ def rerun(
         raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
                                  param_hint="--stage")
     _check_rerun(store, run_id, stage)
+    if stage != "aggregate":
+        _check_calibrated(config, store, uncalibrated)
     check_budget(config, store, from_stage=stage, curating=False, over_budget_ok=over_budget,
                  reusing=run_id)
     prefect_env()
@@ -82,8 +92,51 @@ def rerun(
     started = time.perf_counter()
     with failed_run_exits(config, store), console.status(f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
-                               False, stage, run_id, over_budget_ok=over_budget)
+                               False, stage, run_id, over_budget_ok=over_budget,
+                               uncalibrated_ok=uncalibrated)
     _print_reports(result, time.perf_counter() - started)
+
+
+@app.command()
+def calibrate(
+    config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+) -> None:
+    """Calibrate the config's judges: they score the anchor set (the config's drift:
+    section) and those scores become each judge's reference for the weekly drift check.
+    Run it after changing a judge (model, endpoint, parameters, rubric, judge prompt); it
+    says whether the new judge agrees with the old one on the anchors (then runs on both
+    sides stay comparable) or starts a new series."""
+    from essaybench.bench.config import load_benchmark_config
+
+    if load_benchmark_config(config).drift is None:
+        raise typer.BadParameter("the config turns the drift check off (drift: null): "
+                                 "there is nothing to calibrate against", param_hint="--config")
+    prefect_env()
+    from flows.calibrate import calibrate_flow
+
+    with console.status("judging the anchor set…"):
+        result = calibrate_flow(str(config), str(store.resolve()))
+    for line in result["lines"]:
+        console.print(line, markup=False)
+    console.print(f"calibration run {result['run_id']}: snapshot {result['snapshot']}",
+                  markup=False)
+
+
+def _check_calibrated(config: Path, store: Path, forced: bool) -> None:
+    """A judge changed since its calibration: one line naming what changed, exit 2."""
+    from essaybench.bench.config import load_benchmark_config
+    from essaybench.llm.registry import load_registry
+    from essaybench.runs.calibration import JudgeNotCalibrated, require_calibrated
+    from essaybench.store import Store
+
+    if not (store / "catalog.duckdb").exists():
+        return  # a new store: every judge is calibrated by its first run
+    try:
+        require_calibrated(Store(store), load_benchmark_config(config), load_registry(),
+                           str(config), forced)
+    except JudgeNotCalibrated as exc:
+        raise typer.BadParameter(str(exc), param_hint=UNCALIBRATED_FLAG) from None
 
 
 def _check_run(store: Path, run_id: str, option: str) -> None:

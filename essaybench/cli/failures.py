@@ -25,6 +25,7 @@ def failed_run_exits(config: Path, store: Path) -> Iterator[None]:
     ``store`` (when not the defaults) go into the rerun command of a stage that raised."""
     from essaybench.bench.health import RunUnhealthy, rerun_command
     from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+    from essaybench.runs.calibration import JudgeNotCalibrated
     from essaybench.runs.estimate import OverBudget
     from essaybench.runs.health import unless_default
     from essaybench.stages.pipeline import BENCHMARK_STAGES
@@ -37,7 +38,7 @@ def failed_run_exits(config: Path, store: Path) -> Iterator[None]:
     except RunUnhealthy as exc:
         err.print(f"run failed: {exc.explanation}", markup=False)
         raise typer.Exit(1) from None
-    except OverBudget as exc:  # the run's own check, after curating (no call was made)
+    except (OverBudget, JudgeNotCalibrated) as exc:  # the run's own checks, before any call
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(2) from None
     except StageFailed as exc:

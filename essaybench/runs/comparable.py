@@ -2,7 +2,8 @@
 
 A run is comparable with this one when it judged the same prompts (the same prompt-set
 version, or at least one prompt in common), with the same judges under the same rubric
-(id and fingerprint per judge), and its own health was ok (coverage above its floor).
+(id and fingerprint per judge), its own health was ok (coverage above its floor), and
+none of its judges failed the anchor check (drifted or unverified) in it.
 Runs in this run's reuse scope (the run a rerun continues, a ``--reuse-from`` run) are
 not candidates: their answers are this run's answers. Newest first (by the start of
 their judge stage); every run passed over is listed with why, so "no comparable run"
@@ -16,12 +17,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from essaybench.core.contracts import OK
+from essaybench.runs.calibration import run_drift
 from essaybench.runs.health import run_health
 from essaybench.runs.lineage import run_scope
 from essaybench.store import Snapshot, Store
 
 JUDGE = "judge"
 MAX_LISTED = 5  # runs passed over named in the reason
+UNTRUSTED = ("drifted", "unverified")  # a judge verdict that disqualifies a baseline
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,12 @@ def last_comparable_run(store: Store, run_id: str, judged: Snapshot) -> Baseline
             continue
         if not health.ok:
             skipped.append((other, health.summary()))
+            continue
+        untrusted = sorted(j for j, v in (run_drift(store, other) or {}).items()
+                           if v["verdict"] in UNTRUSTED)
+        if untrusted:
+            skipped.append((other, f"judge {', '.join(untrusted)} failed its anchor check "
+                                   "in that run"))
             continue
         essays = store.get_snapshot(snap.upstream_snapshot_ids[0])
         why = incomparable(judged_now, essays_now, snap.read(), essays.read())

@@ -35,7 +35,7 @@ RECENT_CALLS = 1000  # ledger statistics: the newest ok calls per (model, stage)
 
 # The LLM stages a pipeline started at a benchmark stage runs (pairwise when configured).
 STAGES_FROM = {"generate": ESTIMATED_STAGES, "judge": ESTIMATED_STAGES[1:],
-               "aggregate": ESTIMATED_STAGES[2:]}
+               "aggregate": ("pairwise",)}
 
 
 class EstimateInputError(LookupError):

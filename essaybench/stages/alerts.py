@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from essaybench.bench.alerts import (
+    ALL_MODELS,
     Alert,
     AlertParams,
     alert_lines,
@@ -23,10 +26,13 @@ from essaybench.bench.alerts import (
     alerts_markdown,
     alerts_of_frame,
     compute_alerts,
+    judge_alerts,
     shown_url,
 )
 from essaybench.core.contracts import OK, StageOutput
+from essaybench.runs.calibration import incomparable_judges, run_drift
 from essaybench.runs.comparable import last_comparable_run
+from essaybench.runs.health import run_health
 from essaybench.runs.webhooks import deliver
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
@@ -56,6 +62,15 @@ class RunAlerts:
                                self.deliveries)
 
 
+def health_alerts(store: Store, run_id: str) -> list[Alert]:
+    """A run below its coverage floor, as an alert (the run then fails)."""
+    health = run_health(store, run_id)
+    if health is None or health.ok:
+        return []
+    return [Alert(ALL_MODELS, None, "run_unhealthy", "critical", None, None, None,
+                  f"run {run_id} failed: {health.summary()}")]
+
+
 def payload(run_id: str, base_run: str | None, alerts: list[Alert]) -> dict[str, Any]:
     """The JSON a webhook receives; ``text`` makes it readable by chat webhooks as is."""
     return {"run_id": run_id, "base_run": base_run, "n_alerts": len(alerts),
@@ -72,16 +87,24 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
     upstream = [judged, *([baseline.judged] if baseline.judged is not None else [])]
 
     def compute() -> StageOutput:
-        alerts: list[Alert] = []
+        drift_now = run_drift(store, run_id)
+        alerts: list[Alert] = [*judge_alerts(drift_now or {}), *health_alerts(store, run_id)]
+        not_compared: dict[str, str] = {}
         if baseline.judged is not None and baseline.essays is not None:
+            assert baseline.run_id is not None
+            not_compared = incomparable_judges(store, drift_now,
+                                               run_drift(store, baseline.run_id))
+            keep = ~pl.col("judge").is_in(list(not_compared))
             essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
-            alerts = compute_alerts(essays_now, baseline.essays.read(), judged.read(),
-                                    baseline.judged.read(), params)
+            alerts += compute_alerts(essays_now, baseline.essays.read(),
+                                     judged.read().filter(keep),
+                                     baseline.judged.read().filter(keep), params)
         sent = (deliver(params.webhooks, payload(run_id, baseline.run_id, alerts),
                         params.webhook_timeout_s) if alerts else [])
         meta: dict[str, Any] = {
             "base_run": baseline.run_id, "reason": baseline.reason,
             "skipped": [list(s) for s in baseline.skipped], "n_alerts": len(alerts),
+            "judges_not_compared": not_compared,
             "deliveries": [{"url": d.url, "delivered": d.delivered,
                             "status_code": d.status_code, "error": d.error,
                             "seconds": d.seconds} for d in sent],

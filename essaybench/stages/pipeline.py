@@ -1,11 +1,12 @@
-"""The weekly benchmark's stages in order: generate → judge → aggregate.
+"""The weekly benchmark's stages in order: generate → judge (→ drift) → aggregate.
 
 ``run_stages`` runs consecutive stages, each reading the snapshot the one before wrote;
 ``BENCHMARK_STAGES`` and ``resolve_upstream`` let ``essaybench rerun --run RUN --stage
 judge`` start from an earlier run's snapshot (along its lineage: see ``runs/lineage.py``).
 The LLM stages' session is scoped to the run: it serves only calls the run's recorded
-reuse scope allows. The Prefect ``pipeline`` flow (``flows/pipeline.py``) calls these
-through its tasks."""
+reuse scope allows. The judge step is followed, in the same session, by the ``drift``
+stage (every judge re-scores the anchor set) unless the config turns it off. The Prefect
+``pipeline`` flow (``flows/pipeline.py``) calls these through its tasks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
+from essaybench.stages.drift import drift_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
 from essaybench.store import Snapshot, Store
@@ -25,13 +27,16 @@ LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
 
 
 def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
-               upstream: Snapshot | None) -> dict[str, Snapshot]:
+               upstream: Snapshot | None, uncalibrated_ok: bool = False
+               ) -> dict[str, Snapshot]:
     """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
     the one before wrote; ``upstream`` is what the first reads (None for generate).
 
     The LLM stages share one gateway session: when generate and judge run together, each
     essay's judge calls are sent as soon as it is written, and their results pass to the
-    judge stage in memory (they are in the ledger too, for a rerun)."""
+    judge stage in memory (they are in the ledger too, for a rerun). After judge, the
+    judges re-score the anchor set (``drift``); ``uncalibrated_ok`` lets a changed judge
+    re-calibrate instead of being refused."""
     order = list(BENCHMARK_STAGES)
     first = order.index(stages[0]) if stages and stages[0] in order else -1
     if first < 0 or list(stages) != order[first:first + len(stages)]:
@@ -42,7 +47,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     if llm:
         if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
             config = rerun_config(store, run_id, config)
-        with open_gateway(load_registry(), store.root, config.models(),
+        registry = load_registry()
+        with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs",
                           scope=run_scope(store, run_id)) as session:
             for stage in llm:
@@ -53,6 +59,10 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                     assert upstream is not None
                     upstream = judge_stage(store, run_id, config, upstream, session)
                 snapshots[stage] = upstream
+            if "judge" in llm and config.drift is not None:
+                assert upstream is not None
+                snapshots["drift"] = drift_stage(store, run_id, config, registry, session,
+                                                 upstream, forced=uncalibrated_ok)
     if "aggregate" in stages:
         if upstream is None:
             raise ValueError("aggregate needs the judge snapshot it reads")

@@ -11,7 +11,9 @@ from typing import Any
 import polars as pl
 import pytest
 
+from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.drift import DriftParams
 from essaybench.bench.estimate import (
     EstimateError,
     TokenStats,
@@ -54,11 +56,30 @@ REGISTRY = Registry(models={s.name: s for s in (
 CONFIG = BenchmarkConfig(
     generate=GenerateParams(models=("w", "e"), samples=2),
     judge=JudgeParams(judges=["j"], max_tokens=500),
-    pairwise=PairwiseParams(judges=["j"], max_tokens=300))
+    pairwise=PairwiseParams(judges=["j"], max_tokens=300), drift=None)
 
 
 def chars(messages: list[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages)
+
+
+def test_anchor_re_judging_is_estimated_as_a_stage_of_its_own() -> None:
+    """Every judge re-scores the anchor sample once per run: calls = anchors × judges, the
+    input the rendered judge prompt of each anchor, and its time comes after judging."""
+    drift = DriftParams(anchors=5, seed=3)
+    config = CONFIG.model_copy(update={"drift": drift})
+    with_drift = estimate_benchmark(PROMPTS, config, REGISTRY, {}, prompt_set="ps-x")
+    without = estimate_benchmark(PROMPTS, CONFIG, REGISTRY, {}, prompt_set="ps-x")
+    row = next(r for r in with_drift.rows if r.stage == "drift")
+    anchors = sample_anchors(load_anchor_set(), 5, 3)
+    rubric = load_rubric()
+    sent = sum(chars(render_judge_messages(rubric, a.genre, a.prompt, a.essay))
+               for a in anchors)
+    assert (row.model, row.calls) == ("j", 5)
+    assert row.input_tokens == pytest.approx(1.6 * sent)
+    assert row.output_tokens == pytest.approx(5 * 500)
+    assert with_drift.calls == without.calls + 5
+    assert with_drift.wall_s == pytest.approx(without.wall_s + row.wall_s)
 
 
 def test_estimate_matches_hand_arithmetic() -> None:

@@ -134,10 +134,12 @@ def test_estimate_prints_every_model_and_stage_and_changes_nothing(
     assert expected.cost_usd is not None and expected.cost_usd > 0.001
     out = result.stdout
     assert "3 prompts of ps-test" in out
-    for model, stage, calls in (("writer", "generate", 6), ("judge", "judge", 6)):
+    # The judge also re-scores the 24 anchors of the drift check.
+    for model, stage, calls in (("writer", "generate", 6), ("judge", "judge", 6),
+                                ("judge", "drift", 24)):
         assert any(line.split()[:3] == [model, stage, str(calls)] for line in out.splitlines())
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
-    assert total.split()[1:2] == ["12"] and format_usd(expected.cost_usd) in total
+    assert total.split()[1:2] == ["36"] and format_usd(expected.cost_usd) in total
     assert "writer/generate (1 calls)" in " ".join(out.split())  # the ledger's statistics
     assert "exceeds max_cost_usd" in out  # said, not refused: estimate only reports
     assert max(len(line) for line in out.splitlines()) <= 80

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.drift import DriftParams
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.core.paths import PROJECT_ROOT
@@ -27,9 +28,13 @@ from essaybench.stages.pipeline import BENCHMARK_STAGES, resolve_upstream, run_s
 from essaybench.store import Snapshot, Store
 from essaybench.store.runs import get_run, record_run
 
+# The call arithmetic below is about the run's own calls: no anchor re-judging ...
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer",)),
-                         judge=JudgeParams(judges=["judge"]))
+                         judge=JudgeParams(judges=["judge"]), drift=None)
 CALLS = 16  # 8 essays + 8 judgments
+# ... except in the week-over-week test: the anchors are re-judged every week too.
+WEEKLY = CONFIG.model_copy(update={"drift": DriftParams(anchors=4, min_anchors=4)})
+WEEKLY_CALLS = CALLS + 4
 
 
 def use_fake_models(path: Path, base_url: str, monkeypatch: pytest.MonkeyPatch,
@@ -77,12 +82,14 @@ def test_two_runs_of_one_config_send_every_call_twice(
         store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with run_fake_server() as server:
         use_fake_models(tmp_path / "models.yaml", server.base_url, monkeypatch)
-        one = run(store, "w1")
-        assert server.stats().totals.received == CALLS
-        two = run(store, "w2")
+        one = run(store, "w1", config=WEEKLY)
+        assert server.stats().totals.received == WEEKLY_CALLS
+        two = run(store, "w2", config=WEEKLY)
         stats = server.stats()
-    assert stats.totals.received == 2 * CALLS  # week 2 does not replay week 1
-    assert {k: n for k, n in stats.received_per_key.items() if n} == {"2": CALLS}
+    assert stats.totals.received == 2 * WEEKLY_CALLS  # week 2 does not replay week 1
+    assert {k: n for k, n in stats.received_per_key.items() if n} == {"2": WEEKLY_CALLS}
+    assert two["drift"].read().height == 4
+    assert list(two["drift"].upstream_snapshot_ids) == [two["judge"].snapshot_id]
     assert not two["judge"].read()["from_ledger"].any()
     assert one["aggregate"].read().height == two["aggregate"].read().height == 1
     w2 = get_run(store, "w2")

@@ -51,5 +51,5 @@ def test_an_edited_or_malformed_set_is_refused_or_fingerprinted_anew(tmp_path: P
     source["essays"][2]["genre"] = "poetry"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(source, allow_unicode=True), encoding="utf-8")
-    with pytest.raises(RubricError, match="poetry|duplicate"):
+    with pytest.raises(RubricError, match=r"poetry|duplicate"):
         load_anchor_set(bad)

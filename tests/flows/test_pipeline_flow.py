@@ -35,11 +35,12 @@ def fake_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
         yield server
 
 
-def _config(tmp_path: Path) -> str:
+def _config(tmp_path: Path, drift: dict[str, int] | None) -> str:
+    """8 essays, 8 judgments and the anchors ``drift`` re-judges (None: drift off)."""
     path = tmp_path / "benchmark.yaml"
     path.write_text(yaml.safe_dump({
         "per_genre": 2, "generate": {"models": ["writer"]},
-        "judge": {"judges": ["judge"]}}), encoding="utf-8")
+        "judge": {"judges": ["judge"]}, "drift": drift}), encoding="utf-8")
     return str(path)
 
 
@@ -49,12 +50,12 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
     from flows.pipeline import pipeline_flow
 
     store = tmp_path / "store"
-    config = _config(tmp_path)
+    config = _config(tmp_path, {"anchors": 4, "min_anchors": 4})
     first = pipeline_flow(config, str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store))
     table5 = Path(first["reports"]) / "table5_weighted.md"
     assert table5.is_file() and "writer" in table5.read_text(encoding="utf-8")
     sent = fake_models.stats().totals.received
-    assert sent == 16  # 8 essays + 8 judgments
+    assert sent == 20  # 8 essays + 8 judgments + 4 anchors re-judged
 
     again = pipeline_flow(config, str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store),
                           False, "judge", first["run_id"])
@@ -62,7 +63,8 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
     with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
         stages = con.execute("select stage from stage_runs where run_id = ? order by started_at",
                              [again["run_id"]]).fetchall()
-    assert [s for (s,) in stages] == ["judge", "aggregate", "stats", "alerts"]
+    # The rerun re-judged the anchors too, served from the ledger like its judgments.
+    assert [s for (s,) in stages] == ["judge", "drift", "aggregate", "stats", "alerts"]
 
 
 
@@ -80,14 +82,13 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     with run_fake_server(scenario) as server:
         _use_fake_registry(tmp_path, monkeypatch, server.base_url, max_retries=0)
         store = tmp_path / "store"
+        config, curate = _config(tmp_path, None), str(PROJECT_ROOT / "configs" / "curate.yaml")
         # No judgment succeeded: the run is below its coverage floor, a failed run.
         with pytest.raises(RunUnhealthy) as failed:
-            pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
-                          str(store))
+            pipeline_flow(config, curate, str(store))
         first = failed.value.health.run_id
         before = server.stats().per_model
-        again = pipeline_flow(_config(tmp_path), str(PROJECT_ROOT / "configs" / "curate.yaml"),
-                              str(store), False, "judge", first)
+        again = pipeline_flow(config, curate, str(store), False, "judge", first)
         after = server.stats().per_model
     assert after["writer"].received == before["writer"].received == 8  # no essay written twice
     assert before["judge"].completed == 0 and before["judge"].received == 8

@@ -35,7 +35,9 @@ def test_runs_are_fresh_reruns_of_reruns_reuse_and_flow_runs_carry_the_run_id(
     store = curated_copy
     config = tmp_path / "benchmark.yaml"
     config.write_text(yaml.safe_dump({"per_genre": 2, "generate": {"models": ["writer"]},
-                                      "judge": {"judges": ["judge"]}}), encoding="utf-8")
+                                      "judge": {"judges": ["judge"]},
+                                      "drift": {"anchors": 4, "min_anchors": 4}}),
+                      encoding="utf-8")
     with run_fake_server() as server:
         models = {m: {"provider": "fake", "base_url": server.base_url, "model_id": m,
                       "family": "fake", "structured_output": "json_schema",
@@ -46,12 +48,13 @@ def test_runs_are_fresh_reruns_of_reruns_reuse_and_flow_runs_carry_the_run_id(
 
         week1 = pipeline_flow(str(config), CURATE, str(store.root), False)
         week2 = pipeline_flow(str(config), CURATE, str(store.root), False)
-        assert server.stats().totals.received == 2 * 16  # 8 essays + 8 judgments, twice
+        # 8 essays + 8 judgments + 4 anchors re-judged, twice
+        assert server.stats().totals.received == 2 * 20
         rerun = pipeline_flow(str(config), CURATE, str(store.root), False, "judge",
                               week2["run_id"])
         again = pipeline_flow(str(config), CURATE, str(store.root), False, "generate",
                               rerun["run_id"], run_id="rerun-of-a-rerun")
-        assert server.stats().totals.received == 2 * 16  # nothing new
+        assert server.stats().totals.received == 2 * 20  # nothing new
 
     assert looks_like_run_id(week1["run_id"]) and week1["run_id"] != week2["run_id"]
     assert again["run_id"] == "rerun-of-a-rerun"

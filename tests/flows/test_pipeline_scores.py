@@ -91,7 +91,7 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
         config = tmp_path / "benchmark.yaml"
         config.write_text(yaml.safe_dump({
             "per_genre": 2, "generate": {"models": [*MARKS, "writer-down"]},
-            "judge": {"judges": ["judge"]},
+            "judge": {"judges": ["judge"]}, "drift": None,
             # writer-down's 0% and 丙's 25% would fail the run (tests/flows/test_run_health.py);
             # here the published numbers are the point.
             "health": {"coverage_floor": 0}}), encoding="utf-8")

@@ -60,7 +60,8 @@ def test_judge_down_fails_the_flow_run_and_the_cli_says_what_to_rerun(
     registry, store = tmp_path / "models.yaml", tmp_path / "store"
     config = tmp_path / "benchmark.yaml"
     config.write_text(yaml.safe_dump({"per_genre": 2, "generate": {"models": ["writer"]},
-                                      "judge": {"judges": ["judge"]}}), encoding="utf-8")
+                                      "judge": {"judges": ["judge"]},
+                                      "drift": None}), encoding="utf-8")
     monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))
     with run_fake_server() as server:
         _registry(registry, server.base_url, _closed_port_url())

@@ -1,0 +1,172 @@
+"""Real Prefect processes for end-to-end tests: ``prefect server start`` on a free loopback
+port, one-shot CLI commands and a ``prefect worker start`` against it, all stopped at the end.
+
+Every process started here runs in a session of its own and carries a per-test tag in its
+environment, which children inherit: the flow-run processes a worker spawns (in sessions
+of their own, outside the worker's process group) are found by that tag, so the sweep at
+the end stops exactly what the test started — by pid, nothing else — and can prove it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from uuid import uuid4
+
+import httpx
+import psutil  # type: ignore[import-untyped]
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from essaybench.core.paths import PROJECT_ROOT
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))  # the CLI of this virtualenv
+TAG_ENV = "ESSAYBENCH_TEST_PROCESS_TAG"
+# What a user's shell would not have: the test session's own Prefect home and settings,
+# and essaybench paths, which each test gives its processes explicitly.
+_DROPPED_PREFIXES = ("PREFECT_", "ESSAYBENCH_")
+_QUIET = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def wait_until(ready: Callable[[], bool], timeout: float, what: str,
+               alive: Callable[[], str | None] = lambda: None, poll: float = 0.25) -> None:
+    """Poll ``ready`` until it holds; AssertionError after ``timeout`` seconds, or as soon
+    as ``alive`` returns a reason (e.g. the process that should get ready died)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if (dead := alive()) is not None:
+            raise AssertionError(f"{what}: {dead}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g} s")
+        time.sleep(poll)
+
+
+class Deadline:
+    """One time budget for a whole test: each wait gets its own cap or what is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def left(self, cap: float) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"over the test's budget of {self.seconds:g} s")
+        return min(cap, left)
+
+
+class Processes:
+    """The processes one test starts, stopped together on exit (even on failure)."""
+
+    def __init__(self, logs: Path) -> None:
+        self.tag = uuid4().hex
+        self.logs = logs
+        self.started: dict[str, subprocess.Popen[bytes]] = {}
+        logs.mkdir(parents=True, exist_ok=True)
+
+    def env(self, extra: Mapping[str, str]) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
+        return {**base, **_QUIET, **extra, TAG_ENV: self.tag}
+
+    def spawn(self, name: str, args: Sequence[str], env: Mapping[str, str]) -> None:
+        """Start a long-running process, its output to ``logs/<name>.log``."""
+        with (self.logs / f"{name}.log").open("wb") as log:
+            self.started[name] = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.env(env), cwd=PROJECT_ROOT, start_new_session=True)
+
+    def run(self, args: Sequence[str], env: Mapping[str, str], timeout: float) -> str:
+        """Run a CLI command to completion from the repository root; its output, or an
+        AssertionError with it."""
+        done = subprocess.run(args, capture_output=True, text=True, env=self.env(env),
+                              cwd=PROJECT_ROOT, timeout=timeout, start_new_session=True,
+                              stdin=subprocess.DEVNULL, check=False)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{' '.join(args[1:])} exited {done.returncode}:\n{output}"
+        return output
+
+    def exited(self, name: str) -> str | None:
+        code = self.started[name].poll()
+        return None if code is None else f"{name} exited with {code}:\n{self.tail(name)}"
+
+    def tail(self, name: str, chars: int = 4000) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")[-chars:]
+
+    def running(self) -> list[psutil.Process]:
+        """Live processes this test started: its own and every process carrying its tag."""
+        found: dict[int, psutil.Process] = {}
+        candidates = [*psutil.process_iter()]
+        for popen in self.started.values():
+            with suppress(psutil.Error):
+                candidates += psutil.Process(popen.pid).children(recursive=True)
+        for proc in candidates:
+            with suppress(psutil.Error):
+                ours = any(proc.pid == p.pid and p.poll() is None for p in self.started.values())
+                if (ours or proc.environ().get(TAG_ENV) == self.tag) and (
+                        proc.status() != psutil.STATUS_ZOMBIE):
+                    found[proc.pid] = proc
+        return list(found.values())
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM every process group started here and every tagged process, SIGKILL what
+        is left after ``grace`` seconds, and reap the direct children."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            procs = self.running()
+            for popen in self.started.values():
+                if popen.poll() is None:  # not reaped, so its pid (= its group id) is still its
+                    with suppress(ProcessLookupError, PermissionError):
+                        os.killpg(popen.pid, sig)
+            for proc in procs:
+                with suppress(psutil.Error):
+                    proc.send_signal(sig)
+            psutil.wait_procs(procs, timeout=grace if sig == signal.SIGTERM else 5.0)
+        for popen in self.started.values():
+            with suppress(subprocess.TimeoutExpired):
+                popen.wait(timeout=5)
+
+    def __enter__(self) -> Processes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(procs: Processes, home: Path, timeout: float = 120.0) -> str:
+    """``prefect server start`` on a free 127.0.0.1 port with its own PREFECT_HOME (SQLite
+    database there; no UI); its API URL once /api/health answers."""
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    procs.spawn("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port",
+                           str(port)],
+                {"PREFECT_HOME": str(home), "PREFECT_SERVER_UI_ENABLED": "false"})
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{api}/health", timeout=2, trust_env=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(healthy, timeout, "prefect server health", lambda: procs.exited("server"))
+    return api
+
+
+@contextmanager
+def prefect_client(api: str) -> Iterator[SyncPrefectClient]:
+    """A Prefect client of this process talking to the server at ``api``."""
+    with temporary_settings(updates={PREFECT_API_URL: api}), \
+            get_client(sync_client=True) as client:
+        yield client

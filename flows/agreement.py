@@ -16,7 +16,13 @@ def agreement_flow(
     tiers: dict[str, list[float]] | None = None,
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
+    ignore_unknown: bool = False,
+    scale: tuple[float, float] | None = None,
 ) -> str:
-    """Judge–human agreement for ``base_run``'s judgments; returns the snapshot id."""
+    """Judge–human agreement for ``base_run``'s judgments; returns the snapshot id.
+    ``ignore_unknown``: leave out (and count) annotation rows naming prompts, models or
+    essays the run does not have, instead of failing; ``scale``: (low, high) of absolute
+    scores (default 0–10)."""
     params: dict[str, object] = {"annotations": annotations, "kind": kind, "tiers": tiers}
-    return agreement_stage_task(run_id or base_run, params, store_root, base_run)
+    return agreement_stage_task(run_id or base_run, params, store_root, base_run,
+                                ignore_unknown, scale)

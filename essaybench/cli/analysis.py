@@ -2,7 +2,7 @@
 
     essaybench pairwise --run RUN          order-swapped pairwise judging of RUN's essays
     essaybench stats --run RUN             CIs, win rates, Bradley–Terry, bias monitors
-    essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute
+    essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute [--ignore-unknown]
     essaybench wpb-report                  the WritingPreferenceBench human-label report
     essaybench compare --run RUN           this week against last week, with paired CIs
     essaybench alerts --run RUN            RUN's week-over-week alerts, as the pipeline sent them
@@ -76,22 +76,72 @@ def agreement(
     tiers: Annotated[str | None, typer.Option(
         help="Absolute only: human score values of the high/medium/low tiers, e.g. '3/2/0,1'.")
     ] = None,
+    scale: Annotated[str | None, typer.Option(
+        help="Absolute only: the scale the annotators scored on, LOW-HIGH (default 0-10); "
+             "a score outside it is an error naming its line.")] = None,
+    ignore_unknown: Annotated[bool, typer.Option(
+        "--ignore-unknown", help="Leave out (and count) annotation rows naming prompts, "
+        "models or essays RUN does not have, instead of stopping at them.")] = False,
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
 ) -> None:
     """How far RUN's judge agrees with human annotators: Spearman ρ and Kendall τ of the
-    rankings (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant."""
+    rankings (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant.
+    Every annotation row must name an essay of RUN (or --ignore-unknown) and every score
+    lie on the scale."""
     if kind not in ("pairwise", "absolute"):
         raise typer.BadParameter(f"{kind!r}; choose pairwise or absolute", param_hint="--kind")
     tier_map = _parse_tiers(tiers) if tiers else None
+    bounds = _parse_scale(scale, kind) if scale else None
+    # Checked here too, before Prefect starts (~13 s): a mistake in the file is one line.
+    note = _check_annotations(store, run_id, annotations, kind, bounds, ignore_unknown)
+    if note:
+        console.print(note, markup=False)
     prefect_env()
     from flows.agreement import agreement_flow
 
     with console.status("computing agreement…"):
-        agreement_flow(run_id, str(annotations.resolve()), kind, tier_map, str(store.resolve()))
+        agreement_flow(run_id, str(annotations.resolve()), kind, tier_map, str(store.resolve()),
+                       ignore_unknown=ignore_unknown, scale=bounds)
     folder = store / "reports" / run_id / "agreement"
     if (folder / "judge_human.parquet").is_file():
         print_frame(pl.read_parquet(folder / "judge_human.parquet"), "Judge vs human rankings")
     console.print(f"report: {folder / 'agreement.md'}")
+
+
+def _parse_scale(text: str, kind: str) -> tuple[float, float]:
+    from essaybench.human.annotations import ScoreScale
+
+    if kind != "absolute":
+        raise typer.BadParameter("a scale applies to absolute scores only", param_hint="--scale")
+    try:
+        parsed = ScoreScale.parse(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--scale") from exc
+    return parsed.low, parsed.high
+
+
+def _check_annotations(store: Path, run_id: str, annotations: Path, kind: str,
+                       scale: tuple[float, float] | None, ignore_unknown: bool) -> str:
+    """The annotations checked against RUN's judge snapshot (``human.run_check``): a
+    ``BadParameter`` naming file and line, or the note of what --ignore-unknown left out."""
+    from essaybench.human.annotations import AnnotationFileError, ScoreScale
+    from essaybench.human.run_check import RunEssays, load_checked
+    from essaybench.store import Store
+
+    if not (store / "catalog.duckdb").is_file():
+        raise typer.BadParameter(f"no store at {store}", param_hint="--store")
+    try:
+        judged = Store(store).require_ok_snapshot("judge", run_id, "agreement")
+    except LookupError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    try:
+        checked = load_checked(annotations, "absolute" if kind == "absolute" else "pairwise",
+                               RunEssays.from_judgments(run_id, judged.read()),
+                               scale=None if scale is None else ScoreScale(*scale),
+                               ignore_unknown=ignore_unknown)
+    except AnnotationFileError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--annotations") from exc
+    return checked.note
 
 
 def _parse_tiers(text: str) -> dict[str, list[float]]:

@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from essaybench.core.redact import install_log_redaction
+
 console = Console()
 
 ConfigOpt = Annotated[Path, typer.Option("--config", help="Curate config (YAML).")]
@@ -33,6 +35,9 @@ def prefect_env() -> None:
     # invocation) must not print its own traceback at the user: the run goes on, and its
     # record is in the catalog and the Prefect API either way.
     logging.raiseExceptions = False
+    # Logs (Prefect's database among their handlers) never carry a key: an exception's
+    # traceback may quote a provider's error body.
+    install_log_redaction()
 
 
 def print_frame(df: pl.DataFrame, title: str, limit: int = 40) -> None:

@@ -15,7 +15,9 @@ a drop is explained by the most basic problem the text has):
 7. ``not_essay:<kind>`` / ``no_essay_cue``  wording rules, see ``filter_rules``
 
 ``detail`` holds the evidence: the measured length or ratio, the masked
-personal datum, the matched term or pattern. A kept row's ``detail`` names the
+personal datum, the matched term or pattern, and any markup normalisation
+stripped (``essaybench.curate.markup``: stripped, not filtered, unless too
+little is left). A kept row's ``detail`` names the
 essay cue that kept it and any non-essay match that cue overrode.
 """
 
@@ -35,6 +37,7 @@ from essaybench.core.contracts import Decision, StageOutput, ensure_columns
 from essaybench.core.hashing import prompt_id
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
+from essaybench.curate.markup import markup_found
 from essaybench.curate.normalize import normalize_text
 from essaybench.curate.table import FILTER_COLUMNS
 
@@ -148,6 +151,13 @@ def judge(text: str, params: FilterParams, rules: CompiledRules) -> Verdict:
     return Verdict(request.reason, request.detail)
 
 
+def _with_markup_note(detail: str, raw: str | None) -> str:
+    """``detail``, and what normalisation stripped from the raw text (the published text
+    differs from the raw one there: the evidence says so)."""
+    found = markup_found(raw)
+    return f"{detail}; markup stripped: {', '.join(found)}" if found else detail
+
+
 def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
     path = Path(rules.path).resolve()
     shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
@@ -168,7 +178,9 @@ def run_filter(table: pl.DataFrame, params: FilterParams) -> StageOutput:
         pl.Series("decision", [Decision.KEPT.value if v.reason is None
                                else Decision.FILTERED.value for v in verdicts], dtype=pl.Utf8),
         pl.Series("reason", [v.reason for v in verdicts], dtype=pl.Utf8),
-        pl.Series("detail", [v.detail for v in verdicts], dtype=pl.Utf8),
+        pl.Series("detail", [_with_markup_note(v.detail, raw) for v, raw
+                             in zip(verdicts, table["raw_text"].to_list(), strict=True)],
+                  dtype=pl.Utf8),
     )
     counts = Counter(v.reason for v in verdicts if v.reason is not None)
     order = [*CHECK_ORDER[:6], *(f"not_essay:{k}" for k in rules.kinds), "no_essay_cue"]

@@ -1,4 +1,8 @@
-"""The curation funnel: where every raw record went, and a check that it balances."""
+"""The curation funnel: where every raw record went, and a check that it balances.
+
+``raw`` counts the records collect read, one per physical record of a source: a JSONL
+line, a CSV row (a broken CSV record counts each physical line it spans, each
+quarantined with its line number: ``sources.readers.read_csv``), a numbered item."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from typing import Protocol, Self, runtime_checkable
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from essaybench.core.paths import project_dir
+from essaybench.core.redact import redact
 from essaybench.core.yamlio import load_model
 
 
@@ -77,7 +78,8 @@ class LabelResult(BaseModel):
 
     @classmethod
     def failure(cls, status: LabelStatus, error: str) -> LabelResult:
-        return cls(status=status, error=error)
+        """A failed label; ``error`` (an exception's or a provider's text) is redacted."""
+        return cls(status=status, error=redact(error))
 
 
 class PromptLabeler(Protocol):

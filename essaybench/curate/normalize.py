@@ -24,15 +24,20 @@ byte for byte, without changing what the text says. Steps, in order:
    - Line breaks (\\r, \\v, \\f, U+0085, U+2028, U+2029) become "\\n", a tab
      becomes a space, and every other control character (category Cc) is removed.
 
-2. **Unicode NFC** — canonical composition only, so "e"+U+0301 and "é" (or a
+2. **Markup** (``essaybench.curate.markup``): terminal escape sequences go first,
+   while their ESC byte still marks them (step 1 removes it); after step 1, HTML tags
+   (``<script>`` and ``<style>`` elements with their content) and ANSI residue such as
+   "[31m" are stripped, to a fixed point. Block-level tags become a line break.
+
+3. **Unicode NFC** — canonical composition only, so "e"+U+0301 and "é" (or a
    CJK compatibility ideograph and its unified twin) hash the same. Not NFKC:
    compatibility folding would rewrite the Chinese punctuation kept above
    (，→, ：→:), turn ① into 1, 10² into 102, ㎡ into m2, … into ..., i.e. it
-   changes what a prompt says. NFC runs after step 1 so that removing a
-   zero-width character between a letter and a combining mark cannot leave a
-   composable pair behind (which would break idempotence).
+   changes what a prompt says. NFC runs after steps 1 and 2 so that removing a
+   zero-width character or a tag between a letter and a combining mark cannot leave
+   a composable pair behind (which would break idempotence).
 
-3. **Whitespace.** Prompts can be multi-paragraph (exam material + the task),
+4. **Whitespace.** Prompts can be multi-paragraph (exam material + the task),
    so line structure is kept: each line has its runs of whitespace collapsed
    to one space and is stripped; blank lines are dropped, so *any* run of line
    breaks becomes exactly one "\\n". The result has no leading or trailing
@@ -45,6 +50,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from essaybench.curate.markup import strip_escapes, strip_markup
 
 # Full-width forms that are the normal Chinese punctuation and must stay full-width.
 KEEP_FULLWIDTH = frozenset("！（），：；？～")
@@ -79,6 +86,6 @@ def normalize_text(s: str | None) -> str:
     """The canonical form of a prompt text (see the module docstring); None → ""."""
     if not s:
         return ""
-    text = unicodedata.normalize("NFC", s.translate(TRANSLATION))
+    text = unicodedata.normalize("NFC", strip_markup(strip_escapes(s).translate(TRANSLATION)))
     lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
     return "\n".join(line for line in lines if line)

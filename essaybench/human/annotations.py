@@ -19,7 +19,9 @@ fields, an empty cell = absent optional field).
     prompt_id,model,annotator,score,genre
     p1,m1,zhang,3,narrative
 
-* ``score``: any finite number (an integer scale such as 0–3 or 1–10 is usual).
+* ``score``: a finite number on the declared scale (:class:`ScoreScale`, e.g. 0–3 or
+  1–10; ``essaybench agreement --scale LOW-HIGH``); 99 on a 0–3 scale, −5, 1e300 and NaN
+  are errors naming the file and line, never numbers that reach the statistics.
 
 Unknown fields are errors. Any invalid row stops the load with
 :class:`AnnotationFileError`, whose message names the file, the line and the
@@ -33,7 +35,10 @@ The loaded table is a polars DataFrame with the fields above plus ``line``
 from __future__ import annotations
 
 import csv
+import math
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 
@@ -67,6 +72,39 @@ ABSOLUTE_SCHEMA: dict[str, type[pl.DataType]] = {
 
 class AnnotationFileError(ValueError):
     """An annotation file is unreadable or invalid; the message names file, line and field."""
+
+
+@dataclass(frozen=True)
+class ScoreScale:
+    """The closed range human scores must lie in."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+            raise ValueError(f"a score scale needs finite low < high, got {self}")
+
+    @classmethod
+    def parse(cls, text: str) -> ScoreScale:
+        """"0-3", "1-10", "-2-2" or "0..100"."""
+        match = _SCALE_RE.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not a scale: expected LOW-HIGH, e.g. 0-3 or 1-10")
+        return cls(float(match[1]), float(match[2]))
+
+    def __contains__(self, score: float) -> bool:
+        return self.low <= score <= self.high
+
+    def __str__(self) -> str:
+        return f"{self.low:g}–{self.high:g}"
+
+
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_SCALE_RE = re.compile(rf"{_NUMBER}\s*(?:-|\.\.|–)\s*{_NUMBER}")
+# When none is declared: the judge's own sub-question scale, which holds the usual human
+# ones (0–3, 1–5, 1–10). Declare a wider one rather than let 99 through.
+DEFAULT_SCALE = ScoreScale(0, 10)
 
 
 class PairwiseAnnotation(BaseModel):
@@ -133,7 +171,16 @@ def _describe(path: Path, line: int, exc: ValidationError) -> list[str]:
     return out
 
 
-def _load(path: Path | str, model: type[Row]) -> list[tuple[int, Row]]:
+def _off_scale(path: Path, line: int, row: BaseModel, scale: ScoreScale | None) -> str | None:
+    score = getattr(row, "score", None)
+    if scale is None or score is None or score in scale:
+        return None
+    return (f"{path}:{line}: field 'score': {score:g} is outside the scale {scale} "
+            "(declare the scale your annotators used with --scale LOW-HIGH)")
+
+
+def _load(path: Path | str, model: type[Row],
+          scale: ScoreScale | None = None) -> list[tuple[int, Row]]:
     path = Path(path)
     if not path.is_file():
         raise AnnotationFileError(f"{path}: annotation file not found")
@@ -150,6 +197,10 @@ def _load(path: Path | str, model: type[Row]) -> list[tuple[int, Row]]:
                 row = model.model_validate(raw)
             except ValidationError as exc:
                 problems.extend(_describe(path, line, exc))
+                continue
+            off_scale = _off_scale(path, line, row, scale)
+            if off_scale is not None:
+                problems.append(off_scale)
                 continue
             key = row.key()
             if key in first_seen:
@@ -183,9 +234,11 @@ def load_pairwise(path: Path | str) -> pl.DataFrame:
                         schema=PAIRWISE_SCHEMA)
 
 
-def load_absolute(path: Path | str) -> pl.DataFrame:
-    """Absolute annotations (see the module docstring) as a DataFrame with ``ABSOLUTE_SCHEMA``."""
-    rows = _load(path, AbsoluteAnnotation)
+def load_absolute(path: Path | str, scale: ScoreScale | None = None) -> pl.DataFrame:
+    """Absolute annotations (see the module docstring) as a DataFrame with ``ABSOLUTE_SCHEMA``;
+    every score on ``scale`` (None: any finite number; ``load_checked`` applies
+    ``DEFAULT_SCALE`` when none is declared)."""
+    rows = _load(path, AbsoluteAnnotation, scale)
     return pl.DataFrame([{**row.model_dump(), "line": line} for line, row in rows],
                         schema=ABSOLUTE_SCHEMA)
 

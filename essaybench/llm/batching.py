@@ -56,6 +56,10 @@ class BatchHost(Protocol):
         """``request`` with its key: a follow-up on its way."""
         ...
 
+    def redact(self, result: ChatResult) -> ChatResult:
+        """A backend's result with no secret in it: what is recorded and handed on."""
+        ...
+
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         """The stored successful result of each key that has one, among the calls the
         host's reuse scope allows (blocking: runs in a thread)."""
@@ -102,7 +106,8 @@ class Pools:
                         self.follow.started()
                     else:
                         await self.follow.hold_back()
-                result = await self.gateway.backend(model).complete(call.request, call.key)
+                result = self.gateway.redact(
+                    await self.gateway.backend(model).complete(call.request, call.key))
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, call, result))
         finally:

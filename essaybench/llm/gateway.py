@@ -21,6 +21,7 @@ from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.ratelimit import EndpointLimiter
+from essaybench.llm.redact import ResultRedactor
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.retry import Backoff
 from essaybench.llm.scope import ANY_RUN, ReuseScope
@@ -77,6 +78,7 @@ class Gateway:
         self._active_runs = 0  # the HTTP clients close when the last concurrent run ends
         self.backoff = backoff
         self.seed = seed
+        self._redactor = ResultRedactor(spec.api_key_env for spec in registry.models.values())
         self.last_stats: BatchStats | None = None
         # Results of follow-up calls (e.g. judge calls sent while generating), kept until a
         # later batch of this gateway asks for them: the stage that follows gets them
@@ -111,6 +113,10 @@ class Gateway:
         backends, self._backends = self._backends, {}
         for backend in backends.values():
             await backend.aclose()
+
+    def redact(self, result: ChatResult) -> ChatResult:
+        """``result`` with no secret in its error or failed reply (see ``llm.redact``)."""
+        return self._redactor(result)
 
     async def record(self, call: Call, result: ChatResult) -> None:
         """Commit a finished call to the ledger; returns once it is durable."""

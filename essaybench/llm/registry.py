@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from essaybench.core.paths import PROJECT_ROOT
+from essaybench.core.redact import register_secret_envs
 from essaybench.core.yamlio import YamlConfigError, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
 
@@ -321,4 +322,6 @@ def load_registry(path: Path | str | None = None) -> Registry:
             raise doc.fail(f"entry {name!r}: 'name' differs from the entry's key; leave it out",
                            at=(*at, "name"))
         specs[str(name)] = doc.validate(ModelSpec, {**entry, "name": str(name)}, at=at)
+    # From now on, whatever this process stores or prints is redacted of these keys.
+    register_secret_envs(spec.api_key_env for spec in specs.values())
     return Registry(models=specs, source=str(path))

@@ -106,8 +106,16 @@ def _chat_record(obj: dict[str, Any], loc: str, spec: SourceSpec) -> Iterator[Ra
 
 
 def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
+    """Every row of a CSV file. A record that spans several physical lines (a quoted field
+    with line breaks) is one record when it is well-formed; a broken one (a quote never
+    closed, or closed rows later by a stray quote) is reported line by line, each physical
+    line quarantined with its own number: one missing quote must not turn 49 rows into
+    one error record."""
     text, _ = decode(read_bytes(path), path, spec.encoding)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    # The lines exactly as the csv module counts them (universal newlines, kept as read):
+    # reader.line_num indexes this list.
+    lines = io.StringIO(text, newline="").readlines()
+    reader = csv.reader(iter(lines), strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -125,28 +133,60 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
     id_idx = header.index(spec.id_column) if spec.id_column else None
     row_no = 0
     while True:
-        first_line = reader.line_num + 1
+        first = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
+            problem: str | None = f"csv: {exc}"
+            row = []
+        else:
+            problem = None
+            if not row or all(not cell.strip() for cell in row):
+                continue  # blank line between rows
+            if len(row) != len(header):
+                problem = f"{len(row)} fields, expected {len(header)}"
+        last = reader.line_num
+        if problem is None:
             row_no += 1
-            yield _bad(f"row {row_no} (line {first_line})", "csv_error", str(exc))
+            span = f"line {first}" if last == first else f"lines {first}-{last}"
+            ref = row[id_idx] if id_idx is not None else None
+            yield RawItem(f"row {row_no} ({span})", row[text_idx], ref)
+        elif last == first:
+            row_no += 1
+            reason = "wrong_field_count" if row else "csv_error"
+            ref = row[id_idx] if row and id_idx is not None and id_idx < len(row) else None
+            yield _bad(f"row {row_no} (line {first})", reason,
+                       f"{problem}: {_excerpt(_line(lines, first))}", ref)
+        else:
+            for item in _broken_span(lines, first, last, row_no, problem, unclosed=not row):
+                row_no += 1
+                yield item
+
+
+def _line(lines: list[str], lineno: int) -> str:
+    """Physical line ``lineno`` (1-based) without its line break."""
+    return lines[lineno - 1].rstrip("\r\n")
+
+
+def _broken_span(lines: list[str], first: int, last: int, rows_before: int, problem: str,
+                 *, unclosed: bool) -> Iterator[RawItem]:
+    """Lines ``first``..``last`` (1-based) of one broken multi-line record, quarantined one
+    by one (blank lines hold no record). ``unclosed``: the csv module failed inside a
+    quoted field (never closed, or closed by a stray quote); else the record parsed but
+    had the wrong number of fields."""
+    reason = "unclosed_quote" if unclosed else "wrong_field_count"
+    opened = (f"a quoted field opened on line {first} runs to line {last} ({problem}); "
+              "each line it spans is quarantined")
+    row_no = rows_before
+    for lineno in range(first, last + 1):
+        line = _line(lines, lineno)
+        if not line.strip():
             continue
-        if not row or all(not cell.strip() for cell in row):
-            continue  # blank line between rows
         row_no += 1
-        lines = (f"line {first_line}" if reader.line_num == first_line
-                 else f"lines {first_line}-{reader.line_num}")
-        loc = f"row {row_no} ({lines})"
-        ref = row[id_idx] if id_idx is not None and id_idx < len(row) else None
-        if len(row) != len(header):
-            yield _bad(loc, "wrong_field_count",
-                       f"expected {len(header)} fields, got {len(row)}: "
-                       f"{_excerpt(','.join(row))}", ref)
-            continue
-        yield RawItem(loc, row[text_idx], ref)
+        where = opened if lineno == first else f"inside the quoted field opened on line {first}"
+        yield _bad(f"row {row_no} (line {lineno})", reason, f"{where}: {_excerpt(line)}")
 
 
 # -- exam booklets (plain text or Markdown with numbered prompts) -------------

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from essaybench.core.contracts import StageOutput
 from essaybench.core.gcfreeze import frozen_heap
+from essaybench.core.redact import redact
 from essaybench.core.version import code_version
 from essaybench.store import Snapshot, Store, liveness
 
@@ -70,9 +71,10 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
             output = compute()
             snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        # An exception's text is untrusted: stored and printed only redacted of secrets.
+        error = redact(f"{type(exc).__name__}: {exc}")
         store.finish_stage_run(stage_run_id, status="failed", error=error + "\n"
-                               + "".join(traceback.format_exception(exc, limit=-3)))
+                               + redact("".join(traceback.format_exception(exc, limit=-3))))
         raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}", run_id,
                           stage) from exc
     counts = output.counts()

@@ -457,3 +457,14 @@ def test_project_sample_essays_kept_and_noise_dropped() -> None:
     assert essays == 218 and noise_rows == 115
     assert essays_kept >= 0.95 * essays
     assert noise_dropped >= 0.95 * noise_rows
+
+
+def test_markup_is_stripped_and_noted_or_filtered_when_nothing_is_left() -> None:
+    out = _run(["以“门”为题写一篇记叙文，不少于600字。<script>alert(1)</script>",
+                "\x1b[31m<b>hi</b>\x1b[0m", "以“桥”为题写一篇议论文。"])
+    kept, empty, plain = out.iter_rows(named=True)
+    assert kept["decision"] == "kept" and kept["text"] == "以“门”为题写一篇记叙文，不少于600字。"
+    assert kept["detail"].endswith("; markup stripped: html:script")
+    assert (empty["reason"], empty["text"]) == ("too_short", "hi")
+    assert empty["detail"].endswith("; markup stripped: ansi, html")
+    assert "markup" not in plain["detail"]

@@ -1,6 +1,9 @@
 import random
 import unicodedata
 
+import pytest
+
+from essaybench.curate.markup import strip_markup
 from essaybench.curate.normalize import KEEP_FULLWIDTH, TRANSLATION, normalize_text
 
 CHINESE_PUNCTUATION = "，。！？：；（）《》〈〉“”‘’、～…—·【】「」"
@@ -90,3 +93,50 @@ def test_idempotent_and_canonical_on_generated_strings() -> None:
         assert "  " not in once
         for line in once.split("\n") if once else []:
             assert line and line == line.strip(), repr(once)
+
+
+# -- markup and escape sequences (issue 13: "<script>…" and "[31m" reached the prompt set) --
+
+
+@pytest.mark.parametrize(("raw", "clean"), [
+    ("以“门”为题写一篇作文<script>alert('x')</script>", "以“门”为题写一篇作文"),
+    ("<SCRIPT type=text/javascript>\nfetch('/steal')\n</Script >写一篇记叙文", "写一篇记叙文"),
+    ("<p>阅读下面的材料。</p><p>写一篇议论文。</p>", "阅读下面的材料。\n写一篇议论文。"),
+    ("写<b>一篇</b>作文<br/>不少于<span style='color:red'>800</span>字",
+     "写一篇作文\n不少于800字"),
+    ("<img src=x onerror=alert(1)>以“桥”为题<!-- 注释 -->写作文", "以“桥”为题写作文"),
+    ("＜script＞alert(1)＜/script＞写一篇作文", "写一篇作文"),  # full-width disguise
+    ("<scr<b>ipt>alert(1)</script>写作文", "写作文"),  # a tag that appears once one goes
+    ("\x1b[31m以“门”为题\x1b[0m写一篇作文", "以“门”为题写一篇作文"),
+    ("\x1b[1;31m红色\x1b[m标题\x9b32m绿\x1b]0;标题\x07正文", "红色标题绿正文"),
+    ("[31m以“门”为题[0m写一篇作文", "以“门”为题写一篇作文"),  # ESC lost upstream
+    ("[1;33;40m警告[0m：写一篇说明文", "警告：写一篇说明文"),
+])
+def test_markup_and_escape_sequences_are_stripped(raw: str, clean: str) -> None:
+    assert normalize_text(raw) == clean
+    assert normalize_text(clean) == clean
+
+
+@pytest.mark.parametrize("text", [
+    "以<门>为题写一篇作文", "请以<Home>为题写一篇英语作文", "若a<b且c>d，证明……",
+    "跳远成绩[5m]", "在[5min]内完成", "见文献[1]", "3<5，8>2", "&lt;p&gt; 是段落标签",
+    "a\x1bd",  # ESC + lower-case letter is no escape sequence: only the control goes
+])
+def test_text_that_only_looks_like_markup_is_kept(text: str) -> None:
+    assert normalize_text(text) == normalize_text(text.replace("\x1b", ""))
+    assert normalize_text(text) == text.replace("\x1b", "")
+
+
+_MARKUP = ["<", ">", "/", "p", "b", "r", "script", "<script>", "</script>", "<p>", "</p>",
+           "<br/>", "<!--", "-->", "[", "]", "31", ";", "m", "[0m", "\x1b", "\x1b[", "\x9b",
+           "＜", "＞", "［", "写", "文", " ", "\n", "e", "r", "A", "\u0301", "\u030a",
+           "\u200b", "<b", "\x1b]", "\x07", "<!doctype"]
+
+
+def test_markup_stripping_is_idempotent_on_generated_strings() -> None:
+    rng = random.Random(13)
+    for _ in range(3000):
+        s = "".join(rng.choice(_MARKUP) for _ in range(rng.randint(0, 30)))
+        once = normalize_text(s)
+        assert normalize_text(once) == once, repr(s)
+        assert strip_markup(once) == once and "\x1b" not in once, repr(s)

@@ -45,7 +45,9 @@ def test_stats_and_agreement_commands(judged_copy: tuple[Store, Snapshot, Snapsh
                    '"verdict": "C"}\n', "utf-8")
     out = CliRunner().invoke(app, ["agreement", "--run", "r1", "--annotations", str(bad),
                                    "--store", str(store.root)])
-    assert out.exit_code != 0 and "bad.jsonl:1" in str(out.exception)
+    # Checked before Prefect starts: one message naming file and line, exit code 2.
+    # (rich folds a long path anywhere: compare without the box and the white space)
+    assert out.exit_code == 2 and "bad.jsonl:1" in "".join(out.output.replace("│", "").split())
 
 
 def test_wpb_report_command(shared_data: Path, tmp_path: Path) -> None:
@@ -56,3 +58,30 @@ def test_wpb_report_command(shared_data: Path, tmp_path: Path) -> None:
     assert "58.8%" in out.output  # the second annotator's exact agreement (README: 58.8%)
     report = next((tmp_path / "reports").glob("*/wpb_report/wpb_report.md"))
     assert "Headline" in report.read_text(encoding="utf-8")
+
+
+def test_agreement_ignore_unknown_leaves_the_rows_out_and_says_so(
+        judged_copy: tuple[Store, Snapshot, Snapshot], tmp_path: Path) -> None:
+    """Issue 13: rows naming what the run lacks were accepted silently; with
+    --ignore-unknown they are counted and kept out of the stage's input."""
+    store, judged, _ = judged_copy
+    prompts = judged.read()["prompt_id"].unique().sort().to_list()
+    rows = [{"prompt_id": p, "model_a": "gpt-writer", "model_b": b, "annotator": who,
+             "verdict": "A"}
+            for p in prompts for b in ("qwen-writer", "deepseek-writer", "ghost-writer")
+            for who in ("x", "y", "z")]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), "utf-8")
+    out = CliRunner().invoke(app, ["agreement", "--run", "r1", "--annotations", str(path),
+                                   "--store", str(store.root), "--ignore-unknown"])
+    assert out.exit_code == 0, out.output
+    ghosts = 3 * len(prompts)
+    assert f"ignored {ghosts} annotation row(s)" in " ".join(out.output.split())
+    with duckdb.connect(str(store.root / "catalog.duckdb"), read_only=True) as con:
+        (params,) = con.execute("select params from stage_runs where run_id = 'r1' and "
+                                "stage = 'agreement' and status = 'ok'").fetchone() or (None,)
+    used = Path(json.loads(params)["annotations"])
+    assert used.name == "pairs.checked.jsonl" and used.is_relative_to(store.root / "reports")
+    kept = [json.loads(line) for line in used.read_text("utf-8").splitlines()]
+    assert len(kept) == len(rows) - ghosts
+    assert all(r["model_b"] != "ghost-writer" for r in kept)

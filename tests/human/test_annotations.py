@@ -11,8 +11,10 @@ import pytest
 
 from essaybench.human.annotations import (
     ABSOLUTE_SCHEMA,
+    DEFAULT_SCALE,
     PAIRWISE_SCHEMA,
     AnnotationFileError,
+    ScoreScale,
     load_absolute,
     load_pairwise,
 )
@@ -136,3 +138,48 @@ def test_extra_csv_cells_and_many_errors_are_capped(tmp_path: Path) -> None:
     with pytest.raises(AnnotationFileError) as err:
         load_absolute(jsonl(tmp_path, rows))
     assert "... and 10 more" in str(err.value)
+
+
+# -- the declared scale (issue 13: 99 and -5 were accepted, 1e300 crashed the stage) -------
+
+
+@pytest.mark.parametrize("score", ["99", "-5", "1e300", "10.5"])
+def test_scores_off_the_scale_name_file_and_line(tmp_path: Path, score: str) -> None:
+    path = csv_file(tmp_path, f"prompt_id,model,annotator,score\np1,m1,zhang,3\n"
+                              f"p1,m2,zhang,{score}\n")
+    with pytest.raises(AnnotationFileError) as err:
+        load_absolute(path, DEFAULT_SCALE)
+    message = str(err.value)
+    assert f"{path}:3: field 'score': {float(score):g} is outside the scale 0–10" in message
+    assert f"{path}:2" not in message
+
+
+@pytest.mark.parametrize("score", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_json_scores_name_file_and_line(tmp_path: Path, score: str) -> None:
+    path = tmp_path / "ann.jsonl"
+    path.write_text('{"prompt_id": "p1", "model": "m1", "annotator": "a", "score": 2}\n'
+                    f'{{"prompt_id": "p1", "model": "m2", "annotator": "a", "score": {score}}}\n',
+                    encoding="utf-8")
+    with pytest.raises(AnnotationFileError, match=r"ann\.jsonl:2: field 'score'"):
+        load_absolute(path, DEFAULT_SCALE)
+
+
+def test_a_declared_scale_is_the_one_checked(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, "prompt_id,model,annotator,score\np1,m1,a,0\np1,m2,a,3\n")
+    assert load_absolute(path, ScoreScale.parse("0-3"))["score"].to_list() == [0.0, 3.0]
+    with pytest.raises(AnnotationFileError, match=r"ann\.csv:3: .*outside the scale 1–2"):
+        load_absolute(path, ScoreScale.parse("1..2"))
+    assert load_absolute(path, None).height == 2  # no scale: any finite number
+
+
+@pytest.mark.parametrize(("text", "low", "high"), [
+    ("0-3", 0, 3), ("1-10", 1, 10), (" -2 - 2 ", -2, 2), ("0..100", 0, 100), ("0.5–4.5", 0.5, 4.5),
+])
+def test_scale_parses(text: str, low: float, high: float) -> None:
+    assert ScoreScale.parse(text) == ScoreScale(low, high)
+
+
+@pytest.mark.parametrize("text", ["3", "a-b", "3-1", "1-1", "0-1e400"])
+def test_bad_scales_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        ScoreScale.parse(text)

@@ -93,6 +93,9 @@ class FakeHost:
         canonical = canonical_request(self.spec(request.model), request)
         return Call(key_of(canonical), canonical, request)
 
+    def redact(self, result: ChatResult) -> ChatResult:
+        return result  # redaction is the gateway's (tests/llm/test_redaction.py)
+
     def store(self, request: ChatRequest) -> str:
         """Put a successful result of ``request`` in the ledger; its key."""
         key = self.prepare(request).key

@@ -163,3 +163,65 @@ def test_repeated_key_in_sources_config_is_an_error(tmp_path: Path) -> None:
                    encoding="utf-8")
     with pytest.raises(SourceConfigError, match="duplicate key 'path'"):
         load_sources(cfg)
+
+
+def _csv_rows(n: int, broken: dict[int, str] | None = None) -> str:
+    """A header and ``n`` rows (row i on line i + 1); ``broken[i]`` replaces row i."""
+    broken = broken or {}
+    rows = [broken.get(i, f"{i},以“门{i}”为题写一篇作文,{2000 + i}") for i in range(1, n + 1)]
+    return "id,prompt,year\n" + "\n".join(rows) + "\n"
+
+
+def test_csv_unclosed_quote_quarantines_each_line_it_spans(tmp_path: Path) -> None:
+    """Issue 13: an unclosed quote swallowed every following row into one csv_error
+    record located at one line (49 of 50 rows gone without a word)."""
+    path = tmp_path / "exam.csv"
+    path.write_text(_csv_rows(50, {2: '2,"以“门”为题写一篇作文,2002'}), encoding="utf-8")
+    items = list(read_csv(path, _spec("csv", text_column="prompt", id_column="id")))
+    assert len(items) == 50  # one record per physical row
+    assert [(i.locator, i.reason) for i in items[:3]] == [
+        ("row 1 (line 2)", None), ("row 2 (line 3)", "unclosed_quote"),
+        ("row 3 (line 4)", "unclosed_quote")]
+    quarantined = [i for i in items if i.reason]
+    assert [i.locator for i in quarantined] == [f"row {r} (line {r + 1})" for r in range(2, 51)]
+    assert {i.reason for i in quarantined} == {"unclosed_quote"}
+    assert items[1].detail is not None and "opened on line 3 runs to line 51" in items[1].detail
+    assert items[49].detail is not None and "以“门50”为题" in items[49].detail
+    assert all("opened on line 3" in (i.detail or "") for i in quarantined)
+
+
+def test_csv_stray_quote_closing_rows_later_quarantines_the_span_only(tmp_path: Path) -> None:
+    # Row 3 opens a quote that row 6's quoted field closes: the csv module reads rows 3-6
+    # as one broken record; rows 7-8 parse again.
+    path = tmp_path / "exam.csv"
+    path.write_text(_csv_rows(8, {3: '3,"未闭合的引号,2003', 6: '6,"有引号的题目",2006'}),
+                    encoding="utf-8")
+    items = list(read_csv(path, _spec("csv", text_column="prompt", id_column="id")))
+    assert [(i.locator, i.reason) for i in items] == [
+        ("row 1 (line 2)", None), ("row 2 (line 3)", None),
+        ("row 3 (line 4)", "unclosed_quote"), ("row 4 (line 5)", "unclosed_quote"),
+        ("row 5 (line 6)", "unclosed_quote"), ("row 6 (line 7)", "unclosed_quote"),
+        ("row 7 (line 8)", None), ("row 8 (line 9)", None)]
+    assert items[6].text == "以“门7”为题写一篇作文" and items[6].source_ref == "7"
+
+
+def test_csv_multiline_record_with_wrong_field_count_is_reported_per_line(
+        tmp_path: Path) -> None:
+    path = tmp_path / "exam.csv"
+    path.write_text('id,prompt,year\n1,"两行的\n题目"\n2,好题目,2024\n', encoding="utf-8")
+    items = list(read_csv(path, _spec("csv", text_column="prompt", id_column="id")))
+    assert [(i.locator, i.reason) for i in items] == [
+        ("row 1 (line 2)", "wrong_field_count"), ("row 2 (line 3)", "wrong_field_count"),
+        ("row 3 (line 4)", None)]
+    assert items[0].detail is not None and "2 fields, expected 3" in items[0].detail
+
+
+def test_collect_counts_every_physical_row_of_a_broken_csv(tmp_path: Path) -> None:
+    (tmp_path / "exam.csv").write_text(_csv_rows(50, {2: '2,"以“门”为题写一篇作文,2002'}),
+                                       encoding="utf-8")
+    config = SourcesConfig(base_dir=tmp_path, sources=[
+        SourceSpec(name="exam", kind="csv", path="exam.csv", text_column="prompt",
+                   id_column="id")])
+    out = run_collect(config)
+    assert out.counts() == {"kept": 1, "quarantined": 49}
+    assert out.meta["per_source"] == {"exam": {"records": 50, "quarantined": 49}}

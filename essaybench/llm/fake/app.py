@@ -141,7 +141,8 @@ class ChatEndpoint:
                 st.rejected += 1
                 response = error_response(400, "We could not parse the JSON body of your request.")
             else:
-                answer = await self._answer(scope, body, arrived)
+                answer = await self._answer(scope, body, arrived,
+                                            bearer_token(request.headers.get("authorization")))
                 if answer is None:
                     return  # the connection was hung up or dropped on purpose
                 response, counted = answer
@@ -156,9 +157,10 @@ class ChatEndpoint:
             st.completed[key] = st.completed.get(key, 0) + 1
             st.model_completed[model] += 1
 
-    async def _answer(self, scope: Scope, body: Any,
-                      arrived: float) -> tuple[Response, tuple[str, str] | None] | None:
+    async def _answer(self, scope: Scope, body: Any, arrived: float, presented_key: str | None
+                      ) -> tuple[Response, tuple[str, str] | None] | None:
         """The response and, for a clean completion, the (key, model) to count; None: no reply.
+        ``presented_key``: the request's bearer token (a status fault may echo it).
 
         The configured latency runs from the request's arrival, as a real API's does: the
         fake's own work (parsing, building the reply) happens inside it, not on top of it.
@@ -186,7 +188,8 @@ class ChatEndpoint:
             st.faults[rule.kind] += 1
         if isinstance(rule, StatusFault):
             code = DEFAULT_CODE if rule.code is None else rule.code
-            return error_response(rule.status, rule.message, code, rule.retry_after), None
+            return error_response(rule.status, rule.message_for(presented_key), code,
+                                  rule.retry_after), None
         if isinstance(rule, HangFault):
             await self._hang(scope, rule.seconds)
             return None
@@ -261,6 +264,14 @@ class ChatEndpoint:
                 break
             await asyncio.sleep(min(0.05, remaining))
         await _kill(transport, reset=False)
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an "Authorization: Bearer <token>" header, else None."""
+    scheme, _, token = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
 
 
 def auth_error(expected: str | None, header: str | None) -> Response | None:

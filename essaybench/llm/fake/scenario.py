@@ -18,6 +18,7 @@ A scenario is data (YAML or JSON, or built in Python). Example::
     faults:                             # first matching rule wins
       - {kind: status, status: 429, retry_after: 1, first_attempts: 1, models: [gpt-x]}
       - {kind: drop, rate: 0.01, seed: 3}
+      - {kind: status, status: 401, echo_key: true, models: [judge-a]}  # key in the body
 
 Every decision is a pure function of the request body hash, the attempt number
 (how many times that exact body has arrived since the last reset) and seeds,
@@ -163,6 +164,16 @@ class StatusFault(_Rule):
     code: str | None = Field(
         default=None, description="error.code, e.g. context_length_exceeded (default: per status).")
     message: str | None = Field(default=None, description="error.message (default: per status).")
+    echo_key: bool = Field(
+        default=False,
+        description="Put the presented bearer key in error.message, as a real provider's 401 "
+                    "does: 'Incorrect API key provided: <key>' (tests redaction).")
+
+    def message_for(self, presented_key: str | None) -> str | None:
+        """error.message, with the key the request presented when ``echo_key``."""
+        if not self.echo_key:
+            return self.message
+        return f"{self.message or 'Incorrect API key provided:'} {presented_key or '(none)'}"
 
 
 class HangFault(_Rule):

@@ -1,0 +1,151 @@
+"""Human annotations checked against the run they are compared with.
+
+An annotation names essays by prompt id and model. A row naming a prompt the run did not
+write, a model it did not run, or an essay it does not have (that model on that prompt)
+is a mistake in the file (a typo, last month's run, another prompt set): unnoticed, it
+turns correlations into NaN or, in pairwise voting, moves the known models' scores. So
+such rows are an error naming the file, the lines and the unknown values, unless the
+user says ``--ignore-unknown``: then they are dropped and counted, never used.
+Scores are checked against the declared scale as they are read (``ScoreScale``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from essaybench.human.annotations import (
+    DEFAULT_SCALE,
+    AnnotationFileError,
+    ScoreScale,
+    load_absolute,
+    load_pairwise,
+)
+
+Kind = Literal["pairwise", "absolute"]
+SHOWN = 5  # values and lines named per kind of problem
+
+
+@dataclass(frozen=True)
+class RunEssays:
+    """What a run has: its prompts, its models, and which model wrote on which prompt."""
+
+    run_id: str
+    prompts: frozenset[str]
+    models: frozenset[str]
+    essays: frozenset[tuple[str, str]]  # (prompt_id, model)
+
+    @classmethod
+    def from_judgments(cls, run_id: str, judgments: pl.DataFrame) -> RunEssays:
+        """From a ``judge`` snapshot: every essay it has a row for, whatever its status."""
+        pairs = {(str(p), str(m)) for p, m
+                 in judgments.select("prompt_id", "model").unique().iter_rows()}
+        return cls(run_id, frozenset(p for p, _ in pairs), frozenset(m for _, m in pairs),
+                   frozenset(pairs))
+
+
+@dataclass(frozen=True)
+class CheckedAnnotations:
+    table: pl.DataFrame  # the rows that name essays of the run
+    dropped: int  # rows left out (only with ignore_unknown)
+    note: str  # what was left out, and why ("" when nothing was)
+
+
+def _problems(row: dict[str, object], models: tuple[str, ...],
+              run: RunEssays) -> list[tuple[str, str]]:
+    """(kind, value) for each thing ``row`` names that ``run`` does not have."""
+    prompt = str(row["prompt_id"])
+    found: list[tuple[str, str]] = []
+    if prompt not in run.prompts:
+        found.append(("prompts", repr(prompt)))
+    for column in models:
+        model = str(row[column])
+        if model not in run.models:
+            found.append(("models", repr(model)))
+        elif prompt in run.prompts and (prompt, model) not in run.essays:
+            found.append(("essays", f"({prompt}, {model})"))
+    return found
+
+
+def _listed(items: Iterable[str], limit: int = SHOWN) -> str:
+    items = list(items)
+    more = f", … {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def _summary(where: dict[str, dict[str, list[int]]]) -> str:
+    names = {"models": "unknown models", "prompts": "unknown prompts",
+             "essays": "essays not in the run"}
+    parts = []
+    for kind in ("models", "prompts", "essays"):
+        if where.get(kind):
+            values = where[kind]
+            lines = sorted({n for ns in values.values() for n in ns})
+            parts.append(f"{names[kind]} {_listed(values)} "
+                         f"({'line' if len(lines) == 1 else 'lines'} {_listed(map(str, lines))})")
+    return "; ".join(parts)
+
+
+def check_against_run(annotations: pl.DataFrame, kind: Kind, run: RunEssays,
+                      path: Path | str, *, ignore_unknown: bool = False) -> CheckedAnnotations:
+    """``annotations`` (as loaded, with their ``line``) whose rows all name essays of
+    ``run``; ``AnnotationFileError`` naming ``path``, the lines and the unknown values
+    otherwise, unless ``ignore_unknown`` (then those rows are dropped and counted)."""
+    models = ("model_a", "model_b") if kind == "pairwise" else ("model",)
+    where: dict[str, dict[str, list[int]]] = {}
+    bad_lines: set[int] = set()
+    for row in annotations.iter_rows(named=True):
+        for problem, value in _problems(row, models, run):
+            where.setdefault(problem, {}).setdefault(value, []).append(int(row["line"]))
+            bad_lines.add(int(row["line"]))
+    if not bad_lines:
+        return CheckedAnnotations(annotations, 0, "")
+    what = (f"{len(bad_lines)} annotation row(s) name what run {run.run_id} does not have: "
+            f"{_summary(where)}")
+    if not ignore_unknown:
+        raise AnnotationFileError(f"{path}:{min(bad_lines)}: {what}; fix the file or pass "
+                                  "--ignore-unknown to leave those rows out")
+    kept = annotations.filter(~pl.col("line").is_in(sorted(bad_lines)))
+    if kept.height == 0:
+        raise AnnotationFileError(f"{path}: no annotation row names an essay of run "
+                                  f"{run.run_id} ({what})")
+    return CheckedAnnotations(kept, len(bad_lines), f"{path}: ignored {what}")
+
+
+def load_checked(path: Path | str, kind: Kind, run: RunEssays, *,
+                 scale: ScoreScale | None = None,
+                 ignore_unknown: bool = False) -> CheckedAnnotations:
+    """Load ``path`` (scores on ``scale``, ``DEFAULT_SCALE`` when none is declared) and
+    check it against ``run`` (``check_against_run``)."""
+    table = (load_pairwise(path) if kind == "pairwise"
+             else load_absolute(path, scale or DEFAULT_SCALE))
+    return check_against_run(table, kind, run, path, ignore_unknown=ignore_unknown)
+
+
+def write_jsonl(checked: pl.DataFrame, path: Path) -> Path:
+    """The rows of ``checked`` as an annotation file (JSONL) the loaders read back equal
+    (their ``line`` numbers aside): the rows a stage should use, when some were left out."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = ({k: v for k, v in row.items() if k != "line" and v is not None}
+            for row in checked.iter_rows(named=True))
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+def checked_file(path: Path | str, kind: Kind, run: RunEssays, folder: Path, *,
+                 scale: ScoreScale | None = None,
+                 ignore_unknown: bool = False) -> tuple[Path, CheckedAnnotations]:
+    """The annotation file to compute agreement from, checked (``load_checked``): ``path``
+    itself when every row is kept; when ``ignore_unknown`` left rows out, the kept rows
+    written to ``folder/<name>.checked.jsonl`` (the exact input, kept with the run)."""
+    path = Path(path)
+    checked = load_checked(path, kind, run, scale=scale, ignore_unknown=ignore_unknown)
+    if not checked.dropped:
+        return path, checked
+    return write_jsonl(checked.table, folder / f"{path.stem}.checked.jsonl"), checked

@@ -75,6 +75,9 @@ class AlertParams(BaseModel):
                                          description="Rise of the failed-essay share.")
     p95_latency_increase: float = Field(default=0.5, ge=0,
                                         description="Relative rise of p95 latency (0.5: +50%).")
+    p95_latency_min_s: float = Field(default=1.0, ge=0, description="... and by at least "
+                                     "this many seconds (a fast endpoint's 40 → 60 ms is "
+                                     "noise, not a regression).")
     cost_per_1k_increase: float = Field(default=0.2, ge=0, description="Relative rise of the "
                                         "cost per 1,000 characters (0.2: +20%).")
     model_id_change: bool = Field(default=True, description="Alert when the returned model "
@@ -213,9 +216,9 @@ def _rise(model: str, kind: AlertKind, now: float | None, before: float | None,
 
 
 def _relative(model: str, kind: AlertKind, now: float | None, before: float | None,
-              threshold: float, what: str, unit: str) -> Alert | None:
+              threshold: float, what: str, unit: str, min_rise: float = 0.0) -> Alert | None:
     if now is None or before is None or before <= 0 or now / before - 1 < threshold \
-            or now <= before:
+            or now <= before or now - before < min_rise:
         return None
     return Alert(model, None, kind, "warning", now, before, threshold,
                  f"{model}: {what} {before:.4g}{unit} → {now:.4g}{unit} "
@@ -234,7 +237,7 @@ def _metric_alerts(model: str, now: ModelMetrics, before: ModelMetrics,
         _rise(model, "violation", now.violation_rate, before.violation_rate,
               p.violation_increase, "essays breaking a requirement (length, cut off, empty)"),
         _relative(model, "p95_latency", now.p95_latency_s, before.p95_latency_s,
-                  p.p95_latency_increase, "p95 latency", " s"),
+                  p.p95_latency_increase, "p95 latency", " s", p.p95_latency_min_s),
         _relative(model, "cost_per_1k_chars", now.cost_per_1k_chars,
                   before.cost_per_1k_chars, p.cost_per_1k_increase,
                   "cost per 1,000 characters", " USD"),

@@ -122,6 +122,11 @@ def test_p95_latency_increase() -> None:
     found = kinds(essays(latency=3.0), essays(latency=1.0))
     assert found["p95_latency"].now > 3.0 and found["p95_latency"].before < 1.3  # type: ignore[operator]
     assert "p95_latency" not in kinds(essays(latency=1.2), essays(latency=1.0))
+    # Twice a fast endpoint's p95 (0.38 → 0.78 s) is under the 1 s floor: noise, not an alert ...
+    assert "p95_latency" not in kinds(essays(latency=0.6), essays(latency=0.2))
+    # ... unless the floor is lowered.
+    assert "p95_latency" in kinds(essays(latency=0.6), essays(latency=0.2),
+                                  p95_latency_min_s=0.01)
 
 
 def test_cost_per_1k_chars_increase() -> None:

@@ -11,6 +11,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.runs.calibration import run_drift
 from essaybench.stages.drift import drift_lines
 from essaybench.stages.pipeline import run_stages
 from essaybench.store import Store
@@ -30,8 +31,8 @@ def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root
     log = get_run_logger()
     for stage, snapshot in snapshots.items():
         meta = snapshot.meta or {}
-        if stage == "drift":
-            for line in drift_lines(meta.get("judges", {})):
+        if stage == "drift":  # the verdicts are the run's, in its catalog row
+            for line in drift_lines(run_drift(store, run_id) or {}):
                 log.info("%s", line)
             continue
         log.info("%s: snapshot %s (%d rows)%s", stage, snapshot.snapshot_id, snapshot.n_rows,

@@ -15,8 +15,8 @@ from essaybench.store import Store
 @task(name="calibrate-stage", cache_policy=NO_CACHE, task_run_name="calibrate")
 def calibrate_stage_task(run_id: str, config_path: str, store_root: str) -> dict[str, Any]:
     """Returns the snapshot id and the per-judge lines ``essaybench calibrate`` prints."""
-    snapshot = calibrate(Store(store_root), run_id, load_benchmark_config(config_path))
-    lines = calibration_lines(snapshot.meta or {})
+    snapshot, meta = calibrate(Store(store_root), run_id, load_benchmark_config(config_path))
+    lines = calibration_lines(meta)
     log = get_run_logger()
     for line in lines:
         log.info("%s", line)

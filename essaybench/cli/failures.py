@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 
 # The stage a rerun starts from when a stage after the rerunnable ones failed.
-_RERUN_FROM = {"pairwise": "aggregate", "stats": "aggregate", "alerts": "aggregate"}
+_RERUN_FROM = {"drift": "judge", "pairwise": "aggregate", "stats": "aggregate",
+               "alerts": "aggregate"}
 
 
 @contextmanager

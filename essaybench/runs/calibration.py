@@ -29,6 +29,7 @@ from essaybench.bench.drift import (
 from essaybench.bench.judge.request import JudgeParams, load_scoring
 from essaybench.bench.rubrics import AlignScore, default_judge_prompt
 from essaybench.core.contracts import OK
+from essaybench.core.errors import UserError
 from essaybench.llm.registry import Registry
 from essaybench.runs.lineage import lineage
 from essaybench.store import Snapshot, Store
@@ -38,7 +39,7 @@ CALIBRATING_STAGES = ("calibrate", "drift")
 DRIFT = "drift"
 
 
-class JudgeNotCalibrated(ValueError):
+class JudgeNotCalibrated(UserError, ValueError):
     """A judge changed since its calibration; the message says what and how to proceed."""
 
 
@@ -120,6 +121,14 @@ def require_calibrated(store: Store, config: BenchmarkConfig, registry: Registry
             f"would not be comparable with earlier weeks. Calibrate first: essaybench "
             f"calibrate --config {config_path} (or pass --force-uncalibrated: the run "
             f"re-calibrates and its cells are marked not comparable)")
+
+
+def stage_run_meta(store: Store, run_id: str, stage: str) -> dict[str, Any]:
+    """What ``run_id``'s newest successful ``stage`` run recorded in its catalog row."""
+    for stage_run in store.stage_runs(run_id, 1000):  # newest first
+        if stage_run.stage == stage and stage_run.status == OK:
+            return stage_run.meta or {}
+    raise LookupError(f"run {run_id} has no successful {stage!r} stage in {store.root}")
 
 
 def run_drift(store: Store, run_id: str) -> dict[str, dict[str, Any]] | None:

@@ -19,7 +19,7 @@ from essaybench.bench.judge.request import Runner
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.registry import Registry, load_registry
 from essaybench.llm.session import open_gateway
-from essaybench.runs.calibration import find_calibration, judge_identities
+from essaybench.runs.calibration import find_calibration, judge_identities, stage_run_meta
 from essaybench.runs.lineage import run_scope
 from essaybench.stages.drift import judge_anchors
 from essaybench.store import Snapshot, Store
@@ -54,21 +54,26 @@ def calibrate_stage(store: Store, run_id: str, config: BenchmarkConfig, registry
             judges[judge] = {**drift.as_dict(), "identity": ident["id"], "changes": changes,
                              "previous": before.identity["id"] if before else None,
                              "reference_run": before.run_id if before else None}
-        meta = {"anchor_set": next(iter(identities.values()))["anchor_set"],
-                "judges": judges, "calibrations": identities, "continues": continues}
-        return StageOutput(table, meta=meta, run_meta=meta)
+        anchor_set = next(iter(identities.values()))["anchor_set"]
+        # The comparison is this run's (its catalog row), not the shared snapshot's.
+        return StageOutput(table, meta={"anchor_set": anchor_set}, run_meta={
+            "anchor_set": anchor_set, "judges": judges, "calibrations": identities,
+            "continues": continues})
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[], params=params,
                      rows_in=None, compute=compute)
 
 
-def calibrate(store: Store, run_id: str, config: BenchmarkConfig) -> Snapshot:
+def calibrate(store: Store, run_id: str, config: BenchmarkConfig
+              ) -> tuple[Snapshot, dict[str, Any]]:
     """Open a gateway session for the config's judges and run the stage (fresh calls: a
-    calibration re-uses nothing from other runs)."""
+    calibration re-uses nothing from other runs); the snapshot and what the stage run
+    recorded (per judge: verdict against the previous calibration, ``continues``)."""
     registry = load_registry()
     with open_gateway(registry, store.root, config.judge.judges, log_dir=store.root / "logs",
                       scope=run_scope(store, run_id)) as session:
-        return calibrate_stage(store, run_id, config, registry, session)
+        snapshot = calibrate_stage(store, run_id, config, registry, session)
+    return snapshot, stage_run_meta(store, run_id, STAGE)
 
 
 def calibration_lines(meta: dict[str, Any]) -> list[str]:

@@ -91,9 +91,11 @@ def drift_stage(store: Store, run_id: str, config: BenchmarkConfig, registry: Re
         table = table.with_columns(pl.col("judge").replace_strict(
             {j: i["id"] for j, i in identities.items()}, return_dtype=pl.Utf8)
             .alias("identity"))
-        meta = {"anchor_set": next(iter(identities.values()))["anchor_set"],
-                "judges": verdicts, "calibrations": calibrations}
-        return StageOutput(table, meta=meta, run_meta=meta)
+        anchor_set = next(iter(identities.values()))["anchor_set"]
+        # The verdicts are this run's (its catalog row): the snapshot is content-addressed
+        # and shared by runs whose anchor judgments are identical.
+        return StageOutput(table, meta={"anchor_set": anchor_set}, run_meta={
+            "anchor_set": anchor_set, "judges": verdicts, "calibrations": calibrations})
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream], params=params,
                      rows_in=None, compute=compute)

@@ -29,7 +29,8 @@ def _exit_code(exc: BaseException, config: Path, store: Path) -> int:
 @pytest.mark.parametrize("stage,rerun_from", [("judge", "judge"), ("generate", "generate"),
                                               ("stats", "aggregate"),
                                               ("pairwise", "aggregate"),
-                                              ("alerts", "aggregate")])
+                                              ("alerts", "aggregate"),
+                                              ("drift", "judge")])
 def test_a_stage_that_raised_says_why_and_what_to_rerun(
         capsys: pytest.CaptureFixture[str], stage: str, rerun_from: str) -> None:
     exc = StageFailed(f"stage {stage!r} of run r1 failed: ValueError: boom", "r1", stage)

@@ -35,6 +35,7 @@ from essaybench.runs.calibration import (
     require_calibrated,
     run_drift,
     same_judge,
+    stage_run_meta,
 )
 from essaybench.runs.comparable import last_comparable_run
 from essaybench.stages.alerts import RunAlerts, alerts_stage
@@ -172,9 +173,8 @@ def calibrate(weeks: Weeks, run_id: str, config: BenchmarkConfig,
         record_run(weeks.store, run_id, from_stage="calibrate")
         registry = load_registry()
         with open_gateway(registry, weeks.store.root, ["judge"]) as session:
-            snapshot = calibrate_stage(weeks.store, run_id, config, registry, session)
-    assert snapshot.meta is not None
-    return snapshot.meta
+            calibrate_stage(weeks.store, run_id, config, registry, session)
+    return stage_run_meta(weeks.store, run_id, "calibrate")
 
 
 def test_calibrate_links_a_change_that_scores_alike_and_not_one_that_does_not(

@@ -167,22 +167,29 @@ class Rubric(VersionedFile):
     def question_ids(self, genre: str) -> list[str]:
         return self.genre(genre).question_ids()
 
-    def answer_schema(self, genre: str,
-                      analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
-        """JSON schema of the judge's reply for ``genre`` (usable as a llama.cpp grammar)."""
-        return _answer_schema(self.question_ids(genre), self.score_range, analysis_max_chars)
+    def answer_schema(self, genre: str, analysis_max_chars: int = ANALYSIS_MAX_CHARS,
+                      nonce: str | None = None) -> dict[str, Any]:
+        """JSON schema of the judge's reply for ``genre`` (usable as a llama.cpp grammar);
+        with ``nonce``, the reply must echo it."""
+        return _answer_schema(self.question_ids(genre), self.score_range, analysis_max_chars,
+                              nonce)
 
 
 def _answer_schema(ids: list[str], score_range: tuple[int, int],
-                   analysis_max_chars: int = ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+                   analysis_max_chars: int = ANALYSIS_MAX_CHARS,
+                   nonce: str | None = None) -> dict[str, Any]:
     # llama.cpp unrolls maxLength into nested optional rules: at 4000 its grammar parser
     # refuses the schema ("exceeds sane defaults") and the server dies, so a local judge
     # needs a few hundred (JudgeParams.analysis_max_chars).
     # enum, not minimum/maximum: the llama.cpp JSON-schema grammar ignores numeric bounds
     score = {"type": "integer", "enum": list(range(score_range[0], score_range[1] + 1))}
+    # The call's nonce (judge_prompt.v2): an enum of one, so a grammar-constrained judge
+    # writes it and a verdict copied from the essay (which cannot know it) fails.
+    echo = {"nonce": {"type": "string", "enum": [nonce]}} if nonce is not None else {}
     return {
         "type": "object",
         "properties": {  # analysis first, so a grammar makes the judge reason before scoring
+            **echo,
             "analysis": {"type": "string", "maxLength": analysis_max_chars},
             "scores": {
                 "type": "object",
@@ -191,20 +198,33 @@ def _answer_schema(ids: list[str], score_range: tuple[int, int],
                 "additionalProperties": False,
             },
         },
-        "required": ["analysis", "scores"],
+        "required": [*echo, "analysis", "scores"],
         "additionalProperties": False,
     }
 
 
-def _answer_example(ids: list[str], analysis: str, score: str) -> str:
+def _answer_example(ids: list[str], analysis: str, score: str,
+                    nonce: str | None = None) -> str:
     scores = ", ".join(f'"{id_}": {score}' for id_ in ids)
-    return f'{{"analysis": "{analysis}", "scores": {{{scores}}}}}'
+    echo = f'"nonce": "{nonce}", ' if nonce is not None else ""
+    return f'{{{echo}"analysis": "{analysis}", "scores": {{{scores}}}}}'
 
 
 # --- the judge prompt ---------------------------------------------------------------
 
 _JUDGE_COMMON = ("genre", "genre_zh", "score_min", "score_max", "question_count")
 _JUDGE_USER = ("prompt_text", "essay_text", "questions", "answer_format")
+_JUDGE_BODY = ("questions", "answer_format")  # in the system message or the user's
+_JUDGE_CALL = ("marker", "nonce")  # per call (judge_prompt.v2): see call_tokens
+
+
+def call_tokens(rubric: Rubric, genre: str, prompt_text: str,
+                essay_text: str) -> tuple[str, str]:
+    """The call's delimiter marker and nonce: a hash of the rubric, genre, prompt and
+    essay. The same call gets the same tokens (the ledger can serve it again), and no
+    essay can contain its own (it would have to contain a hash of itself)."""
+    digest = content_hash([rubric.fingerprint, genre, str(prompt_text), str(essay_text)], 24)
+    return digest[:8].upper(), digest[8:]
 
 
 class JudgePrompt(VersionedFile):
@@ -223,23 +243,49 @@ class JudgePrompt(VersionedFile):
 
     @model_validator(mode="after")
     def _placeholders(self) -> Self:
-        check_template("system", self.system, _JUDGE_COMMON)
+        # v1 puts the rubric (questions, answer format) in the user message; v2 in the
+        # system message, with per-call markers and a nonce.
+        check_template("system", self.system, (*_JUDGE_COMMON, *_JUDGE_BODY, *_JUDGE_CALL))
+        for name in _JUDGE_BODY:
+            if (name in _names(self.system)) == (name in _names(self.user)):
+                raise ValueError(f"${name} must be in exactly one of system and user")
         check_template("trait_header", self.trait_header,
                         ("trait_id", "trait_name", "trait_name_zh"))
         check_template("question_line", self.question_line, ("question_id", "question_text"),
                         required=("question_id", "question_text"))
         check_template("example_analysis", self.example_analysis, ())
         check_template("example_score", self.example_score, ("score_min", "score_max"))
-        check_template("answer_format", self.answer_format, (*_JUDGE_COMMON, "answer_example"),
-                        required=("answer_example",))
-        check_template("user", self.user, (*_JUDGE_COMMON, *_JUDGE_USER), required=_JUDGE_USER)
+        check_template("answer_format", self.answer_format,
+                       (*_JUDGE_COMMON, "answer_example", *_JUDGE_CALL),
+                       required=("answer_example",))
+        check_template("user", self.user, (*_JUDGE_COMMON, *_JUDGE_USER, *_JUDGE_CALL),
+                       required=("prompt_text", "essay_text"))
         return self
+
+    @property
+    def uses_call_tokens(self) -> bool:
+        """Whether a call's marker or nonce appears (each call then renders its own)."""
+        return any(_names(t) & set(_JUDGE_CALL)
+                   for t in (self.system, self.user, self.answer_format))
+
+    @property
+    def uses_nonce(self) -> bool:
+        """Whether the judge is asked to echo the call's nonce (the schema then has it)."""
+        return any("nonce" in _names(t) for t in (self.system, self.user, self.answer_format))
+
+
+def _names(text: str) -> set[str]:
+    return set(Template(text).get_identifiers())
 
 
 def render_judge_messages(rubric: Rubric, genre: str, prompt_text: str, essay_text: str,
-                          judge_prompt: JudgePrompt | None = None) -> list[dict[str, str]]:
-    """System and user messages asking the judge to score ``essay_text`` on ``genre``'s rubric."""
+                          judge_prompt: JudgePrompt | None = None,
+                          tokens: tuple[str, str] | None = None) -> list[dict[str, str]]:
+    """System and user messages asking the judge to score ``essay_text`` on ``genre``'s
+    rubric. ``tokens`` (marker, nonce): the call's, else :func:`call_tokens`."""
     prompt = judge_prompt if judge_prompt is not None else default_judge_prompt()
+    marker, nonce = tokens or (call_tokens(rubric, genre, prompt_text, essay_text)
+                               if prompt.uses_call_tokens else ("", ""))
     g = rubric.genre(genre)
     ids = g.question_ids()
     lo, hi = rubric.score_range
@@ -253,12 +299,16 @@ def render_judge_messages(rubric: Rubric, genre: str, prompt_text: str, essay_te
             question_id=q.id, question_text=q.text.strip()).strip() for q in trait.questions]
         blocks.append("\n".join(lines))
     example = _answer_example(ids, prompt.example_analysis.strip(),
-                              Template(prompt.example_score).substitute(common).strip())
-    answer_format = Template(prompt.answer_format).substitute(common, answer_example=example)
-    user = Template(prompt.user).substitute(
-        common, prompt_text=prompt_text, essay_text=essay_text,
-        questions="\n\n".join(blocks), answer_format=answer_format.strip())
-    return [{"role": "system", "content": Template(prompt.system).substitute(common).strip()},
+                              Template(prompt.example_score).substitute(common).strip(),
+                              nonce if prompt.uses_nonce else None)
+    call = {"marker": marker, "nonce": nonce}
+    answer_format = Template(prompt.answer_format).substitute({**common, **call},
+                                                              answer_example=example)
+    body = {"questions": "\n\n".join(blocks), "answer_format": answer_format.strip()}
+    values = {**common, **call, **body}
+    user = Template(prompt.user).substitute(values, prompt_text=prompt_text,
+                                            essay_text=essay_text)
+    return [{"role": "system", "content": Template(prompt.system).substitute(values).strip()},
             {"role": "user", "content": user.strip()}]
 
 

@@ -15,21 +15,28 @@ from typing import Any
 
 from essaybench.bench.rubrics import (
     AlignScore,
+    JudgePrompt,
     Rubric,
+    call_tokens,
     render_align_messages,
     render_judge_messages,
 )
 
-_SLOTS = ("\ue000prompt\ue001", "\ue000essay\ue001")  # private-use: never in a rubric
-_PROBE = ("  探针 $x ${y} {z}\n", "\n 文$$ {} \t")
+# prompt, essay, and the call's marker and nonce (judge_prompt.v2); private-use characters
+# are never in a rubric
+_SLOTS = ("\ue000prompt\ue001", "\ue000essay\ue001", "\ue000marker\ue001",
+          "\ue000nonce\ue001")
+_PROBE = ("  探针 $x ${y} {z}\n", "\n 文$$ {} \t", "M$1", "n{0}")
 Frame = list[tuple[str, list[str | int]]]  # (role, literal text or slot index)
 
 
-def _direct(rubric: Rubric | AlignScore, genre: str, prompt_text: str,
-            essay_text: str) -> list[dict[str, str]]:
+def _direct(rubric: Rubric | AlignScore, genre: str, prompt_text: str, essay_text: str,
+            marker: str, nonce: str, judge_prompt: JudgePrompt | None
+            ) -> list[dict[str, str]]:
     if isinstance(rubric, AlignScore):
         return render_align_messages(rubric, prompt_text, essay_text)
-    return render_judge_messages(rubric, genre, prompt_text, essay_text)
+    return render_judge_messages(rubric, genre, prompt_text, essay_text, judge_prompt,
+                                 (marker, nonce))
 
 
 def _split(content: str) -> list[str | int]:
@@ -49,7 +56,7 @@ def _split(content: str) -> list[str | int]:
     return [p for p in parts if p != ""]
 
 
-def _fill(frame: Frame, values: tuple[str, str]) -> list[dict[str, str]]:
+def _fill(frame: Frame, values: tuple[str, ...]) -> list[dict[str, str]]:
     return [{"role": role, "content": "".join(p if isinstance(p, str) else values[p]
                                               for p in parts)}
             for role, parts in frame]
@@ -58,32 +65,64 @@ def _fill(frame: Frame, values: tuple[str, str]) -> list[dict[str, str]]:
 class JudgeRenderer:
     """Messages and answer schema of a judge call, per genre, for one rubric."""
 
-    def __init__(self, rubric: Rubric | AlignScore, analysis_max_chars: int) -> None:
+    def __init__(self, rubric: Rubric | AlignScore, analysis_max_chars: int,
+                 judge_prompt: JudgePrompt | None = None) -> None:
         self.rubric = rubric
         self.analysis_max_chars = analysis_max_chars
+        self.judge_prompt = judge_prompt  # None: the default (judge_prompt.v1)
         self._frames: dict[str, Frame | None] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
 
+    @property
+    def uses_nonce(self) -> bool:
+        return (not isinstance(self.rubric, AlignScore) and self.judge_prompt is not None
+                and self.judge_prompt.uses_nonce)
+
     def _frame(self, genre: str) -> Frame | None:
         if genre not in self._frames:
-            rendered = _direct(self.rubric, genre, *_SLOTS)
+            rendered = _direct(self.rubric, genre, *_SLOTS, self.judge_prompt)
             frame: Frame | None = [(m["role"], _split(m["content"])) for m in rendered]
             assert frame is not None
             at_edge = any(parts and (isinstance(parts[0], int) or isinstance(parts[-1], int))
                           for _, parts in frame)
-            if at_edge or _fill(frame, _PROBE) != _direct(self.rubric, genre, *_PROBE):
+            if at_edge or _fill(frame, _PROBE) != _direct(self.rubric, genre, *_PROBE,
+                                                          self.judge_prompt):
                 frame = None
             self._frames[genre] = frame
         return self._frames[genre]
 
+    def tokens(self, genre: str, prompt_text: Any, essay_text: Any) -> tuple[str, str]:
+        """The call's (marker, nonce): see :func:`~essaybench.bench.rubrics.call_tokens`."""
+        if (isinstance(self.rubric, AlignScore) or self.judge_prompt is None
+                or not self.judge_prompt.uses_call_tokens):
+            return "", ""  # v1: no per-call part (and no hashing per call)
+        return call_tokens(self.rubric, genre, str(prompt_text), str(essay_text))
+
+    def expected_nonce(self, genre: str, prompt_text: Any, essay_text: Any) -> str | None:
+        """What the judge's reply must echo (None: the prompt asks for no nonce)."""
+        return self.tokens(genre, prompt_text, essay_text)[1] if self.uses_nonce else None
+
     def messages(self, genre: str, prompt_text: Any, essay_text: Any) -> list[dict[str, str]]:
+        marker, nonce = self.tokens(genre, prompt_text, essay_text)
         frame = self._frame(genre)
         if frame is None:
-            return _direct(self.rubric, genre, prompt_text, essay_text)
+            return _direct(self.rubric, genre, prompt_text, essay_text, marker, nonce,
+                           self.judge_prompt)
         # Template.substitute inserts str(value): the same for None as the direct path.
-        return _fill(frame, (str(prompt_text), str(essay_text)))
+        return _fill(frame, (str(prompt_text), str(essay_text), marker, nonce))
+
+    def call(self, genre: str, prompt_text: Any, essay_text: Any
+             ) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """The messages and answer schema of one call (with the call's nonce, if any)."""
+        nonce = self.expected_nonce(genre, prompt_text, essay_text)
+        if nonce is None:
+            return self.messages(genre, prompt_text, essay_text), self.schema(genre)
+        assert isinstance(self.rubric, Rubric)
+        return (self.messages(genre, prompt_text, essay_text),
+                self.rubric.answer_schema(genre, self.analysis_max_chars, nonce))
 
     def schema(self, genre: str) -> dict[str, Any]:
+        """The answer schema shared by every call of ``genre`` (without a nonce)."""
         if genre not in self._schemas:
             self._schemas[genre] = (
                 self.rubric.answer_schema(self.analysis_max_chars)

@@ -1,4 +1,5 @@
-"""The ``judge`` stage: one judge call per (ok essay, judge), scored only when it parses.
+"""The ``judge`` stage: one judge call per (ok essay, judge), scored only when it parses;
+essays that try to steer the judge, and judgments that look steered, are flagged.
 
 Reads a ``generate`` snapshot, writes the judgments snapshot."""
 
@@ -7,8 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.judge.flags import add_flags, flag_counts
 from essaybench.bench.judge.judgments import run_judge
-from essaybench.bench.judge.request import STAGE
+from essaybench.bench.judge.request import STAGE, load_scoring
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
 from essaybench.runs.lineage import check_session_run
@@ -35,7 +37,11 @@ def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Sn
 
     def compute() -> StageOutput:
         with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
-            return run_judge(essays, config.judge, session)
+            out = run_judge(essays, config.judge, session)
+        # Flags ask for a second look; they change no score and no status.
+        table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
+        counts = flag_counts(table)
+        return StageOutput(table, {**out.meta, "flags": counts.to_dicts()}, out.run_meta)
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
                      params=config.judge, rows_in=essays.height, compute=compute)

@@ -233,7 +233,7 @@ class ChatEndpoint:
             return json.dumps(violate(chat.schema, valid), ensure_ascii=False)
         for reply_rule in cfg.rules:
             if reply_rule.matches(chat.first_prompt):
-                return reply_rule.reply
+                return reply_rule.content(chat.schema)
         if chat.structured and cfg.structured == "script":
             script = cfg.structured_script
             return script[(st.ordinal(chat.model, key) - 1) % len(script)]

@@ -27,9 +27,10 @@ except ``every_nth`` and the ``{n}``/script order, which follow arrival order.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
@@ -64,9 +65,20 @@ class ReplyRule(BaseModel):
 
     contains: tuple[str, ...] = Field(min_length=1, description="All must appear.")
     reply: str = Field(description="The content returned, for plain and structured requests.")
+    echo_constants: bool = Field(
+        default=False, description="The reply is a JSON object: fill in every top-level "
+        "field the request's schema fixes to one value (an enum of one, e.g. a nonce), as "
+        "a judge that follows the schema and an injection at once would.")
 
     def matches(self, first_prompt: str) -> bool:
         return all(part in first_prompt for part in self.contains)
+
+    def content(self, schema: dict[str, Any] | None) -> str:
+        if not self.echo_constants or not schema:
+            return self.reply
+        fixed = {k: v["enum"][0] for k, v in (schema.get("properties") or {}).items()
+                 if isinstance(v, dict) and len(v.get("enum") or ()) == 1}
+        return json.dumps({**fixed, **json.loads(self.reply)}, ensure_ascii=False)
 
 
 class ModelScenario(BaseModel):

@@ -171,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.judge is None:
             registry = Registry.model_validate({"models": {FAKE_JUDGE: {
                 "name": FAKE_JUDGE, "provider": "fake", "base_url": "http://127.0.0.1:1/v1",
-                "model_id": FAKE_JUDGE, "family": "fake", "structured_output": "json_schema", "max_reasks": 1}}})
+                "model_id": FAKE_JUDGE, "family": "fake", "structured_output": "json_schema",
+                "max_reasks": 1}}})
             with run_fake_server(obedient_scenario(bases, attacks, rubric)) as server:
                 for arm, file in ARMS.items():
                     rows += run_arm(arm, load_judge_prompt(rubrics_dir() / file), essays,

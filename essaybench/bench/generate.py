@@ -24,6 +24,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.health import call_counts
+from essaybench.constraints import chinese_share
 from essaybench.core.contracts import StageOutput, require_kept_input
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.llm.batching import FollowUp
@@ -50,6 +51,8 @@ ESSAY_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "error_kind": pl.Utf8,
     "error": pl.Utf8,
     "essay_text": pl.Utf8,  # null unless status is ok
+    "chinese_share": pl.Float64,  # Chinese characters / (those + Latin letters); ok rows
+    "off_language": pl.Boolean,  # an instruction violation: not written in Chinese
     "raw_text": pl.Utf8,  # the reply text whatever the status (truncated replies too)
     "finish_reason": pl.Utf8,
     "input_tokens": pl.Int64,
@@ -74,6 +77,10 @@ class GenerateParams(BaseModel):
     seed_base: int = Field(default=0, description="Mixed into every per-request seed.")
     system_prompt: str | None = Field(
         default=None, description="Off by default: the prompt alone is the user's request.")
+    min_chinese_share: float = Field(
+        default=0.5, ge=0, le=1, description="An ok essay with a smaller share of Chinese "
+        "characters (among Chinese characters and Latin letters) is off-language: not "
+        "written in Chinese, an instruction violation.")
 
     @field_validator("models")
     @classmethod
@@ -151,6 +158,7 @@ def essays_table(
     prompt_set_version: str,
     *,
     specs: Mapping[str, ModelSpec],
+    min_chinese_share: float = 0.5,
 ) -> pl.DataFrame:
     """One row per request, in request order. ``specs`` (registry entries by name) give
     the model id asked for and the effective parameters (registry defaults included)."""
@@ -171,6 +179,8 @@ def essays_table(
     # more than the values themselves.
     prompt_of_row = [labels[pid] for pid in pids]
     ok = [result.status is CallStatus.OK for result in results]
+    shares = [chinese_share(result.text or "") if is_ok else None
+              for result, is_ok in zip(results, ok, strict=True)]
     columns: dict[str, list[Any]] = {
         "prompt_id": pids,
         "genre": [genre for genre, _, _ in prompt_of_row],
@@ -188,6 +198,8 @@ def essays_table(
         "error": [result.error for result in results],
         "essay_text": [result.text if is_ok else None
                        for result, is_ok in zip(results, ok, strict=True)],
+        "chinese_share": shares,
+        "off_language": [None if s is None else s < min_chinese_share for s in shares],
         "raw_text": [result.text for result in results],
         "finish_reason": [result.finish_reason for result in results],
         "input_tokens": [result.usage.input_tokens for result in results],
@@ -221,7 +233,8 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
     specs = {m: session.gateway.spec(m) for m in params.models}  # unknown names fail here
     requests = build_requests(prompts, params)
     results = session.run(requests, follow_up=follow_up)
-    table = essays_table(prompts, requests, results, prompt_set_version, specs=specs)
+    table = essays_table(prompts, requests, results, prompt_set_version, specs=specs,
+                         min_chinese_share=params.min_chinese_share)
     calls = {model: c.model_dump() for model, c in call_counts(table, "model").items()}
     meta: dict[str, Any] = {
         "stage": STAGE,
@@ -231,6 +244,8 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
         "n_rows": table.height,
         "from_ledger": int(table["from_ledger"].sum()),
         "counts": status_counts(table),
+        "off_language": {str(m): int(n) for m, n in table.filter(pl.col("off_language"))
+                         .group_by("model").len().iter_rows()},
         "calls": calls,
     }
     stats = session.gateway.last_stats

@@ -41,7 +41,7 @@ Matches of a kind that overlap keep the longest; anything inside 《…》 (a wo
 or the given title) is ignored except the title itself.
 """
 
-from essaybench.constraints.counting import count_chinese_chars, count_grid_chars
+from essaybench.constraints.counting import chinese_share, count_chinese_chars, count_grid_chars
 from essaybench.constraints.extract import binding, constraints_json, extract_constraints
 from essaybench.constraints.length import APPROX_TOLERANCE, LengthRequirement, length_requirement
 from essaybench.constraints.model import Constraint, ConstraintKind
@@ -54,6 +54,7 @@ __all__ = [
     "ConstraintKind",
     "LengthRequirement",
     "binding",
+    "chinese_share",
     "constraints_json",
     "count_chinese_chars",
     "count_grid_chars",

@@ -40,3 +40,15 @@ def count_grid_chars(essay: str) -> int:
     if visible.isprintable():  # the usual case: no control characters left
         return len(visible)
     return sum(1 for ch in visible if ch.isprintable())
+
+
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def chinese_share(text: str) -> float:
+    """Chinese characters over Chinese characters plus Latin letters (0 when there are
+    neither): 1.0 for Chinese prose, about 0 for English. Digits, punctuation and other
+    scripts count for neither side, so "AI" or "GDP" in Chinese prose barely moves it."""
+    han = count_chinese_chars(text)
+    latin = len(_LATIN.findall(text))
+    return han / (han + latin) if han + latin else 0.0

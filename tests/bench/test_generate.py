@@ -221,3 +221,27 @@ def test_essays_table_rows_from_results_without_a_server() -> None:
         "http_500", "boom", True)
     with pytest.raises(ValueError, match="out of order"):
         essays_table(_prompts(), requests, results[::-1], VERSION, specs=specs)
+
+
+def test_an_essay_not_written_in_chinese_is_flagged_off_language(tmp_path: Path) -> None:
+    """Language compliance (issue 14, item 4): model-b answers in English; its essays are
+    ok calls but off-language, an instruction violation counted per model."""
+    scenario = FakeScenario.model_validate({"models": {
+        "gpt-a": {"reply": "template", "template": "秋天的故乡，稻田金黄，AI 也写不出它的美。"},
+        "gpt-b": {"reply": "template",
+                  "template": "Autumn in my hometown is golden and quiet, 秋天."}}})
+    with run_fake_server(scenario) as server:
+        out = _run(server, tmp_path, GenerateParams(models=MODELS))
+    rows = {m: out.table.filter(pl.col("model") == m) for m in MODELS}
+    assert rows["model-a"]["off_language"].to_list() == [False, False]
+    assert rows["model-b"]["off_language"].to_list() == [True, True]
+    assert set(rows["model-b"]["status"]) == {"ok"}  # a violation, not a failed call
+    share = rows["model-b"]["chinese_share"][0]
+    assert share == pytest.approx(2 / (2 + 34))  # 秋天 against 34 Latin letters
+    assert out.meta["off_language"] == {"model-b": 2}
+    # The threshold is the config's.
+    with run_fake_server(scenario) as server:
+        strict = _run(server, tmp_path / "strict",
+                      GenerateParams(models=MODELS, min_chinese_share=0.99))
+    assert strict.table.filter(pl.col("model") == "model-a")["off_language"].to_list() \
+        == [True, True]  # "AI" in Chinese prose is 2 Latin letters of 20 characters

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from essaybench.store.store import new_run_id
 from tasks.benchmark import benchmark_stages_task
 
@@ -15,7 +19,9 @@ def aggregate_flow(
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
     upstream_snapshot_id: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Run aggregate; returns the id of the snapshot it wrote."""
     return benchmark_stages_task("aggregate", run_id or new_run_id(), config_path, store_root,
-                                 upstream_snapshot_id)["aggregate"]
+                                 upstream_snapshot_id,
+                                 lock_timeout_s=lock_timeout_s)["aggregate"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_STORE_ROOT
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
 from tasks.agreement import agreement_stage_task
 
 
@@ -18,11 +18,13 @@ def agreement_flow(
     run_id: str | None = None,
     ignore_unknown: bool = False,
     scale: tuple[float, float] | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Judge–human agreement for ``base_run``'s judgments; returns the snapshot id.
     ``ignore_unknown``: leave out (and count) annotation rows naming prompts, models or
     essays the run does not have, instead of failing; ``scale``: (low, high) of absolute
-    scores (default 0–10)."""
-    params: dict[str, object] = {"annotations": annotations, "kind": kind, "tiers": tiers}
+    scores (default 0–10). See ``AgreementParams``."""
+    params: dict[str, object] = {"annotations": annotations, "kind": kind, "tiers": tiers,
+                                 "ignore_unknown": ignore_unknown, "scale": scale}
     return agreement_stage_task(run_id or base_run, params, store_root, base_run,
-                                ignore_unknown, scale)
+                                lock_timeout_s)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_CURATE_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from flows._stage import run_one_stage
 
 
@@ -13,6 +17,8 @@ def collect_flow(
     config_path: str = DEFAULT_CURATE_CONFIG,
     store_root: str = DEFAULT_STORE_ROOT,
     run_id: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Run collect; returns the id of the snapshot it wrote."""
-    return run_one_stage("collect", config_path, store_root, run_id, None, None)
+    return run_one_stage("collect", config_path, store_root, run_id, None, None,
+                         lock_timeout_s)

@@ -11,7 +11,11 @@ from typing import Any
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_CURATE_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from essaybench.curate.funnel import CURATE_STAGES
 from essaybench.stages.curate import resolve_upstream
 from essaybench.store import Store
@@ -36,18 +40,22 @@ def curate_flow(
     from_stage: str = "collect",
     base_run: str | None = None,
     run_id: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """Run the curation stages from ``from_stage`` and publish the prompt set."""
+    """Run the curation stages from ``from_stage`` and publish the prompt set.
+    ``lock_timeout_s``: how long to wait for another process's lock on the store."""
     run_id = run_id or new_run_id()
-    upstream = resolve_upstream(Store(store_root), from_stage, base_run)
+    upstream = resolve_upstream(Store(store_root, lock_timeout_s), from_stage, base_run)
     snapshot_id = upstream.snapshot_id if upstream else None
     ran: list[str] = []
     for stage in CURATE_STAGES[CURATE_STAGES.index(from_stage):]:
         if stage == "collect":
-            snapshot_id = collect_flow(config_path, store_root, run_id)
+            snapshot_id = collect_flow(config_path, store_root, run_id,
+                                       lock_timeout_s=lock_timeout_s)
         else:
-            snapshot_id = STAGE_FLOWS[stage](config_path, store_root, run_id, snapshot_id)
+            snapshot_id = STAGE_FLOWS[stage](config_path, store_root, run_id, snapshot_id,
+                                             lock_timeout_s=lock_timeout_s)
         ran.append(stage)
     assert snapshot_id is not None
-    summary = publish_task(run_id, store_root, snapshot_id)
+    summary = publish_task(run_id, store_root, snapshot_id, lock_timeout_s)
     return {"run_id": run_id, "stages_run": ran, **summary}

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_CURATE_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_CURATE_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from flows._stage import run_one_stage
 
 
@@ -15,8 +19,10 @@ def filter_flow(
     run_id: str | None = None,
     upstream_snapshot_id: str | None = None,
     base_run: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Run filter; returns the id of the snapshot it wrote."""
     return run_one_stage(
-        "filter", config_path, store_root, run_id, upstream_snapshot_id, base_run
+        "filter", config_path, store_root, run_id, upstream_snapshot_id, base_run,
+        lock_timeout_s,
     )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from essaybench.store.store import new_run_id
 from tasks.pairwise import pairwise_stage_task
 
@@ -16,10 +20,11 @@ def pairwise_flow(
     run_id: str | None = None,
     upstream_snapshot_id: str | None = None,
     base_run: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Run pairwise on ``upstream_snapshot_id`` (a generate snapshot), else on the newest
     successful generate snapshot of ``base_run`` (of any run when unset); returns the id
     of the snapshot it wrote. ``config_path``: the pairwise settings, at the top level or
     under ``pairwise:``."""
     return pairwise_stage_task(run_id or new_run_id(), config_path, store_root,
-                               upstream_snapshot_id, base_run)
+                               upstream_snapshot_id, base_run, lock_timeout_s)

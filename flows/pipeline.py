@@ -33,9 +33,11 @@ from prefect.states import Failed
 
 from essaybench.bench.config import load_benchmark_config
 from essaybench.bench.health import RunUnhealthy
+from essaybench.core.errors import UserError
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE_ROOT,
 )
 from essaybench.llm.registry import load_registry
@@ -89,26 +91,29 @@ def pipeline_flow(
     reuse_from: str | None = None,
     over_budget_ok: bool = False,
     uncalibrated_ok: bool = False,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``over_budget_ok``: go on even when the estimate exceeds the config's
     ``max_cost_usd`` (the CLI's --yes-over-budget); otherwise the run checks its budget
-    itself, after curation and before the first call."""
+    itself, after curation and before the first call. ``lock_timeout_s``: how long to
+    wait for another process's lock on the store (catalog and call ledger)."""
     if from_stage != "generate" and base_run is None:
-        raise ValueError(f"starting at {from_stage!r} needs base_run: the run whose "
-                         "upstream snapshot it reads")
+        raise UserError(f"starting at {from_stage!r} needs base_run: the run whose "
+                        "upstream snapshot it reads")
     run_id, flow_run_id = _this_run(run_id)
-    record_run(Store(store_root), run_id, base_run=base_run, from_stage=from_stage,
+    store = Store(store_root, lock_timeout_s)
+    record_run(store, run_id, base_run=base_run, from_stage=from_stage,
                reuse_from=reuse_from, config_path=benchmark_config, flow_run_id=flow_run_id)
     result: dict[str, Any] = {"run_id": run_id}
     config = load_benchmark_config(benchmark_config)
     if from_stage in LLM_STAGES:  # the run judges: its judges must be calibrated
-        require_calibrated(Store(store_root), config, load_registry(), benchmark_config,
-                           uncalibrated_ok)
+        require_calibrated(store, config, load_registry(), benchmark_config, uncalibrated_ok)
     if curate and from_stage == "generate" and base_run is None:
-        result["curate"] = curate_flow(curate_config, store_root, run_id=run_id)
+        result["curate"] = curate_flow(curate_config, store_root, run_id=run_id,
+                                       lock_timeout_s=lock_timeout_s)
     if not over_budget_ok:
         require_within_budget(store_root, config, load_registry(), from_stage)
-    upstream = (resolve_upstream(Store(store_root), from_stage, base_run)
+    upstream = (resolve_upstream(store, from_stage, base_run)
                 if base_run is not None else None)
     snapshot_id = upstream.snapshot_id if upstream else None
     stages = BENCHMARK_STAGES[BENCHMARK_STAGES.index(from_stage):]
@@ -117,24 +122,25 @@ def pipeline_flow(
     llm = [s for s in stages if s in LLM_STAGES]
     if llm:
         result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
-                                            store_root, snapshot_id, uncalibrated_ok))
+                                            store_root, snapshot_id, uncalibrated_ok,
+                                            lock_timeout_s))
         snapshot_id = result[llm[-1]]
     result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
-                                        snapshot_id))
-    store = Store(store_root)
+                                        snapshot_id, lock_timeout_s=lock_timeout_s))
     # Pairwise judging (when configured) and the statistics read what aggregate read.
     judged = (store.get_snapshot(result["judge"]) if "judge" in result
               else store.lineage(result["aggregate"])["judge"])
     essays_id = judged.upstream_snapshot_ids[0]
     if config.pairwise is not None:
         result["pairwise"] = pairwise_stage_task(run_id, benchmark_config, store_root,
-                                                 essays_id, None)
+                                                 essays_id, None, lock_timeout_s)
     result["stats"] = stats_stage_task(run_id, benchmark_config, store_root, run_id,
-                                       judged.snapshot_id, result.get("pairwise"))
+                                       judged.snapshot_id, result.get("pairwise"),
+                                       lock_timeout_s)
     # This week against the last comparable run: before the health verdict, so a run
     # that fails still says what moved.
     result["alerts"] = alerts_stage_task(run_id, benchmark_config, store_root,
-                                         judged.snapshot_id)
+                                         judged.snapshot_id, lock_timeout_s)
     result["reports"] = str(store.root / "reports" / run_id)
     # Every snapshot and report is written by now; a run below its coverage floor still
     # fails. Its RunUnhealthy is returned as the final state, not raised: the flow run ends

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prefect import flow
 
-from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
 from tasks.stats import stats_stage_task
 
 
@@ -16,8 +20,9 @@ def stats_flow(
     run_id: str | None = None,
     judge_snapshot_id: str | None = None,
     pairwise_snapshot_id: str | None = None,
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
 ) -> str:
     """Statistics over ``base_run``'s judge (and pairwise) snapshots — or the snapshots
     given — recorded under ``run_id`` (default: the same run); returns the snapshot id."""
     return stats_stage_task(run_id or base_run, config_path, store_root, base_run,
-                            judge_snapshot_id, pairwise_snapshot_id)
+                            judge_snapshot_id, pairwise_snapshot_id, lock_timeout_s)

@@ -26,11 +26,16 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     output_tokens BIGINT,
     cost_usd DOUBLE,
     latency_s DOUBLE,
-    attempts INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,        -- HTTP requests sent: 1 + retries + reasks
     started_at TIMESTAMPTZ,
     finished_at TIMESTAMPTZ NOT NULL,
     code_version VARCHAR NOT NULL,
-    run_id VARCHAR                    -- the run that paid for the call (NULL: no run, or
+    run_id VARCHAR,                   -- the run that paid for the call (NULL: no run, or
                                       -- recorded before calls carried their run)
+    retries INTEGER,                  -- of the attempts, re-sent after a transient transport
+                                      -- failure (429, 5xx, timeout, dropped connection)
+    reasks INTEGER                    -- of the attempts, sent again because the reply was
+                                      -- empty or broke the answer format (NULL: recorded
+                                      -- before the two were counted apart)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_key ON llm_calls (key);

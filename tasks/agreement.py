@@ -8,8 +8,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.agreement_tables import AgreementParams
-from essaybench.human.annotations import ScoreScale
-from essaybench.human.run_check import RunEssays, checked_file
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.stages.agreement import agreement_stage
 from essaybench.stages.wpb_report import wpb_report_stage
 from essaybench.store import Store
@@ -17,32 +16,23 @@ from essaybench.store import Store
 
 @task(name="agreement-stage", cache_policy=NO_CACHE, task_run_name="agreement")
 def agreement_stage_task(run_id: str, params: dict[str, object], store_root: str,
-                         base_run: str, ignore_unknown: bool = False,
-                         scale: tuple[float, float] | None = None) -> str:
-    store = Store(store_root)
+                         base_run: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    store = Store(store_root, lock_timeout_s)
     judged = store.require_ok_snapshot("judge", base_run, "agreement")
-    checked_params = AgreementParams.model_validate(params)
-    # Annotations naming what the run lacks, or scores off the scale, stop here with the
-    # file and line; rows --ignore-unknown leaves out are kept out of the stage's input.
-    path, checked = checked_file(
-        checked_params.annotations, checked_params.kind,
-        RunEssays.from_judgments(base_run, judged.read()),
-        store.root / "reports" / run_id / "agreement", ignore_unknown=ignore_unknown,
-        scale=None if scale is None else ScoreScale(*scale))
+    snapshot, folder = agreement_stage(store, run_id, AgreementParams.model_validate(params),
+                                       judged)
     log = get_run_logger()
-    if checked.note:
-        log.warning("%s", checked.note)
-    snapshot, folder = agreement_stage(
-        store, run_id, checked_params.model_copy(update={"annotations": str(path)}), judged)
+    if snapshot.meta.get("note"):  # what ignore_unknown left out
+        log.warning("%s", snapshot.meta["note"])
     log.info("agreement: snapshot %s; report in %s", snapshot.snapshot_id, folder)
     return snapshot.snapshot_id
 
 
 @task(name="wpb-report-stage", cache_policy=NO_CACHE, task_run_name="wpb_report")
 def wpb_report_stage_task(run_id: str, data_dir: str, store_root: str, seed: int,
-                          n_boot: int) -> str:
-    snapshot, folder = wpb_report_stage(Store(store_root), run_id, Path(data_dir), seed=seed,
-                                        n_boot=n_boot)
+                          n_boot: int, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    snapshot, folder = wpb_report_stage(Store(store_root, lock_timeout_s), run_id,
+                                        Path(data_dir), seed=seed, n_boot=n_boot)
     log = get_run_logger()
     for line in snapshot.meta.get("headline", []):
         log.info("wpb: %s", line)

@@ -15,6 +15,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.stages.alerts import alerts_stage
 from essaybench.store import Store
 
@@ -26,8 +27,9 @@ def artifact_key(run_id: str) -> str:
 
 @task(name="alerts-stage", cache_policy=NO_CACHE, task_run_name="alerts")
 def alerts_stage_task(run_id: str, config_path: str, store_root: str,
-                      judge_snapshot_id: str) -> str:
-    store = Store(store_root)
+                      judge_snapshot_id: str,
+                      lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    store = Store(store_root, lock_timeout_s)
     params = load_benchmark_config(config_path).alerts
     result = alerts_stage(store, run_id, params, store.get_snapshot(judge_snapshot_id))
     log = get_run_logger()

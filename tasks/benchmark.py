@@ -11,6 +11,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.runs.calibration import run_drift
 from essaybench.stages.drift import drift_lines
 from essaybench.stages.pipeline import run_stages
@@ -20,10 +21,11 @@ from essaybench.store import Store
 @task(name="benchmark-stages", cache_policy=NO_CACHE, task_run_name="{stages}")
 def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root: str,
                           upstream_snapshot_id: str | None,
-                          uncalibrated_ok: bool = False) -> dict[str, str]:
+                          uncalibrated_ok: bool = False,
+                          lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> dict[str, str]:
     """``stages``: consecutive stage names joined by "+" (e.g. "generate+judge"); returns
     each stage's snapshot id."""
-    store = Store(store_root)
+    store = Store(store_root, lock_timeout_s)
     upstream = (store.get_snapshot(upstream_snapshot_id) if upstream_snapshot_id is not None
                 else None)
     snapshots = run_stages(store, run_id, load_benchmark_config(config_path),

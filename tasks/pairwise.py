@@ -5,6 +5,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.llm.registry import load_registry
 from essaybench.llm.session import open_gateway
 from essaybench.runs.lineage import run_scope
@@ -14,12 +15,14 @@ from essaybench.store import Store
 
 @task(name="pairwise-stage", cache_policy=NO_CACHE, task_run_name="pairwise")
 def pairwise_stage_task(run_id: str, config_path: str, store_root: str,
-                        upstream_snapshot_id: str | None, base_run: str | None) -> str:
-    store = Store(store_root)
+                        upstream_snapshot_id: str | None, base_run: str | None,
+                        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    store = Store(store_root, lock_timeout_s)
     params = load_pairwise_params(config_path)
     upstream = pairwise_upstream(store, upstream_snapshot_id, base_run)
     with open_gateway(load_registry(), store.root, params.judges,
-                      log_dir=store.root / "logs", scope=run_scope(store, run_id)) as session:
+                      log_dir=store.root / "logs", scope=run_scope(store, run_id),
+                      ledger_lock_timeout_s=lock_timeout_s) as session:
         snapshot = pairwise_stage(store, run_id, params, upstream, session)
         stats = session.gateway.last_stats
     log = get_run_logger()

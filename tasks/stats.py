@@ -6,6 +6,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.llm.registry import load_registry
 from essaybench.stages.stats import stats_inputs, stats_stage
 from essaybench.store import Store
@@ -14,8 +15,9 @@ from essaybench.store import Store
 @task(name="stats-stage", cache_policy=NO_CACHE, task_run_name="stats")
 def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: str,
                      judge_snapshot_id: str | None = None,
-                     pairwise_snapshot_id: str | None = None) -> str:
-    store = Store(store_root)
+                     pairwise_snapshot_id: str | None = None,
+                     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    store = Store(store_root, lock_timeout_s)
     params = load_benchmark_config(config_path).stats
     if judge_snapshot_id is not None:
         judged = store.get_snapshot(judge_snapshot_id)

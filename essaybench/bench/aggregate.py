@@ -16,6 +16,7 @@ Coverage is null only when a cell has no rows at all (nothing was attempted).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -87,6 +88,42 @@ def trait_means(judgments: pl.DataFrame) -> pl.DataFrame:
                  pl.len().cast(pl.Int64).alias("n"))
             .sort("judge", "model", "genre", "trait")
             .cast(TRAIT_SCHEMA))  # type: ignore[arg-type]
+
+
+REPEAT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "judged": pl.Int64, "repeated": pl.Int64,
+    "calls": pl.Int64, "calls_ok": pl.Int64, "spread_mean": pl.Float64,
+    "spread_max": pl.Float64, "question_range_max": pl.Int64,
+}
+
+
+def has_repeats(judgments: pl.DataFrame) -> bool:
+    """Whether any essay was judged more than once (``judge.repeats``)."""
+    return "repeats" in judgments.columns and bool((judgments["repeats"].fill_null(1) > 1).any())
+
+
+def judge_repeats(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (judge, model), the repeated judgments (``bench/judge/repeats.py``): essays
+    judged (not skipped), those repeated, their calls and ok calls, and the spread of the
+    main score over a repeated essay's ok calls (mean and max of ``score_spread``) and the
+    largest sub-question range. A large spread says one call would not have been the
+    same judgment."""
+    if "repeats" not in judgments.columns:
+        return pl.DataFrame(schema=REPEAT_SCHEMA)
+    judged = judgments.filter(pl.col("repeats").is_not_null())
+    widest = [max(json.loads(r).values(), default=None) if r else None
+              for r in judged["question_ranges"].to_list()]
+    repeated = pl.col("repeats") > 1
+    return (judged.with_columns(pl.Series("question_range_max", widest, dtype=pl.Int64))
+            .group_by(*KEYS)
+            .agg(pl.len().cast(pl.Int64).alias("judged"),
+                 repeated.sum().cast(pl.Int64).alias("repeated"),
+                 pl.col("repeats").filter(repeated).sum().cast(pl.Int64).alias("calls"),
+                 pl.col("repeats_ok").filter(repeated).sum().cast(pl.Int64).alias("calls_ok"),
+                 pl.col("score_spread").mean().alias("spread_mean"),
+                 pl.col("score_spread").max().alias("spread_max"),
+                 pl.col("question_range_max").max().alias("question_range_max"))
+            .sort(*KEYS).cast(REPEAT_SCHEMA))  # type: ignore[arg-type]
 
 
 def _fmt(mean: float | None, coverage: float | None) -> str:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from essaybench.bench.stats_tables import VARIANTS
 from essaybench.human.agreement import annotator_pairs, fleiss_kappa_long
+from essaybench.human.annotations import ScoreScale
 from essaybench.human.sensitivity import tier_sensitivity, tiers_from_scores
 from essaybench.human.voting import (
     judge_human_agreement,
@@ -51,12 +52,27 @@ class AgreementParams(BaseModel):
                                   "analysis, from the mean human score of each essay.")
     annotations_sha256: str | None = Field(
         default=None, description="Filled in by the stage: the file's content hash.")
+    ignore_unknown: bool = Field(
+        default=False, description="Leave out (and count) annotation rows naming prompts, "
+        "models or essays the run does not have, instead of failing on them.")
+    scale: tuple[float, float] | None = Field(
+        default=None, description="Absolute annotations only: (low, high) of the scale the "
+                                  "annotators scored on; every score must lie on it (default "
+                                  "0–10, the judge's own sub-question scale).")
 
     @model_validator(mode="after")
     def _tiers_need_scores(self) -> AgreementParams:
         if self.tiers is not None and self.kind != "absolute":
             raise ValueError("tiers apply to absolute annotations only")
+        if self.scale is not None:
+            if self.kind != "absolute":
+                raise ValueError("a scale applies to absolute annotations only")
+            self.score_scale()  # finite low < high, else ValueError
         return self
+
+    def score_scale(self) -> ScoreScale | None:
+        """The declared scale (None: ``load_checked`` applies the default)."""
+        return None if self.scale is None else ScoreScale(*self.scale)
 
 
 def _variants(judgments: pl.DataFrame) -> list[str]:

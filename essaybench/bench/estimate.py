@@ -6,9 +6,10 @@ config, the registry and token statistics of recent ledger calls
 
 Per (model, stage):
 
-- **calls**: generate = prompts × writers × samples; judge = every essay × every judge
-  (as if every essay came back ok); pairwise = 2 orders × judges × designed pairs per
-  prompt and sample.
+- **calls**: generate = prompts × writers × samples; judge = every essay × every judge ×
+  ``judge.repeats`` (as if every essay came back ok, and every essay were repeated: exact
+  for ``repeat_when: all``, an upper bound otherwise); pairwise = 2 orders × judges ×
+  designed pairs per prompt and sample.
 - **tokens**: the mean of the model's recent ok calls in that stage where the ledger has
   any; else from the text: 1.6 tokens per character of the rendered messages (Chinese,
   DESIGN.md), an essay as long as its prompt asks (capped at max_tokens) or max_tokens,
@@ -38,14 +39,14 @@ import polars as pl
 from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import STAGE as GENERATE
-from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.request import STAGE as JUDGE
-from essaybench.bench.judge.request import load_scoring
+from essaybench.bench.judge.request import load_scoring, make_renderer
 from essaybench.bench.pairwise.design import STAGE as PAIRWISE
 from essaybench.bench.pairwise.design import designed_pairs
 from essaybench.bench.pairwise.prompt import load_pairwise_prompt, render_pairwise_messages
 from essaybench.bench.rubrics import load_rubric
 from essaybench.constraints.length import length_requirement
+from essaybench.core.errors import UserError
 from essaybench.llm.ratelimit import BURST_SECONDS
 from essaybench.llm.registry import ModelSpec, Registry
 
@@ -59,7 +60,7 @@ LATENCY_OVERHEAD_S = 1.0  # assumed per call where the ledger has no latency
 TOKENS_PER_S = 50.0  # assumed output speed where the ledger has no latency
 
 
-class EstimateError(ValueError):
+class EstimateError(UserError, ValueError):
     """The config cannot be estimated (a model missing from the registry, a bad design)."""
 
 
@@ -276,16 +277,19 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         return round(tokens / TOKENS_PER_CHAR)
 
     if JUDGE in stages:
-        renderer = JudgeRenderer(load_scoring(judge), judge.analysis_max_chars)
+        renderer = make_renderer(judge, load_scoring(judge))
         for (genre, text), lengths in zip(rows, essays, strict=True):
             frame = _chars(renderer.messages(genre, text, ""))
             for tokens in lengths.values():
                 for judge_model in judge.judges:
-                    tally(judge_model, JUDGE).add(gen.samples, frame + essay_chars(tokens),
+                    # judge.repeats calls per essay: exact for repeat_when all, an upper
+                    # bound for flagged and borderline (known only while judging)
+                    tally(judge_model, JUDGE).add(gen.samples * judge.repeats,
+                                                  frame + essay_chars(tokens),
                                                   judge.max_tokens, judge.max_tokens)
 
     if DRIFT in stages and config.drift is not None:
-        renderer = JudgeRenderer(load_scoring(judge), judge.analysis_max_chars)
+        renderer = make_renderer(judge, load_scoring(judge))
         drift = config.drift
         for anchor in sample_anchors(load_anchor_set(drift.anchor_set), drift.anchors,
                                      drift.seed):
@@ -318,6 +322,12 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         tallies, key=lambda k: (order[k[1]], models.index(k[0]))))
     guessed = any((writer, GENERATE) not in stats for writer in gen.models)
     assumptions = _assumptions(estimates, stats, guessed, len(rows), unrequested, len(pairs))
+    if judge.repeats > 1 and JUDGE in stages:
+        assumptions.insert(1, f"judge.repeats {judge.repeats}: every essay judged "
+                              f"{judge.repeats} times by each judge" + (
+                                  "" if judge.repeat_when == "all" else
+                                  f" (repeat_when {judge.repeat_when} repeats only some: "
+                                  "an upper bound)"))
     return Estimate(prompt_set, len(rows), estimates, _total_wall(estimates, tallies),
                     tuple(assumptions))
 

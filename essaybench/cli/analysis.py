@@ -13,13 +13,29 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import polars as pl
 import typer
 
-from essaybench.cli.common import BenchOpt, RunOpt, StoreOpt, console, prefect_env, print_frame
-from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.cli.common import (
+    BenchOpt,
+    LockTimeoutOpt,
+    RunOpt,
+    StoreOpt,
+    console,
+    prefect_env,
+    print_frame,
+    reader,
+)
+from essaybench.core.settings import (
+    DEFAULT_BENCHMARK_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STORE_ROOT,
+)
+
+if TYPE_CHECKING:
+    from essaybench.store import Store
 
 app = typer.Typer()
 
@@ -29,18 +45,24 @@ def pairwise(
     run_id: RunOpt,
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """Judge RUN's essays in pairs, each pair twice with the order swapped (the config's
     ``pairwise:`` section); conflicting verdicts become ties."""
+    from essaybench.stages.pairwise import load_pairwise_params, pairwise_upstream
+
+    # What the flow would stop at, found before Prefect starts (~13 s).
+    load_pairwise_params(config)
+    pairwise_upstream(reader(store, lock_timeout), None, run_id)
     prefect_env()
     from essaybench.bench.pairwise.tables import position_bias
-    from essaybench.store import Store
     from flows.pairwise import pairwise_flow
 
     started = time.perf_counter()
     with console.status("pairwise judging…"):
-        snapshot_id = pairwise_flow(str(config), str(store.resolve()), run_id, None, run_id)
-    merged = Store(store).get_snapshot(snapshot_id).read()
+        snapshot_id = pairwise_flow(str(config), str(store.resolve()), run_id, None, run_id,
+                                    lock_timeout_s=lock_timeout)
+    merged = reader(store, lock_timeout).get_snapshot(snapshot_id).read()
     print_frame(position_bias(merged), "Position bias per judge")
     console.print(f"pairwise snapshot {snapshot_id} ({merged.height} pairs) in run {run_id}; "
                   f"{time.perf_counter() - started:.1f} s. Next: essaybench stats --run {run_id}")
@@ -51,14 +73,21 @@ def stats(
     run_id: RunOpt,
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """Bootstrap CIs of every Table 5 cell, paired differences, length bias and
     self-preference; win rates and Bradley–Terry when RUN has a pairwise snapshot."""
+    from essaybench.bench.config import load_benchmark_config
+    from essaybench.stages.stats import stats_inputs
+
+    # What the flow would stop at, found before Prefect starts (~13 s).
+    load_benchmark_config(config)
+    stats_inputs(reader(store, lock_timeout), run_id)
     prefect_env()
     from flows.stats import stats_flow
 
     with console.status("bootstrapping…"):
-        stats_flow(run_id, str(config), str(store.resolve()))
+        stats_flow(run_id, str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
     folder = store / "reports" / run_id / "stats"
     cis = pl.read_parquet(folder / "score_ci_weighted.parquet")
     print_frame(cis.filter(pl.col("cell") == "overall").drop("cell"),
@@ -83,6 +112,7 @@ def agreement(
         "--ignore-unknown", help="Leave out (and count) annotation rows naming prompts, "
         "models or essays RUN does not have, instead of stopping at them.")] = False,
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """How far RUN's judge agrees with human annotators: Spearman ρ and Kendall τ of the
     rankings (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant.
@@ -93,7 +123,8 @@ def agreement(
     tier_map = _parse_tiers(tiers) if tiers else None
     bounds = _parse_scale(scale, kind) if scale else None
     # Checked here too, before Prefect starts (~13 s): a mistake in the file is one line.
-    note = _check_annotations(store, run_id, annotations, kind, bounds, ignore_unknown)
+    note = _check_annotations(reader(store, lock_timeout), run_id, annotations, kind, bounds,
+                              ignore_unknown)
     if note:
         console.print(note, markup=False)
     prefect_env()
@@ -101,7 +132,7 @@ def agreement(
 
     with console.status("computing agreement…"):
         agreement_flow(run_id, str(annotations.resolve()), kind, tier_map, str(store.resolve()),
-                       ignore_unknown=ignore_unknown, scale=bounds)
+                       ignore_unknown=ignore_unknown, scale=bounds, lock_timeout_s=lock_timeout)
     folder = store / "reports" / run_id / "agreement"
     if (folder / "judge_human.parquet").is_file():
         print_frame(pl.read_parquet(folder / "judge_human.parquet"), "Judge vs human rankings")
@@ -120,28 +151,21 @@ def _parse_scale(text: str, kind: str) -> tuple[float, float]:
     return parsed.low, parsed.high
 
 
-def _check_annotations(store: Path, run_id: str, annotations: Path, kind: str,
+def _check_annotations(store: Store, run_id: str, annotations: Path, kind: str,
                        scale: tuple[float, float] | None, ignore_unknown: bool) -> str:
-    """The annotations checked against RUN's judge snapshot (``human.run_check``): a
-    ``BadParameter`` naming file and line, or the note of what --ignore-unknown left out."""
-    from essaybench.human.annotations import AnnotationFileError, ScoreScale
+    """The annotations checked against RUN's judge snapshot (``human.run_check``), as the
+    stage will check them: an ``AnnotationFileError`` naming file and line, or the note of
+    what --ignore-unknown left out."""
+    from essaybench.human.annotations import ScoreScale
     from essaybench.human.run_check import RunEssays, load_checked
-    from essaybench.store import Store
 
-    if not (store / "catalog.duckdb").is_file():
-        raise typer.BadParameter(f"no store at {store}", param_hint="--store")
-    try:
-        judged = Store(store).require_ok_snapshot("judge", run_id, "agreement")
-    except LookupError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--run") from exc
-    try:
-        checked = load_checked(annotations, "absolute" if kind == "absolute" else "pairwise",
-                               RunEssays.from_judgments(run_id, judged.read()),
-                               scale=None if scale is None else ScoreScale(*scale),
-                               ignore_unknown=ignore_unknown)
-    except AnnotationFileError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--annotations") from exc
+    judged = store.require_ok_snapshot("judge", run_id, "agreement")
+    checked = load_checked(annotations, "absolute" if kind == "absolute" else "pairwise",
+                           RunEssays.from_judgments(run_id, judged.read()),
+                           scale=None if scale is None else ScoreScale(*scale),
+                           ignore_unknown=ignore_unknown)
     return checked.note
+
 
 
 def _parse_tiers(text: str) -> dict[str, list[float]]:
@@ -163,6 +187,7 @@ def wpb_report(
     seed: int = 0,
     n_boot: Annotated[int, typer.Option("--n-boot")] = 2000,
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """Inter-annotator agreement, the human ranking of 20 LLMs with bootstrap CIs, length
     bias and tier statistics, from WritingPreferenceBench's real human scores."""
@@ -172,12 +197,12 @@ def wpb_report(
     if not (folder / "responses_scores.jsonl").is_file():
         raise typer.BadParameter(f"no responses_scores.jsonl in {folder}", param_hint="--data")
     prefect_env()
-    from essaybench.store import Store
     from flows.wpb_report import wpb_report_flow
 
     with console.status("bootstrapping the human ranking…"):
-        snapshot_id = wpb_report_flow(str(folder), str(store.resolve()), None, seed, n_boot)
-    meta = Store(store).get_snapshot(snapshot_id).meta
+        snapshot_id = wpb_report_flow(str(folder), str(store.resolve()), None, seed, n_boot,
+                                      lock_timeout_s=lock_timeout)
+    meta = reader(store, lock_timeout).get_snapshot(snapshot_id).meta
     for line in meta.get("headline", []):
         console.print(line, markup=False)
     console.print(f"report: {meta['report']}")
@@ -191,18 +216,15 @@ def compare(
     score: Annotated[str, typer.Option(
         help="score_weighted, score_unweighted or align_total.")] = "score_weighted",
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """This run against an earlier one (last week by default): change per (judge, model)
     with a paired-bootstrap CI over the prompts both scored, and model-id drift."""
     from essaybench.bench.aggregate import export
     from essaybench.runs.compare import compare_snapshots, previous_run
-    from essaybench.store import Store
 
-    st = Store(store)
-    try:
-        base = base or previous_run(st, run_id)
-    except LookupError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    st = reader(store, lock_timeout)  # the report is written beside the store's reports
+    base = base or previous_run(st, run_id)  # NotFoundError naming the run
     if base is None:
         raise typer.BadParameter(f"no earlier run with a judge stage than {run_id}",
                                  param_hint="--base")
@@ -218,15 +240,12 @@ def compare(
 
 
 @app.command()
-def alerts(run_id: RunOpt, store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+def alerts(run_id: RunOpt, store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+           lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S) -> None:
     """RUN's alerts against the last comparable run, and where they were delivered."""
     from essaybench.stages.alerts import run_alerts
-    from essaybench.store import Store
 
-    try:
-        found = run_alerts(Store(store), run_id)
-    except LookupError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--run") from exc
+    found = run_alerts(reader(store, lock_timeout), run_id)  # NotFoundError naming the run
     for line in found.lines():
         console.print(line, markup=False)
     console.print(f"report: {found.report}")

@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from essaybench.cli.common import BenchOpt, StoreOpt, console, prefect_env, print_frame
+from essaybench.cli.common import (
+    BenchOpt,
+    LockTimeoutOpt,
+    StoreOpt,
+    console,
+    prefect_env,
+    print_frame,
+    reader,
+)
 from essaybench.cli.curate import curate
 from essaybench.cli.estimate import OVER_BUDGET_FLAG, check_budget
 from essaybench.cli.failures import failed_run_exits
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
+    DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE_ROOT,
 )
+
+if TYPE_CHECKING:
+    from essaybench.store import Store
 
 app = typer.Typer()
 
@@ -43,12 +55,13 @@ def run(
         "--reuse-from", metavar="RUN",
         help="Serve the successful calls of RUN (and the runs it reused) instead of "
              "sending them again. Without it a new run sends every call.")] = None,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
     if reuse_from is not None:
-        _check_run(store, reuse_from, "--reuse-from")
-    _check_calibrated(config, store, uncalibrated)
+        _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
+    _check_calibrated(config, store, uncalibrated, lock_timeout)
     check_budget(config, store, from_stage="generate", curating=curate_first,
                  over_budget_ok=over_budget, reusing=reuse_from)
     prefect_env()
@@ -59,7 +72,8 @@ def run(
             "generating and judging (the embedded model is slow: minutes)…"):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
-                               over_budget_ok=over_budget, uncalibrated_ok=uncalibrated)
+                               over_budget_ok=over_budget, uncalibrated_ok=uncalibrated,
+                               lock_timeout_s=lock_timeout)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -71,6 +85,7 @@ def rerun(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     over_budget: OverBudgetOpt = False,
     uncalibrated: UncalibratedOpt = False,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """Rerun one benchmark stage (and those after it) from an earlier run's upstream
     snapshot (a rerun of a rerun reads what that one read); calls that RUN, or a run it
@@ -81,9 +96,9 @@ def rerun(
     if stage not in BENCHMARK_STAGES:
         raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
                                  param_hint="--stage")
-    _check_rerun(store, run_id, stage)
+    _check_rerun(reader(store, lock_timeout), run_id, stage)
     if stage != "aggregate":
-        _check_calibrated(config, store, uncalibrated)
+        _check_calibrated(config, store, uncalibrated, lock_timeout)
     check_budget(config, store, from_stage=stage, curating=False, over_budget_ok=over_budget,
                  reusing=run_id)
     prefect_env()
@@ -93,7 +108,7 @@ def rerun(
     with failed_run_exits(config, store), console.status(f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
                                False, stage, run_id, over_budget_ok=over_budget,
-                               uncalibrated_ok=uncalibrated)
+                               uncalibrated_ok=uncalibrated, lock_timeout_s=lock_timeout)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -101,6 +116,7 @@ def rerun(
 def calibrate(
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """Calibrate the config's judges: they score the anchor set (the config's drift:
     section) and those scores become each judge's reference for the weekly drift check.
@@ -108,58 +124,55 @@ def calibrate(
     says whether the new judge agrees with the old one on the anchors (then runs on both
     sides stay comparable) or starts a new series."""
     from essaybench.bench.config import load_benchmark_config
+    from essaybench.llm.registry import load_registry
 
-    if load_benchmark_config(config).drift is None:
+    bench = load_benchmark_config(config)
+    if bench.drift is None:
         raise typer.BadParameter("the config turns the drift check off (drift: null): "
                                  "there is nothing to calibrate against", param_hint="--config")
+    registry = load_registry()
+    for judge in bench.judge.judges:
+        registry.get(judge)  # a judge the registry lacks: one line, before Prefect starts
     prefect_env()
     from flows.calibrate import calibrate_flow
 
     with console.status("judging the anchor set…"):
-        result = calibrate_flow(str(config), str(store.resolve()))
+        result = calibrate_flow(str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
     for line in result["lines"]:
         console.print(line, markup=False)
     console.print(f"calibration run {result['run_id']}: snapshot {result['snapshot']}",
                   markup=False)
 
 
-def _check_calibrated(config: Path, store: Path, forced: bool) -> None:
+def _check_calibrated(config: Path, store: Path, forced: bool, lock_timeout: float) -> None:
     """A judge changed since its calibration: one line naming what changed, exit 2."""
     from essaybench.bench.config import load_benchmark_config
     from essaybench.llm.registry import load_registry
-    from essaybench.runs.calibration import JudgeNotCalibrated, require_calibrated
-    from essaybench.store import Store
+    from essaybench.runs.calibration import require_calibrated
 
     if not (store / "catalog.duckdb").exists():
         return  # a new store: every judge is calibrated by its first run
-    try:
-        require_calibrated(Store(store), load_benchmark_config(config), load_registry(),
-                           str(config), forced)
-    except JudgeNotCalibrated as exc:
-        raise typer.BadParameter(str(exc), param_hint=UNCALIBRATED_FLAG) from None
+    # JudgeNotCalibrated names what changed and UNCALIBRATED_FLAG (cli.errors prints it)
+    require_calibrated(reader(store, lock_timeout), load_benchmark_config(config),
+                       load_registry(), str(config), forced)
 
 
-def _check_run(store: Path, run_id: str, option: str) -> None:
+def _check_run(store: Store, run_id: str, option: str) -> None:
     """A run the store does not know is the user's mistake: one line, before any work."""
-    from essaybench.store import Store
     from essaybench.store.runs import run_is_known
 
-    if not run_is_known(Store(store), run_id):
-        raise typer.BadParameter(f"no run {run_id!r} in {store}", param_hint=option)
+    if not run_is_known(store, run_id):
+        raise typer.BadParameter(f"no run {run_id!r} in {store.root}", param_hint=option)
 
 
-def _check_rerun(store: Path, run_id: str, stage: str) -> None:
+def _check_rerun(store: Store, run_id: str, stage: str) -> None:
     """What the rerun will read exists (along RUN's lineage), else one line saying why."""
     from essaybench.runs.lineage import generate_params
     from essaybench.stages.pipeline import resolve_upstream
-    from essaybench.store import Store
 
     _check_run(store, run_id, "--run")
-    try:
-        resolve_upstream(Store(store), stage, run_id)
-    except LookupError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--run") from exc
-    if stage == "generate" and generate_params(Store(store), run_id) is None:
+    resolve_upstream(store, stage, run_id)  # NotFoundError saying what is missing
+    if stage == "generate" and generate_params(store, run_id) is None:
         raise typer.BadParameter(f"cannot rerun 'generate' from run {run_id}: it has no "
                                  "generate stage, nor have the runs it continues",
                                  param_hint="--run")
@@ -179,9 +192,8 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
                     "Overall weighted score, 95% bootstrap CI (prompts resampled, paired)")
     if result.get("alerts"):
         from essaybench.stages.alerts import run_alerts
-        from essaybench.store import Store
 
-        for line in run_alerts(Store(reports.parent.parent), result["run_id"]).lines():
+        for line in run_alerts(reader(reports.parent.parent), result["run_id"]).lines():
             console.print(line, markup=False)
     console.print(f"run {result['run_id']}: reports in {reports} (Table 5 weighted and w/o WT, "
                   f"trait means, length compliance, stats/: CIs, rankings, bias; .md .csv "
@@ -189,12 +201,14 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
 
 
 @app.command()
-def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT)) -> None:
+def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+         lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S) -> None:
     """The main job on the embedded defaults: rebuild the prompt set from the bundled
     sources, then generate and judge one prompt per genre with the embedded model."""
-    curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None)
+    curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None,
+           lock_timeout=lock_timeout)
     run(config=Path(DEFAULT_BENCHMARK_CONFIG), curate_config=Path(DEFAULT_CURATE_CONFIG),
-        store=store, curate_first=False)
+        store=store, curate_first=False, lock_timeout=lock_timeout)
     console.print(f"store (catalog, snapshots, ledger): {store}; list runs with: essaybench runs")
 
 
@@ -203,10 +217,10 @@ def runs(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
     limit: int = 50,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """List stage runs in the catalog, newest first, grouped by run: each run's whole id
-    (and what it reran or reused) on a line of its own, then its stages."""
+    (and what it reran or reused) on a line of its own, then its stages. Reads only."""
     from essaybench.cli.runs_view import print_runs
-    from essaybench.store import Store
 
-    print_runs(console, Store(store), run_id, limit)
+    print_runs(console, reader(store, lock_timeout), run_id, limit)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
 import typer
@@ -14,13 +15,40 @@ from rich.console import Console
 from rich.table import Table
 
 from essaybench.core.redact import install_log_redaction
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from essaybench.store import Store
 
 console = Console()
+
+
+@dataclass
+class CliState:
+    """Options of the whole command line (``essaybench --debug CMD``), for this invocation."""
+
+    debug: bool = False
+
+
+STATE = CliState()
 
 ConfigOpt = Annotated[Path, typer.Option("--config", help="Curate config (YAML).")]
 StoreOpt = Annotated[Path, typer.Option("--store", help="Store folder (catalog + snapshots).")]
 BenchOpt = Annotated[Path, typer.Option("--config", help="Benchmark config (YAML).")]
 RunOpt = Annotated[str, typer.Option("--run", help="The run whose snapshots to read.")]
+LockTimeoutOpt = Annotated[float, typer.Option(
+    "--lock-timeout", metavar="SECONDS", min=0.0,
+    help="How long to wait for another process's lock on the store (catalog, call ledger) "
+         "before giving up; who holds it is shown while waiting.")]
+
+
+def reader(store: Path, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Store:
+    """The store, read only: nothing is created or changed (not even a lock file); a
+    missing store is a ``NotFoundError``. Used by read-only commands, and by the checks
+    a writing command makes before Prefect starts."""
+    from essaybench.store import Store
+
+    return Store(store, lock_timeout, read_only=True)
 
 
 def prefect_env() -> None:
@@ -38,6 +66,49 @@ def prefect_env() -> None:
     # Logs (Prefect's database among their handlers) never carry a key: an exception's
     # traceback may quote a provider's error body.
     install_log_redaction()
+    _quiet_prefect_console()
+
+
+class _NoTraceback(logging.Formatter):
+    """Prefect's console formatter, minus tracebacks (unless --debug): the command ends
+    with one line saying what went wrong (cli.errors); Prefect's API logs keep them."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        if STATE.debug:
+            return self.inner.format(record)
+        # The record is shared with the other handlers (the API's): put it back as it was.
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _engine_exception_report(record: logging.LogRecord) -> bool:
+    """Keep a console record unless it is Prefect's engine reporting the exception of a
+    task or flow run ("Task run failed with exception: …" and its traceback): the
+    command's own last line says it (unless --debug)."""
+    return STATE.debug or not (
+        record.name.startswith(("prefect.flow_runs", "prefect.task_runs"))
+        and (record.exc_info is not None or record.exc_text is not None))
+
+
+def _quiet_prefect_console() -> None:
+    from prefect.logging.configuration import ensure_logging_setup
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    ensure_logging_setup()
+    handlers: list[Any] = list(logging.getLogger().handlers)
+    for handler in handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not isinstance(
+                handler.formatter, _NoTraceback):
+            handler.setFormatter(_NoTraceback(handler.formatter))
+            handler.addFilter(_engine_exception_report)
 
 
 def print_frame(df: pl.DataFrame, title: str, limit: int = 40) -> None:

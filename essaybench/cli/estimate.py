@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import typer
 from rich import box
 from rich.table import Table
 
 from essaybench.cli.common import BenchOpt, StoreOpt, console
+from essaybench.cli.errors import fail
 from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
 
 if TYPE_CHECKING:
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 OVER_BUDGET_FLAG = "--yes-over-budget"
-
-
-def fail(message: str) -> NoReturn:
-    """A user's mistake: one line on stderr, exit code 2."""
-    first, *more = message.strip().splitlines() or [""]
-    typer.echo(f"error: {first}" + (f" (+{len(more)} more)" if more else ""), err=True)
-    raise typer.Exit(2)
 
 
 @app.command()

@@ -20,21 +20,32 @@ def llm_usage(
     stage: Annotated[str | None, typer.Option(help="Only this stage.")] = None,
     markdown: Annotated[bool, typer.Option(help="Print Markdown instead of a table.")] = False,
 ) -> None:
-    """Calls, statuses, tokens, cost and latency per model and stage, from the ledger."""
+    """Calls, statuses, transport retries and re-asks, tokens, cost and latency per model
+    and stage, from the ledger."""
+    import duckdb
+
+    from essaybench.core.errors import NotFoundError, UserError
     from essaybench.core.sql import statement
     from essaybench.llm.accounting import CallRecord, render_markdown, render_rich, summarize
-    from essaybench.llm.ledger import Ledger
     from essaybench.llm.session import LEDGER_FILE
+    from essaybench.store.readonly import read_only
 
     path = store / LEDGER_FILE
     if not path.is_file():
-        raise typer.BadParameter(f"no ledger at {path}: no LLM call has been made yet",
-                                 param_hint="--store")
-    with Ledger(path) as ledger:
-        rows = ledger.query(statement("ledger_calls_for_accounting"), {"stage": stage})
+        raise NotFoundError(f"no ledger at {path}: no LLM call has been made yet")
+    try:  # read-only: nothing in the store is created or changed, not even a lock file
+        with read_only(path, path.with_suffix(".lock"), "call ledger") as con:
+            cursor = con.execute(statement("ledger_calls_for_accounting"), {"stage": stage})
+            names = [d[0] for d in cursor.description or []]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:
+        raise UserError(f"ledger {path} was written by an older essaybench: the next run "
+                        "that makes calls brings it up to date") from exc
     summaries = summarize(CallRecord.from_row(r) for r in rows)
     if markdown:
-        console.print(render_markdown(summaries), markup=False)
+        # soft_wrap: a Markdown row is one line however wide (rich would fold it at the
+        # terminal's width, 80 columns when piped, breaking the table).
+        console.print(render_markdown(summaries), markup=False, soft_wrap=True)
     else:
         console.print(render_rich(summaries, f"LLM calls in {path}"))
 

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from essaybench.core.errors import UserError
+
 Loc = tuple[int | str, ...]
 # Turns one pydantic error (its location and message) into the text after "what: ".
 Describe = Callable[[Loc, str], str]
@@ -31,7 +33,7 @@ M = TypeVar("M", bound=BaseModel)
 _WHOLE: Any = object()  # "validate the document's own data"
 
 
-class YamlConfigError(ValueError):
+class YamlConfigError(UserError, ValueError):
     """A config file that cannot be read, parsed or validated; the message names the file.
 
     Also built with a plain message by readers whose subclasses report other mistakes.

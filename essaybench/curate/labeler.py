@@ -11,8 +11,6 @@ reply with :func:`parse_label_reply`. Until then :class:`FakeLabeler` stands in.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from essaybench.core.paths import project_dir
 from essaybench.core.redact import redact
 from essaybench.core.yamlio import load_model
+from essaybench.curate.normalize import normalize_text
+from essaybench.llm.structured import StructuredError, reply_object
 
 
 class Genre(StrEnum):
@@ -174,7 +174,7 @@ class RenderedPrompt:
 
 
 def default_template_path() -> Path:
-    return project_dir("rubrics") / "classify" / "classify_prompt.v1.yaml"
+    return project_dir("rubrics") / "classify" / "classify_prompt.v2.yaml"
 
 
 def load_label_template(path: Path | str | None = None) -> LabelPromptTemplate:
@@ -213,21 +213,38 @@ _CHINESE_GENRE = {"议论文": Genre.ARGUMENTATIVE, "记叙文": Genre.NARRATIVE
 _CHINESE_SET = {"开放式": PromptSetLabel.OPEN, "限制式": PromptSetLabel.CONSTRAINED}
 
 
-def parse_label_reply(reply: str, request: LabelRequest) -> LabelResult:
-    """The first JSON object in ``reply`` as a result; only the requested labels are read.
+# One pair of quotation marks a model may put around the passage it quotes.
+_QUOTE_PAIRS = ("“”", "\"\"", "''", "‘’", "「」", "『』")
 
-    A requested label that is null is the model declining (``refused``); one that
-    is missing or not an allowed value is a ``parse_error``.
+
+def quoted_in_prompt(evidence: str, prompt_text: str) -> bool:
+    """Whether ``evidence`` is a passage of the prompt: after the normalisation the prompt
+    had (``normalize_text``), as it is or without one pair of quotation marks around it, a
+    substring of the prompt with at least one letter or digit in it."""
+    prompt = normalize_text(prompt_text)
+    quote = normalize_text(evidence)
+    candidates = [quote]
+    if len(quote) >= 2 and quote[0] + quote[-1] in _QUOTE_PAIRS:
+        candidates.append(quote[1:-1].strip())
+    return any(any(ch.isalnum() for ch in c) and c in prompt for c in candidates)
+
+
+def parse_label_reply(reply: str, request: LabelRequest) -> LabelResult:
+    """The reply as a result; only the requested labels are read. The steps:
+
+    1. the reply is exactly one JSON object (``llm.structured.reply_object``: a code fence
+       allowed; no second object, no text around it, no key twice), else ``parse_error``;
+    2. each requested label: null is the model declining (``refused``, its evidence the
+       reason); missing or not an allowed value is a ``parse_error``;
+    3. the evidence of a label is a passage of the prompt (:func:`quoted_in_prompt`), else
+       ``parse_error``: a label with made-up or copied-template evidence is no label.
     """
-    match = re.search(r"\{.*\}", reply, re.DOTALL)
     try:
-        answer = json.loads(match.group(0)) if match else None
-    except json.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        return LabelResult.failure(LabelStatus.PARSE_ERROR,
-                                   f"no JSON object in reply: {reply[:200]!r}")
-    evidence = str(answer.get("evidence") or "")
+        answer = reply_object(reply)
+    except StructuredError as exc:
+        return LabelResult.failure(LabelStatus.PARSE_ERROR, f"{exc}: {reply[:200]!r}")
+    raw_evidence = answer.get("evidence")
+    evidence = raw_evidence if isinstance(raw_evidence, str) else ""
     wanted: list[tuple[str, type[StrEnum], Mapping[str, StrEnum]]] = []
     if request.need_genre:
         wanted.append(("genre", Genre, _CHINESE_GENRE))
@@ -246,4 +263,10 @@ def parse_label_reply(reply: str, request: LabelRequest) -> LabelResult:
             return LabelResult.failure(LabelStatus.PARSE_ERROR, f"{key} {value!r} is not one of "
                                        f"{[m.value for m in enum]}")
         labels[key] = label
+    if not quoted_in_prompt(evidence, request.text):
+        return LabelResult.failure(
+            LabelStatus.PARSE_ERROR,
+            f"evidence {str(raw_evidence)[:200]!r} is not a passage of the prompt (it must be "
+            f"copied from it verbatim): labels {', '.join(v.value for v in labels.values())} "
+            "rejected")
     return LabelResult.model_validate({"status": LabelStatus.OK, "evidence": evidence, **labels})

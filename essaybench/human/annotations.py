@@ -52,6 +52,7 @@ from pydantic import (
     model_validator,
 )
 
+from essaybench.core.errors import UserError
 from essaybench.core.jsonlines import numbered_json_lines
 
 MAX_REPORTED = 20
@@ -70,7 +71,7 @@ ABSOLUTE_SCHEMA: dict[str, type[pl.DataType]] = {
 }
 
 
-class AnnotationFileError(ValueError):
+class AnnotationFileError(UserError, ValueError):
     """An annotation file is unreadable or invalid; the message names file, line and field."""
 
 

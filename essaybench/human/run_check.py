@@ -137,15 +137,3 @@ def write_jsonl(checked: pl.DataFrame, path: Path) -> Path:
                     encoding="utf-8")
     return path
 
-
-def checked_file(path: Path | str, kind: Kind, run: RunEssays, folder: Path, *,
-                 scale: ScoreScale | None = None,
-                 ignore_unknown: bool = False) -> tuple[Path, CheckedAnnotations]:
-    """The annotation file to compute agreement from, checked (``load_checked``): ``path``
-    itself when every row is kept; when ``ignore_unknown`` left rows out, the kept rows
-    written to ``folder/<name>.checked.jsonl`` (the exact input, kept with the run)."""
-    path = Path(path)
-    checked = load_checked(path, kind, run, scale=scale, ignore_unknown=ignore_unknown)
-    if not checked.dropped:
-        return path, checked
-    return write_jsonl(checked.table, folder / f"{path.stem}.checked.jsonl"), checked

@@ -25,6 +25,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from essaybench.constraints.counting import count_chinese_chars
+from essaybench.core.errors import UserError
 from essaybench.core.jsonlines import numbered_json_lines
 
 PROMPTS = "prompts.jsonl"
@@ -35,7 +36,7 @@ Score = Annotated[int, Field(ge=0, le=3, strict=True)]
 Count = Annotated[int, Field(ge=0, strict=True)]
 
 
-class WpbDataError(ValueError):
+class WpbDataError(UserError, ValueError):
     """The WritingPreferenceBench directory is missing a file or holds an invalid row."""
 
 

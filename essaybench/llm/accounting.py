@@ -17,6 +17,11 @@ The rules, so that a report never flatters a model:
 - Per 1,000 characters means Chinese characters (CJK ideographs) of reply text: cost per
   1k = total cost / total characters of all replies; latency per 1k = total latency of the
   calls that returned characters / those characters.
+- Extra requests inside a call are counted apart: ``retries`` (re-sent after a transient
+  transport failure: the endpoint's health) and ``reasks`` (sent again because the reply
+  was empty or broke the answer format: the model's). Over the calls sent in this run and
+  recorded ones alike; a call recorded before the two were split counts in
+  ``repeats_unknown``, never as zero.
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class CallRecord:
     latency_s: float | None = None
     output_chars: int = 0  # CJK ideographs in the reply text
     from_ledger: bool = False  # served from the ledger: no request in this run
+    retries: int | None = 0  # transport retries inside the call (None: not recorded)
+    reasks: int | None = 0  # re-asks inside the call (None: not recorded)
 
     @property
     def sent(self) -> bool:
@@ -77,12 +84,13 @@ class CallRecord:
                    input_tokens=result.usage.input_tokens,
                    output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd,
                    latency_s=result.latency_s, output_chars=count_cjk(result.text),
-                   from_ledger=result.from_ledger)
+                   from_ledger=result.from_ledger, retries=result.retries,
+                   reasks=result.reasks)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> CallRecord:
         """From a ledger row: this class's field names, where ``response_text`` (or ``text``)
-        may stand in for ``output_chars``."""
+        may stand in for ``output_chars``; no ``retries``/``reasks`` is not recorded."""
         chars = row.get("output_chars")
         if chars is None:
             chars = count_cjk(row.get("response_text") or row.get("text"))
@@ -92,7 +100,8 @@ class CallRecord:
                    output_tokens=_opt_int(row.get("output_tokens")),
                    cost_usd=_opt_float(row.get("cost_usd")),
                    latency_s=_opt_float(row.get("latency_s")),
-                   output_chars=int(chars), from_ledger=bool(row.get("from_ledger") or False))
+                   output_chars=int(chars), from_ledger=bool(row.get("from_ledger") or False),
+                   retries=_opt_int(row.get("retries")), reasks=_opt_int(row.get("reasks")))
 
 
 def _opt_int(v: Any) -> int | None:
@@ -127,6 +136,9 @@ class UsageSummary:
     unmetered: int  # failed calls with neither usage nor cost, left out of the cost
     latency_p50_s: float | None
     latency_p95_s: float | None
+    retries: int  # transport retries inside the calls (recorded ones)
+    reasks: int  # re-asks inside the calls (recorded ones)
+    repeats_unknown: int  # sent calls whose retries and re-asks were not recorded
     output_chars: int
     cost_per_kchar_usd: float | None
     latency_per_kchar_s: float | None
@@ -170,6 +182,8 @@ def summarize_group(model: str, stage: str, records: Sequence[CallRecord]) -> Us
         cost_unknown=sum(r.cost_usd is None for r in metered),
         unmetered=len(sent) - len(metered),
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
+        retries=sum(r.retries or 0 for r in sent), reasks=sum(r.reasks or 0 for r in sent),
+        repeats_unknown=sum(r.retries is None or r.reasks is None for r in sent),
         output_chars=chars,
         cost_per_kchar_usd=None if cost is None or chars == 0 else cost / chars * 1000,
         latency_per_kchar_s=(sum(r.latency_s or 0.0 for r in timed) / timed_chars * 1000
@@ -196,7 +210,8 @@ _FRAME_SCHEMA: dict[str, type[pl.DataType]] = {
     "sent": pl.Int64, "from_ledger": pl.Int64, "input_tokens": pl.Int64,
     "output_tokens": pl.Int64, "tokens_unknown": pl.Int64, "cost_usd": pl.Float64,
     "spent_usd": pl.Float64, "cost_unknown": pl.Int64, "unmetered": pl.Int64,
-    "latency_p50_s": pl.Float64, "latency_p95_s": pl.Float64, "output_chars": pl.Int64,
+    "latency_p50_s": pl.Float64, "latency_p95_s": pl.Float64, "retries": pl.Int64,
+    "reasks": pl.Int64, "repeats_unknown": pl.Int64, "output_chars": pl.Int64,
     "cost_per_kchar_usd": pl.Float64, "latency_per_kchar_s": pl.Float64,
 }
 
@@ -211,8 +226,8 @@ def summary_frame(summaries: Sequence[UsageSummary]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=_FRAME_SCHEMA)
 
 
-_HEADERS = ("model", "stage", "calls", "ok", "not ok", "tokens in", "tokens out", "cost USD",
-            "p50 s", "p95 s", "USD / 1k chars", "s / 1k chars")
+_HEADERS = ("model", "stage", "calls", "ok", "not ok", "retries", "re-asks", "tokens in",
+            "tokens out", "cost USD", "p50 s", "p95 s", "USD / 1k chars", "s / 1k chars")
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -229,8 +244,10 @@ def _display_rows(summaries: Sequence[UsageSummary]) -> list[tuple[str, ...]]:
         if s.unmetered:
             cost += f" (+{s.unmetered} unmetered)"
         tokens_note = f" (+{s.tokens_unknown} unknown)" if s.tokens_unknown else ""
+        repeats_note = f" (+{s.repeats_unknown} unknown)" if s.repeats_unknown else ""
         rows.append((s.model, s.stage, str(s.calls), str(s.statuses[CallStatus.OK.value]),
-                     failures or "0", f"{s.input_tokens}{tokens_note}", str(s.output_tokens),
+                     failures or "0", f"{s.retries}{repeats_note}", f"{s.reasks}{repeats_note}",
+                     f"{s.input_tokens}{tokens_note}", str(s.output_tokens),
                      cost, _fmt(s.latency_p50_s), _fmt(s.latency_p95_s),
                      _fmt(s.cost_per_kchar_usd), _fmt(s.latency_per_kchar_s)))
     return rows

@@ -4,7 +4,7 @@
 raises for anything the provider does: every outcome is a status. Retries of
 transient failures (see ``retry``) and re-asks of invalid structured replies happen
 here, inside one logical call, so the ledger records the call once with its count
-of attempts.
+of attempts (and, apart, how many were transport retries and how many re-asks).
 """
 
 from __future__ import annotations
@@ -218,7 +218,8 @@ class OpenAICompatBackend:
             cost = (spec.cost_usd(totals.input_tokens, totals.output_tokens)
                     if totals.any_usage else None)
             return ChatResult(key=key, model=spec.name, status=status, usage=usage,
-                              cost_usd=cost, attempts=totals.attempts,
+                              cost_usd=cost, attempts=totals.attempts, retries=retries,
+                              reasks=reasks,
                               latency_s=last.latency_s if last else 0.0,
                               started_at=started_at, finished_at=datetime.now(UTC),
                               stage=request.stage, tag=request.tag, **kw)

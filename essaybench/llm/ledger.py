@@ -49,6 +49,7 @@ ROW_SCHEMA: dict[str, pl.DataType] = {
     "latency_s": pl.Float64(), "attempts": pl.Int32(),
     "started_at": pl.Datetime("us", "UTC"), "finished_at": pl.Datetime("us", "UTC"),
     "code_version": pl.String(), "run_id": pl.String(),
+    "retries": pl.Int32(), "reasks": pl.Int32(),
 }
 
 
@@ -67,6 +68,7 @@ def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
         "latency_s": result.latency_s, "attempts": result.attempts,
         "started_at": result.started_at, "finished_at": result.finished_at,
         "code_version": code_version(), "run_id": run_id,
+        "retries": result.retries, "reasks": result.reasks,
     }
 
 
@@ -77,7 +79,8 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
         parsed=None if row["parsed"] is None else json.loads(row["parsed"]),
         returned_model=row["returned_model"], finish_reason=row["finish_reason"],
         usage=Usage(row["input_tokens"], row["output_tokens"]), latency_s=row["latency_s"] or 0,
-        cost_usd=row["cost_usd"], attempts=row["attempts"], error_kind=row["error_kind"],
+        cost_usd=row["cost_usd"], attempts=row["attempts"], retries=row.get("retries"),
+        reasks=row.get("reasks"), error_kind=row["error_kind"],
         error=row["error"], started_at=row["started_at"], finished_at=row["finished_at"],
         from_ledger=True, stage=row["stage"] or "", tag=row["tag"] or "",
     )
@@ -119,6 +122,7 @@ class Ledger:
         self._con.execute("PRAGMA disable_checkpoint_on_shutdown")
         self._con.execute(statement("ledger_schema"))
         self._con.execute(statement("ledger_add_run_id"))
+        self._con.execute(statement("ledger_add_reasks"))
         return self
 
     def close(self) -> None:

@@ -21,9 +21,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from essaybench.core.errors import UnknownNameError, UserError
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.core.redact import register_secret_envs
-from essaybench.core.yamlio import YamlConfigError, read_yaml
+from essaybench.core.yamlio import YamlConfigError, YamlDocument, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
 
 EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cpp)
@@ -49,7 +50,7 @@ class RegistryError(YamlConfigError):
     """The registry file is wrong: the message names the file and the entry, never a value."""
 
 
-class ApiKeyMissingError(RuntimeError):
+class ApiKeyMissingError(UserError, RuntimeError):
     """The environment variable a model's key should come from is unset or empty."""
 
 
@@ -284,7 +285,7 @@ class Registry(BaseModel):
         except KeyError:
             known = ", ".join(sorted(self.models))
             where = f" in {self.source}" if self.source else ""
-            raise KeyError(f"no model named {name!r}{where}; known: {known}") from None
+            raise UnknownNameError(f"no model named {name!r}{where}; known: {known}") from None
 
     def names(self) -> list[str]:
         return list(self.models)
@@ -322,6 +323,26 @@ def load_registry(path: Path | str | None = None) -> Registry:
             raise doc.fail(f"entry {name!r}: 'name' differs from the entry's key; leave it out",
                            at=(*at, "name"))
         specs[str(name)] = doc.validate(ModelSpec, {**entry, "name": str(name)}, at=at)
+        _refuse_identical_requests(doc, specs, str(name))
     # From now on, whatever this process stores or prints is redacted of these keys.
     register_secret_envs(spec.api_key_env for spec in specs.values())
     return Registry(models=specs, source=str(path))
+
+
+def _refuse_identical_requests(doc: YamlDocument, specs: Mapping[str, ModelSpec],
+                               name: str) -> None:
+    """Two entries that would send the same request (same endpoint, model id and default
+    parameters) have the same request keys: the gateway sends one call for both and the
+    ledger cannot tell whose it was (generation aborted with "results out of order").
+    Refused at load, naming both entries, at the second one's line."""
+    spec = specs[name]
+    for other, earlier in specs.items():
+        if other == name:
+            break
+        if (earlier.endpoint.rstrip("/"), earlier.model_id, earlier.effective_params()) == (
+                spec.endpoint.rstrip("/"), spec.model_id, spec.effective_params()):
+            raise doc.fail(
+                f"entries {other!r} and {name!r} would send identical requests (same "
+                "base_url, model_id and default_params), so their calls could not be told "
+                "apart: remove one, or make them differ (e.g. in a parameter)",
+                at=("models", name))

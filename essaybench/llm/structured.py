@@ -1,4 +1,12 @@
-"""Structured replies: parse the model's text as JSON and validate it against the schema."""
+"""Structured replies: parse the model's text as JSON and validate it against the schema.
+
+A reply is read strictly (issue 13): it must be exactly one JSON value — the whole text,
+or the whole of one Markdown code fence — with no key twice in any object and no
+``NaN``/``Infinity``. Anything else is a :class:`StructuredError` whose message says what
+was wrong, in words a re-ask can repeat to the model. Looking for an object inside prose
+(the last one, the first one) is what let an essay put its own verdict into the judgment:
+a reply that quotes a score object and is then cut off was scored from the quote.
+"""
 
 from __future__ import annotations
 
@@ -14,67 +22,94 @@ from pydantic import BaseModel, ConfigDict, Field
 from essaybench.core.paths import project_dir
 from essaybench.core.yamlio import load_model
 
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+# The whole reply is one fence: ```json … ``` (or ``` … ```), only whitespace around it.
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?[ \t]*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 class StructuredError(ValueError):
     """The reply is not JSON, or not JSON that satisfies the schema."""
 
 
-_FENCED_ANYWHERE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?\s*```", re.DOTALL)
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # dict(pairs) in C, and the count compared: a key given twice would otherwise keep its
+    # last value silently ({"q1": 3, "q1": 10} read as 10).
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise StructuredError(f"{name} is not JSON: numbers must be finite")
+
+
 # strict=False: small local models put raw newlines inside JSON strings.
-_DECODER = json.JSONDecoder(strict=False)
+_DECODER = json.JSONDecoder(strict=False, object_pairs_hook=_unique_keys,
+                            parse_constant=_no_constant)
 
 
-def _embedded_objects(text: str) -> list[Any]:
-    """Top-level JSON objects inside prose, left to right (an object's own braces skipped)."""
-    found: list[Any] = []
-    at = text.find("{")
-    while at != -1:
-        try:
-            value, end = _DECODER.raw_decode(text, at)
-        except json.JSONDecodeError:
-            at = text.find("{", at + 1)
-            continue
-        found.append(value)
-        at = text.find("{", end)
-    return found
+def _where(text: str, at: int) -> str:
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return f"line {line} column {column}"
 
 
 def parse_json_reply(text: str) -> Any:
-    """JSON from a reply: the whole text, else inside a Markdown fence, else the last JSON
-    object embedded in prose ("分析……最终结果：{...}"), which is where a judge that ignores
-    the JSON mode puts its answer after the analysis. The raw text is kept by the caller."""
+    """The one JSON value a reply consists of: its whole text, or the whole of one Markdown
+    code fence. Raises :class:`StructuredError` saying what is wrong: text before or after
+    the value (an object inside prose, a second object), a duplicated key, invalid JSON."""
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
+    start = len(body) - len(body.lstrip())
     try:
-        return _DECODER.decode(body.strip())
+        value, end = _DECODER.raw_decode(body, start)
+    except _DuplicateKey as exc:
+        raise StructuredError(f"duplicate key {exc.args[0]!r} in a JSON object: every key "
+                              "must appear once") from None
     except json.JSONDecodeError as exc:
-        whole_error = exc
-    for block in reversed(_FENCED_ANYWHERE.findall(text)):
-        try:
-            return _DECODER.decode(block.strip())
-        except json.JSONDecodeError:
-            continue
-    objects = _embedded_objects(text)
-    if objects:
-        return objects[-1]
-    raise StructuredError(f"not valid JSON ({whole_error.msg} at line {whole_error.lineno} "
-                          f"column {whole_error.colno})")
+        if exc.pos == start and "{" in body[start:]:
+            raise StructuredError(
+                "text before the JSON object: the reply must be the object alone, not "
+                "prose around it") from None
+        raise StructuredError(f"not valid JSON ({exc.msg} at {_where(body, exc.pos)})") from None
+    rest = body[end:].lstrip()
+    if rest:
+        after = len(body) - len(body[end:].lstrip())
+        what = ("a second JSON object follows the first" if rest.startswith("{")
+                else "text after the JSON object")
+        raise StructuredError(f"{what} (at {_where(body, after)}): reply with exactly one "
+                              "JSON object and nothing else")
+    return value
 
 
 def reply_object(parsed_or_text: Any) -> Mapping[str, Any]:
-    """A structured reply as a JSON object: already parsed, or read from its text with
-    :func:`parse_json_reply`; :class:`StructuredError` when it is neither."""
+    """A structured reply as a JSON object: read from its raw text with
+    :func:`parse_json_reply` (strict), or, when no text exists, the already parsed value;
+    :class:`StructuredError` when it is neither."""
     value = parsed_or_text
     if isinstance(value, str):
         try:
             value = parse_json_reply(value)
         except StructuredError as exc:
-            raise StructuredError(f"reply is {exc}") from exc
+            raise StructuredError(f"reply is not one JSON object: {exc}") from exc
     if not isinstance(value, Mapping):
         raise StructuredError(f"reply must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def reply_of(text: str | None, parsed: Any) -> Any:
+    """What a reader of a finished call reads: the raw reply text when there is one (the
+    evidence, read strictly; a ledger row written by a laxer reader keeps its picked object
+    in ``parsed``), else the parsed value."""
+    return text if text is not None else parsed
 
 
 class _Refusal(BaseModel):

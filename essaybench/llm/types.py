@@ -103,7 +103,12 @@ class ChatResult:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0  # wall time of the successful (or last) attempt
     cost_usd: float | None = None
-    attempts: int = 0  # HTTP requests sent for this call, re-asks included
+    attempts: int = 0  # HTTP requests sent for this call: 1 + retries + reasks
+    # Of those, re-sent after a transient transport failure (429, 5xx, timeouts, ...), and
+    # sent again because the reply was empty or broke the answer format (a re-ask). None:
+    # not recorded (a ledger row written before the two were counted apart).
+    retries: int | None = 0
+    reasks: int | None = 0
     error_kind: str | None = None  # e.g. http_429, timeout, connect, context_length, schema
     error: str | None = None
     started_at: datetime | None = None

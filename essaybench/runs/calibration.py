@@ -26,8 +26,7 @@ from essaybench.bench.drift import (
     identity_changes,
     judge_identity,
 )
-from essaybench.bench.judge.request import JudgeParams, load_scoring
-from essaybench.bench.rubrics import AlignScore, default_judge_prompt
+from essaybench.bench.judge.request import JudgeParams, load_prompt_for, load_scoring
 from essaybench.core.contracts import OK
 from essaybench.core.errors import UserError
 from essaybench.llm.registry import Registry
@@ -48,7 +47,8 @@ def judge_identities(judge: JudgeParams, drift: DriftParams,
     """Each judge's identity (:func:`~essaybench.bench.drift.judge_identity`)."""
     scoring = load_scoring(judge)
     rubric = f"{scoring.id}.v{scoring.version}@{scoring.fingerprint}"
-    prompt = None if isinstance(scoring, AlignScore) else default_judge_prompt().fingerprint
+    judge_prompt = load_prompt_for(judge)
+    prompt = None if judge_prompt is None else judge_prompt.fingerprint
     anchors = load_anchor_set(drift.anchor_set).label
     settings = {"mode": judge.mode, "temperature": judge.temperature,
                 "max_tokens": judge.max_tokens, "analysis_max_chars": judge.analysis_max_chars}

@@ -11,6 +11,7 @@ import polars as pl
 
 from essaybench.bench.compare import compare_runs
 from essaybench.core.contracts import OK
+from essaybench.core.errors import NotFoundError
 from essaybench.store import Snapshot, Store
 
 
@@ -20,7 +21,7 @@ def previous_run(store: Store, run_id: str) -> str | None:
                      if r.stage == "judge" and r.status == OK})
     mine = [t for t, r in judged if r == run_id]
     if not mine:
-        raise LookupError(f"run {run_id} has no successful judge stage in {store.root}")
+        raise NotFoundError(f"run {run_id} has no successful judge stage in {store.root}")
     older = [r for t, r in judged if t < min(mine) and r != run_id]
     return older[-1] if older else None
 

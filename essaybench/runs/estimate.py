@@ -25,6 +25,7 @@ from essaybench.bench.estimate import (
     estimate_benchmark,
     format_usd,
 )
+from essaybench.core.errors import NotFoundError, UserError
 from essaybench.core.sql import statement
 from essaybench.llm.registry import Registry
 from essaybench.llm.session import LEDGER_FILE
@@ -38,7 +39,7 @@ STAGES_FROM = {"generate": ESTIMATED_STAGES, "judge": ESTIMATED_STAGES[1:],
                "aggregate": ("pairwise",)}
 
 
-class EstimateInputError(LookupError):
+class EstimateInputError(NotFoundError):
     """What an estimate needs is not in the store: the message names what and where."""
 
 
@@ -108,7 +109,7 @@ def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Regi
     return dataclasses.replace(estimate, assumptions=(*notes, *estimate.assumptions))
 
 
-class OverBudget(RuntimeError):
+class OverBudget(UserError, RuntimeError):
     """A run whose estimate exceeds its config's ``max_cost_usd``: refused before any call."""
 
 

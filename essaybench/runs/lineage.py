@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.core.errors import NotFoundError
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import GatewaySession
 from essaybench.store import Snapshot, Store
@@ -67,7 +68,7 @@ def lineage_upstream(store: Store, stage: str, upstream_stage: str, run_id: str)
             return own
         rows = stage_run_inputs(store, run_id=run)
         if any(r.stage == upstream_stage for r in rows):
-            raise LookupError(
+            raise NotFoundError(
                 f"cannot rerun {stage!r} from run {run}: its {upstream_stage!r} stage did not "
                 f"succeed; rerun that first: essaybench rerun --run {run} --stage "
                 f"{upstream_stage}")
@@ -76,9 +77,9 @@ def lineage_upstream(store: Store, stage: str, upstream_stage: str, run_id: str)
             if snapshot.stage == upstream_stage:
                 return snapshot
     if not run_is_known(store, run_id):
-        raise LookupError(f"cannot rerun {stage!r}: no run {run_id!r} in {store.root}")
+        raise NotFoundError(f"cannot rerun {stage!r}: no run {run_id!r} in {store.root}")
     chain = " ← ".join(runs)
-    raise LookupError(f"cannot rerun {stage!r} from run {run_id}: no {upstream_stage!r} "
+    raise NotFoundError(f"cannot rerun {stage!r} from run {run_id}: no {upstream_stage!r} "
                       f"snapshot in it or the runs it continues ({chain})")
 
 
@@ -106,6 +107,6 @@ def rerun_config(store: Store, run_id: str, config: BenchmarkConfig) -> Benchmar
         return config
     params = generate_params(store, record.base_run)
     if params is None:
-        raise LookupError(f"cannot rerun 'generate' from run {record.base_run}: it has no "
+        raise NotFoundError(f"cannot rerun 'generate' from run {record.base_run}: it has no "
                           f"generate stage, nor have the runs it continues")
     return config.model_copy(update={k: params[k] for k in SELECTION if k in params})

@@ -11,8 +11,10 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
+from essaybench.core.errors import UserError
 
-class SourceReadError(OSError):
+
+class SourceReadError(UserError, OSError):
     """A raw file cannot be read or decoded; the message names the file."""
 
 

@@ -1,4 +1,5 @@
-"""The ``aggregate`` stage: Table 5 (weighted, w/o WT), trait means, length compliance.
+"""The ``aggregate`` stage: Table 5 (weighted, w/o WT), trait means, length compliance
+(and, when essays were judged repeatedly, the judgments' spread: ``judge_repeats``).
 
 Reads a ``judge`` snapshot (and the essays it judged), writes the Table 5 snapshot and
 the report tables under ``<store>/reports/<run_id>/``, and records the run's health
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from essaybench.bench.aggregate import export, table5, trait_means
+from essaybench.bench.aggregate import export, has_repeats, judge_repeats, table5, trait_means
 from essaybench.bench.compliance import compliance_rates, compliance_table
 from essaybench.bench.health import DEFAULT_COVERAGE_FLOOR, assess_health
+from essaybench.bench.judge.flags import flag_counts
 from essaybench.core.contracts import StageOutput
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
@@ -36,6 +38,10 @@ def aggregate_stage(store: Store, run_id: str, upstream: Snapshot,
                   "table5_unweighted": table5(judgments, "score_unweighted"),
                   "trait_means": trait_means(judgments),
                   "length_compliance": compliance_rates(checked)}
+        if has_repeats(judgments):  # judge.repeats: the spread of the repeated judgments
+            tables["judge_repeats"] = judge_repeats(judgments)
+        if "essay_flags" in judgments.columns:  # injection and suspicious-score flags
+            tables["flags"] = flag_counts(judgments)
         paths = export(tables, folder)
         health = assess_health(essays, judgments, run_id=run_id,
                                coverage_floor=coverage_floor)

@@ -15,7 +15,7 @@ from essaybench.bench.agreement_tables import AgreementParams, build_agreement_t
 from essaybench.core.contracts import StageOutput
 from essaybench.core.export import write_report
 from essaybench.core.hashing import file_sha256
-from essaybench.human.annotations import load_absolute, load_pairwise
+from essaybench.human.run_check import RunEssays, load_checked
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -24,20 +24,29 @@ STAGE = "agreement"
 
 def agreement_stage(store: Store, run_id: str, params: AgreementParams,
                     judged: Snapshot) -> tuple[Snapshot, Path]:
+    """Agreement of ``judged`` (a judge snapshot of ``run_id``) with ``params``'s annotation
+    file, checked against the run first (``human.run_check``): a row naming a prompt, a
+    model or an essay the run does not have, or a score off the scale, is an
+    ``AnnotationFileError`` naming file and line, unless ``params.ignore_unknown`` (then
+    those rows are left out, counted in the meta as ``dropped``, and ``note`` says which)."""
     judged.require_stage("judge", STAGE)
     path = Path(params.annotations)
-    annotations = (load_pairwise if params.kind == "pairwise" else load_absolute)(path)
-    params = params.model_copy(update={"annotations_sha256": file_sha256(path)})
     judgments = judged.read()
+    checked = load_checked(path, params.kind, RunEssays.from_judgments(run_id, judgments),
+                           scale=params.score_scale(), ignore_unknown=params.ignore_unknown)
+    annotations = checked.table
+    params = params.model_copy(update={"annotations_sha256": file_sha256(path)})
     folder = store.root / "reports" / run_id / STAGE
+    accounted = {"dropped": checked.dropped, "note": checked.note}
 
     def compute() -> StageOutput:
         tables = build_agreement_tables(annotations, judgments, params)
         report = write_report(tables, folder, f"Judge–human agreement ({params.kind} annotations, "
                                          f"{path.name})", render=render_markdown)
         main = tables.get("judge_human", tables["annotators"])
-        return StageOutput(main, {"report": str(report), "tables": sorted(tables)})
+        return StageOutput(main, {"report": str(report), "tables": sorted(tables), **accounted},
+                           run_meta=accounted)
 
     snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=[judged], params=params,
-                         rows_in=annotations.height, compute=compute)
+                         rows_in=annotations.height + checked.dropped, compute=compute)
     return snapshot, folder

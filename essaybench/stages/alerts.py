@@ -30,6 +30,7 @@ from essaybench.bench.alerts import (
     shown_url,
 )
 from essaybench.core.contracts import OK, StageOutput
+from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import incomparable_judges, run_drift
 from essaybench.runs.comparable import last_comparable_run
 from essaybench.runs.health import run_health
@@ -134,5 +135,5 @@ def run_alerts(store: Store, run_id: str, snapshot: Snapshot | None = None) -> R
             return RunAlerts(run_id, snap, alerts_of_frame(snap.read()), meta.get("base_run"),
                              meta.get("reason"), list(meta.get("delivery_lines", [])),
                              store.root / "reports" / run_id / "alerts.md")
-    raise LookupError(f"run {run_id} has no alerts stage in {store.root} (it ends the "
+    raise NotFoundError(f"run {run_id} has no alerts stage in {store.root} (it ends the "
                       "pipeline of runs made since alerts were added)")

@@ -71,7 +71,8 @@ def calibrate(store: Store, run_id: str, config: BenchmarkConfig
     recorded (per judge: verdict against the previous calibration, ``continues``)."""
     registry = load_registry()
     with open_gateway(registry, store.root, config.judge.judges, log_dir=store.root / "logs",
-                      scope=run_scope(store, run_id)) as session:
+                      scope=run_scope(store, run_id),
+                      ledger_lock_timeout_s=store.lock_timeout_s) as session:
         snapshot = calibrate_stage(store, run_id, config, registry, session)
     return snapshot, stage_run_meta(store, run_id, STAGE)
 

@@ -36,7 +36,7 @@ def _classify_with_gateway(store: Store, run_id: str, config: CurateConfig,
     model = config.classify.llm_model
     if model is None:
         raise ValueError("classify mode 'rules+llm' needs classify.llm_model (a registry name)")
-    with open_gateway(load_registry(), store.root, [model],
-                      scope=ReuseScope(run_id=run_id)) as session:
+    with open_gateway(load_registry(), store.root, [model], scope=ReuseScope(run_id=run_id),
+                      ledger_lock_timeout_s=store.lock_timeout_s) as session:
         return classify_stage(store, run_id, config, upstream,
                               GatewayLabeler(session.gateway, model))

@@ -9,12 +9,13 @@ import polars as pl
 from pydantic import BaseModel
 
 from essaybench.core.contracts import StageOutput, kept_rows
+from essaybench.core.errors import NotFoundError
 from essaybench.curate.funnel import CURATE_STAGES
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
 
-class NoUpstreamError(LookupError):
+class NoUpstreamError(NotFoundError):
     """A stage was asked to start from a snapshot that does not exist."""
 
 

@@ -41,7 +41,9 @@ def judge_anchors(params: DriftParams, judge: JudgeParams, session: Runner,
                   stage: str) -> pl.DataFrame:
     """The judges' judgments of the (sampled) anchor set: judge-stage rows plus ``level``.
     The calls are the judge stage's own (same rendering, schema and parameters),
-    accounted under ``stage``."""
+    accounted under ``stage`` — one per anchor and judge, whatever ``judge.repeats`` says:
+    the anchors measure the judge's single call, as its calibration did."""
+    judge = judge.model_copy(update={"repeats": 1})
     anchors = load_anchor_set(params.anchor_set)
     essays = anchor_essays(sample_anchors(anchors, params.anchors, params.seed))
     scoring = load_scoring(judge)

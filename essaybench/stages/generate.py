@@ -12,6 +12,7 @@ from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.generate import STAGE, run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.contracts import StageOutput
+from essaybench.core.errors import NotFoundError
 from essaybench.llm.session import GatewaySession
 from essaybench.runs.lineage import check_session_run
 from essaybench.store import Snapshot, Store
@@ -23,11 +24,11 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
     if version == "latest":
         latest = store.latest_prompt_set_version()
         if latest is None:
-            raise LookupError(f"no prompt set published in {store.root}: run essaybench curate")
+            raise NotFoundError(f"no prompt set published in {store.root}: run essaybench curate")
         version = latest
     record = store.get_prompt_set(version)
     if record is None:
-        raise LookupError(f"prompt set {version!r} is not in {store.root}")
+        raise NotFoundError(f"prompt set {version!r} is not in {store.root}")
     prompts = pl.read_parquet(store.root / record["parquet_path"])
     return version, prompts, store.get_snapshot(record["snapshot_id"])
 
@@ -42,7 +43,9 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     selected = select_prompts(prompts, config.per_genre, config.sample_seed)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
-    prefetch = JudgePrefetch.for_prompts(selected, config.judge) if prefetch_judge else None
+    prefetch = (JudgePrefetch.for_prompts(selected, config.judge,
+                                          config.generate.min_chinese_share)
+                if prefetch_judge else None)
 
     def compute() -> StageOutput:
         output = run_generate(selected, config.generate, session, version, follow_up=prefetch)

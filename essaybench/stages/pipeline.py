@@ -49,8 +49,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
             config = rerun_config(store, run_id, config)
         registry = load_registry()
         with open_gateway(registry, store.root, config.models(),
-                          log_dir=store.root / "logs",
-                          scope=run_scope(store, run_id)) as session:
+                          log_dir=store.root / "logs", scope=run_scope(store, run_id),
+                          ledger_lock_timeout_s=store.lock_timeout_s) as session:
             for stage in llm:
                 if stage == "generate":
                     upstream = generate_stage(store, run_id, config, session,

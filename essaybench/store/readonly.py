@@ -19,19 +19,29 @@ from pathlib import Path
 
 import duckdb
 
-from essaybench.store.lock import StoreBusyError, wait_for_flock
+from essaybench.store.lock import (
+    StoreBusyError,
+    format_seconds,
+    holder_text,
+    wait_for_flock,
+    waiting_reporter,
+)
 
 
 @contextmanager
-def _shared_lock(lock_path: Path, busy: str, wait_s: float, poll_s: float) -> Iterator[None]:
+def _shared_lock(lock_path: Path, what: str, wait_s: float, poll_s: float) -> Iterator[None]:
     try:
         fd = os.open(lock_path, os.O_RDONLY)  # never O_CREAT: a reader creates nothing
     except FileNotFoundError:
         yield  # no writer has ever locked this store
         return
     try:
-        if not wait_for_flock(fd, fcntl.LOCK_SH, wait_s, poll_s):
-            raise StoreBusyError(busy)
+        if not wait_for_flock(fd, fcntl.LOCK_SH, wait_s, poll_s,
+                              waiting_reporter(lock_path, what, wait_s)):
+            raise StoreBusyError(
+                f"{what} is being written: {holder_text(lock_path, 'has held its lock')}"
+                + (f"; gave up after {format_seconds(wait_s)}: wait for it to finish or pass "
+                   "a longer --lock-timeout" if wait_s > 0 else ""))
         try:
             yield
         finally:
@@ -47,8 +57,7 @@ def read_only(db_path: Path, lock_path: Path, what: str, *, wait_s: float = 10.0
     ``StoreBusyError`` when a writer holds it for longer than ``wait_s``."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no {what} at {db_path}")
-    busy = f"{what} {db_path} is being written by another process"
-    with _shared_lock(lock_path, busy, wait_s, poll_s):
+    with _shared_lock(lock_path, f"{what} {db_path}", wait_s, poll_s):
         try:
             con = duckdb.connect(str(db_path), read_only=True)
         except duckdb.Error as exc:  # held by a process outside the lock protocol

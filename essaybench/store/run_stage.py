@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from essaybench.core.contracts import StageOutput
+from essaybench.core.errors import user_error_of
 from essaybench.core.gcfreeze import frozen_heap
 from essaybench.core.redact import redact
 from essaybench.core.version import code_version
@@ -24,15 +25,19 @@ from essaybench.store import Snapshot, Store, liveness
 
 
 class StageFailed(RuntimeError):
-    """A stage raised; the catalog row holds the same error text."""
+    """A stage raised; the catalog row holds the same error text. ``user_error``: the
+    message of the user's mistake it raised for (a bad input file, a missing key
+    variable; see ``core.errors``), None when it failed for another reason."""
 
-    def __init__(self, message: str, run_id: str = "", stage: str = "") -> None:
+    def __init__(self, message: str, run_id: str = "", stage: str = "",
+                 user_error: str | None = None) -> None:
         super().__init__(message)
         self.run_id = run_id
         self.stage = stage
+        self.user_error = user_error
 
-    def __reduce__(self) -> tuple[type[StageFailed], tuple[str, str, str]]:
-        return type(self), (str(self), self.run_id, self.stage)
+    def __reduce__(self) -> tuple[type[StageFailed], tuple[str, str, str, str | None]]:
+        return type(self), (str(self), self.run_id, self.stage, self.user_error)
 
 
 def params_dict(params: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
@@ -75,8 +80,9 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
         error = redact(f"{type(exc).__name__}: {exc}")
         store.finish_stage_run(stage_run_id, status="failed", error=error + "\n"
                                + redact("".join(traceback.format_exception(exc, limit=-3))))
-        raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}", run_id,
-                          stage) from exc
+        mistake = user_error_of(exc)
+        raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}", run_id, stage,
+                          None if mistake is None else redact(str(mistake))) from exc
     counts = output.counts()
     store.finish_stage_run(
         stage_run_id, status="ok", snapshot_id=snapshot.snapshot_id,

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from essaybench.core.errors import NotFoundError
 from essaybench.core.hashing import file_sha256
 from essaybench.core.sql import statement
 from essaybench.core.version import code_version
@@ -87,7 +88,7 @@ def _lent_scope(store: Store, lender: str, role: str) -> tuple[tuple[str, ...], 
     if record is not None:
         return record.reuse_scope, record.reuse_unattributed
     if not stage_run_inputs(store, run_id=lender):
-        raise LookupError(f"{role}: no run {lender!r} in {store.root}")
+        raise NotFoundError(f"{role}: no run {lender!r} in {store.root}")
     # A run from before runs were recorded: its calls carry no run id, so which of the
     # unattributed calls it paid for is unknown; continuing it may serve them all.
     return (lender,), True

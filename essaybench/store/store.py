@@ -28,17 +28,20 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
 from essaybench.core.hashing import canonical_json, sha256_hex
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
+from essaybench.store.readonly import read_only
 
 META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
 _MIGRATED: set[Path] = set()  # catalogs this process has brought up to the schema
 
 
-class WrongUpstreamError(ValueError):
+class WrongUpstreamError(UserError, ValueError):
     """A stage was handed a snapshot of another stage than its upstream."""
 
 
@@ -97,14 +100,26 @@ def table_hash(stage: str, table: pl.DataFrame, upstream: Sequence[str]) -> str:
 
 
 class Store:
-    def __init__(self, root: Path | str, lock_timeout_s: float = 120.0) -> None:
+    """A store at ``root``. ``lock_timeout_s``: how long to wait for another process's
+    lock (the catalog's; stages pass it on to the call ledger's). ``read_only``: never
+    create or change anything, not even a lock file (read-only commands); a missing
+    store is a ``NotFoundError`` and writing fails."""
+
+    def __init__(self, root: Path | str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S, *,
+                 read_only: bool = False) -> None:
         self.root = Path(root)
         self.catalog_path = self.root / "catalog.duckdb"
         self.lock_timeout_s = lock_timeout_s
+        self.read_only = read_only
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A catalog connection held under the store's exclusive lock."""
+        """A catalog connection held under the store's exclusive lock (a read-only
+        connection under a shared one, when the store is read-only)."""
+        if self.read_only:
+            with self._read_only_connection() as con:
+                yield con
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s):
             con = duckdb.connect(str(self.catalog_path))
@@ -122,6 +137,22 @@ class Store:
                 con.execute("COMMIT")
             finally:
                 con.close()
+
+    @contextmanager
+    def _read_only_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not self.root.is_dir():
+            raise NotFoundError(f"no store at {self.root}")
+        if not self.catalog_path.is_file():
+            raise NotFoundError(f"no catalog in {self.root} (not a store?)")
+        with read_only(self.catalog_path, self.root / "catalog.lock", "catalog",
+                       wait_s=self.lock_timeout_s) as con:
+            try:
+                yield con
+            except (duckdb.CatalogException, duckdb.BinderException) as exc:
+                # A catalog from before a table or column was added; a writer migrates it.
+                raise UserError(f"catalog {self.catalog_path} was written by an older "
+                                "essaybench: a command that writes the store (e.g. essaybench "
+                                "curate) brings it up to date") from exc
 
     # -- snapshots ---------------------------------------------------------
 
@@ -177,7 +208,8 @@ class Store:
 
     def _snapshot(self, snapshot_id: str, row: tuple[Any, ...] | None) -> Snapshot:
         if row is None:
-            raise KeyError(f"no snapshot {snapshot_id!r} in the catalog {self.catalog_path}")
+            raise UnknownNameError(f"no snapshot {snapshot_id!r} in the catalog "
+                                   f"{self.catalog_path}")
         sid, stage, rel, chash, n_rows, upstream, meta, created = row
         return Snapshot(sid, stage, self.root / rel, chash, int(n_rows), tuple(upstream),
                         json.loads(meta) if meta else {}, created)
@@ -189,7 +221,7 @@ class Store:
         return None if row is None else self.get_snapshot(row[1])
 
     def require_ok_snapshot(self, stage: str, run_id: str | None, reader: str, hint: str = "",
-                            error: type[LookupError] = LookupError) -> Snapshot:
+                            error: type[LookupError] = NotFoundError) -> Snapshot:
         """``latest_ok_snapshot``, or ``error`` naming the reader, the stage and where it
         looked (and ``hint``: what to run first)."""
         found = self.latest_ok_snapshot(stage, run_id)

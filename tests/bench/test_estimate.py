@@ -26,7 +26,12 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.pairwise.design import PairwiseParams
 from essaybench.bench.pairwise.prompt import render_pairwise_messages
-from essaybench.bench.rubrics import load_rubric, render_judge_messages
+from essaybench.bench.rubrics import (
+    load_judge_prompt,
+    load_rubric,
+    render_judge_messages,
+    rubrics_dir,
+)
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.types import CallStatus, ChatResult, Usage
@@ -53,6 +58,7 @@ REGISTRY = Registry(models={s.name: s for s in (
     spec("j", price_input_per_mtok=1.0, price_output_per_mtok=4.0, max_concurrency=4,
          tpm=6000),
 )})
+V2 = load_judge_prompt(rubrics_dir() / "judge_prompt.v2.yaml")  # the default judge prompt
 CONFIG = BenchmarkConfig(
     generate=GenerateParams(models=("w", "e"), samples=2),
     judge=JudgeParams(judges=["j"], max_tokens=500),
@@ -73,7 +79,7 @@ def test_anchor_re_judging_is_estimated_as_a_stage_of_its_own() -> None:
     row = next(r for r in with_drift.rows if r.stage == "drift")
     anchors = sample_anchors(load_anchor_set(), 5, 3)
     rubric = load_rubric()
-    sent = sum(chars(render_judge_messages(rubric, a.genre, a.prompt, a.essay))
+    sent = sum(chars(render_judge_messages(rubric, a.genre, a.prompt, a.essay, V2))
                for a in anchors)
     assert (row.model, row.calls) == ("j", 5)
     assert row.input_tokens == pytest.approx(1.6 * sent)
@@ -112,7 +118,7 @@ def test_estimate_matches_hand_arithmetic() -> None:
     # judge, j: every essay (2 prompts × 2 writers × 2 samples) with the rubric prompt;
     # essays of 960, 1000, 600 and 600 tokens are 600, 625, 375 and 375 characters.
     rubric = load_rubric()
-    frame = {text: chars(render_judge_messages(rubric, genre, text, ""))
+    frame = {text: chars(render_judge_messages(rubric, genre, text, "", V2))
              for genre, text in (("argumentative", P0), ("narrative", P1))}
     essay_chars = {P0: (600, 375), P1: (625, 375)}
     j_in = 2 * 1.6 * sum(frame[t] + c for t in (P0, P1) for c in essay_chars[t])
@@ -145,6 +151,21 @@ def test_estimate_matches_hand_arithmetic() -> None:
     assert est.wall_s == pytest.approx(71.0 + 70.0)
     assert any("overlap" in note for note in est.assumptions)
     assert any("every essay comes back ok" in note for note in est.assumptions)
+
+
+@pytest.mark.parametrize(("when", "bound"), [("all", False), ("flagged", True),
+                                              ("borderline", True)])
+def test_repeated_judging_is_counted_k_times(when: str, bound: bool) -> None:
+    once = estimate_benchmark(PROMPTS, CONFIG, REGISTRY, {}, prompt_set="ps-x")
+    judge = CONFIG.judge.model_copy(update={"repeats": 3, "repeat_when": when})
+    thrice = estimate_benchmark(PROMPTS, CONFIG.model_copy(update={"judge": judge}), REGISTRY,
+                                {}, prompt_set="ps-x")
+    row = {(r.model, r.stage): r for r in once.rows}[("j", "judge")]
+    row3 = {(r.model, r.stage): r for r in thrice.rows}[("j", "judge")]
+    assert (row.calls, row3.calls) == (8, 24)
+    assert row3.input_tokens == pytest.approx(3 * row.input_tokens)
+    note = next(n for n in thrice.assumptions if "judge.repeats 3" in n)
+    assert ("upper bound" in note) is bound
 
 
 def test_stages_limit_what_is_estimated() -> None:

@@ -30,6 +30,47 @@ def test_llm_usage_reports_the_ledger(tmp_path: Path) -> None:
     assert cells[:3] == ["fake", "generate", "8"]  # model, stage, calls
 
 
+def test_llm_usage_counts_reasks_apart_from_retries(tmp_path: Path) -> None:
+    # Every body's first arrival is a 503 (a retry); the reply breaks the schema once (a
+    # re-ask, a new body, whose first arrival is a 503 too).
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    scenario = FakeScenario.model_validate({
+        "faults": [{"kind": "status", "status": 503, "first_attempts": 1}],
+        "models": {"*": {"structured": "script",
+                         "structured_script": ['{"n": 1} {"n": 2}', '{"n": 3}']}}})
+    request = ChatRequest(model="fake", stage="judge", response_schema=schema,
+                          messages=(Message(role="user", content="给一个数"),))
+    with run_fake_server(scenario) as server, open_gateway(
+            registry_of(fake_spec()), tmp_path, ["fake"],
+            base_urls={"fake": server.base_url}) as session:
+        (result,) = session.run([request])
+    assert result.ok and result.parsed == {"n": 3}
+    out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path), "--markdown"])
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    row = dict(zip(header, (c.strip() for c in lines[2].strip("|").split("|")), strict=True))
+    assert (row["model"], row["stage"], row["calls"]) == ("fake", "judge", "1")
+    assert (row["retries"], row["re-asks"]) == ("2", "1")
+
+
+def test_llm_usage_reads_a_ledger_from_before_reasks_were_counted(tmp_path: Path) -> None:
+    # read-only, the ledger is not migrated: its calls' retries and re-asks are unknown
+    import duckdb
+
+    from tests.llm.test_ledger_runs import OLD_SCHEMA
+
+    with duckdb.connect(str(tmp_path / "ledger.duckdb")) as con:
+        con.execute(OLD_SCHEMA)
+    out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path), "--markdown"])
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.output.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    row = dict(zip(header, (c.strip() for c in lines[2].strip("|").split("|")), strict=True))
+    assert (row["calls"], row["retries"], row["re-asks"]) == ("1", "0 (+1 unknown)",
+                                                             "0 (+1 unknown)")
+
+
 def test_llm_usage_without_ledger_is_a_clear_error(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path)])
     assert out.exit_code != 0 and "no ledger" in out.output

@@ -301,7 +301,7 @@ def test_template_renders_only_the_asked_tasks() -> None:
     template = load_label_template()
     both = render_label_prompt(template, LabelRequest(prompt_id="p", text="写$一篇作文",
                                                       need_genre=True, need_set=True))
-    assert (both.template_id, both.template_version) == ("classify_prompt", 1)
+    assert (both.template_id, both.template_version) == ("classify_prompt", 2)
     assert "写$一篇作文" in both.user and "文体" in both.user and "题目类型" in both.user
     assert '"genre": "argumentative" | "narrative"' in both.user
     assert '"prompt_set": "open" | "constrained"' in both.user
@@ -323,9 +323,13 @@ def test_template_with_unknown_placeholder_is_rejected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("reply", "need_set", "status", "genre", "pset"), [
     ('{"genre": "narrative", "prompt_set": null, "evidence": "经历"}', False, "ok",
      Genre.NARRATIVE, None),
-    ('```json\n{"genre": "议论文", "prompt_set": "constrained"}\n```', True, "ok",
-     Genre.ARGUMENTATIVE, PromptSetLabel.CONSTRAINED),
-    ('{"genre": "narrative", "prompt_set": "open"}', False, "ok", Genre.NARRATIVE, None),
+    ('```json\n{"genre": "议论文", "prompt_set": "constrained", "evidence": "不少于600字"}\n```',
+     True, "ok", Genre.ARGUMENTATIVE, PromptSetLabel.CONSTRAINED),
+    ('{"genre": "narrative", "prompt_set": "open", "evidence": "「难忘的经历」"}', False,
+     "ok", Genre.NARRATIVE, None),
+    ('{"genre": "narrative", "prompt_set": "open"}', False, "parse_error", None, None),
+    ('{"genre": "narrative", "evidence": "题目要求写经历"}', False, "parse_error", None, None),
+    ('{"genre": "narrative", "evidence": "。"}', False, "parse_error", None, None),
     ('{"genre": null, "evidence": "不是作文题"}', False, "refused", None, None),
     ('{"genre": "poem"}', False, "parse_error", None, None),
     ('{"prompt_set": "open"}', False, "parse_error", None, None),
@@ -334,5 +338,6 @@ def test_template_with_unknown_placeholder_is_rejected(tmp_path: Path) -> None:
 ])
 def test_parse_label_reply(reply: str, need_set: bool, status: str, genre: Genre | None,
                            pset: PromptSetLabel | None) -> None:
-    result = parse_label_reply(reply, LabelRequest(prompt_id="p", text="x", need_set=need_set))
+    text = "以“一次难忘的经历”为题写一篇作文，不少于600字。"
+    result = parse_label_reply(reply, LabelRequest(prompt_id="p", text=text, need_set=need_set))
     assert (result.status.value, result.genre, result.prompt_set) == (status, genre, pset)

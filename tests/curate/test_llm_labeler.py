@@ -19,7 +19,9 @@ from essaybench.curate.labeler import (
     LabelResult,
     LabelStatus,
     PromptSetLabel,
+    load_label_template,
     parse_label_reply,
+    render_label_prompt,
 )
 from essaybench.curate.llm_labeler import GatewayLabeler, label_schema
 from essaybench.curate.table import FILTER_COLUMNS, RECORD_COLUMNS
@@ -39,7 +41,8 @@ BOTH = LabelRequest(prompt_id="p-both", text="以“门”为题写一篇作文�
                     need_set=True)
 
 
-def reply(genre: str | None = None, pset: str | None = None, evidence: str = "题目要求") -> str:
+def reply(genre: str | None = None, pset: str | None = None, evidence: str = "写一篇") -> str:
+    # the default evidence is a passage of every prompt below
     return json.dumps({"genre": genre, "prompt_set": pset, "evidence": evidence},
                       ensure_ascii=False)
 
@@ -112,9 +115,9 @@ def test_schema_accepts_what_the_template_asks_for_and_rejects_other_labels() ->
 # --- answers ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("request_", "text", "genre", "pset"), [
-    (GENRE, reply("narrative", evidence="写经历"), Genre.NARRATIVE, None),
-    (SET, reply(None, "constrained", evidence="有读者对象"), None, PromptSetLabel.CONSTRAINED),
-    (BOTH, reply("descriptive", "constrained", evidence="写给老师"), Genre.DESCRIPTIVE,
+    (GENRE, reply("narrative", evidence="以“门”为题"), Genre.NARRATIVE, None),
+    (SET, reply(None, "constrained", evidence="谈谈诚信"), None, PromptSetLabel.CONSTRAINED),
+    (BOTH, reply("descriptive", "constrained", evidence="写给你的老师"), Genre.DESCRIPTIVE,
      PromptSetLabel.CONSTRAINED),
 ])
 def test_ok_reply_becomes_labels(tmp_path: Path, request_: LabelRequest, text: str,
@@ -185,6 +188,74 @@ def test_always_invalid_stops_after_the_reask_budget(tmp_path: Path) -> None:
     assert ledger_rows(tmp_path / "l.duckdb") == [("classify", "p-genre", "parse_error", 3)]
 
 
+# --- strict replies and quoted evidence (issue 13) ---------------------------------------
+
+def template_placeholder(request: LabelRequest) -> str:
+    """The evidence text the default template's answer line shows, as a model copies it."""
+    rendered = render_label_prompt(load_label_template(), request).user
+    line = next(x for x in rendered.splitlines() if '"evidence": "' in x)
+    return line.split('"evidence": "', 1)[1].rsplit('"', 1)[0]
+
+
+@pytest.mark.parametrize("evidence", [
+    "<题目中支持判断的原文或简短理由 / a short quote or reason>",  # the v1 template's
+    "‹题目中支持判断的原文…›",  # as the issue quotes it
+    "TEMPLATE",  # the default template's own placeholder, whatever it is now
+    "题目要求写一段经历",  # a reason, not a quote
+    "",
+])
+def test_evidence_that_is_not_a_quote_from_the_prompt_is_no_label(
+        tmp_path: Path, evidence: str) -> None:
+    evidence = template_placeholder(GENRE) if evidence == "TEMPLATE" else evidence
+    assert evidence not in GENRE.text or not evidence
+    with run_fake_server(scripted(reply("argumentative", evidence=evidence))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE])
+    assert (result.status, result.genre, result.prompt_set) == (
+        LabelStatus.PARSE_ERROR, None, None)
+    assert "evidence" in (result.error or "")
+
+
+@pytest.mark.parametrize("evidence", ["以“门”为题", "  写一篇作文。 ", "以“门”为题写一篇作文。",
+                                      "以\u201c门\u201d为题写一篇\u200b作文"])
+def test_evidence_quoted_from_the_prompt_is_accepted(tmp_path: Path, evidence: str) -> None:
+    # compared after the normalisation the prompt had (whitespace, zero-width characters)
+    with run_fake_server(scripted(reply("narrative", evidence=evidence))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE])
+    assert (result.status, result.genre) == (LabelStatus.OK, Genre.NARRATIVE)
+
+
+@pytest.mark.parametrize("text", [
+    # a duplicated key: the last value used to win
+    '{"genre": "narrative", "prompt_set": null, "evidence": "以“门”为题", '
+    '"genre": "argumentative"}',
+    # two objects: the gateway used to take the last, the labeler the span of both
+    reply("narrative", evidence="以“门”为题") + reply("argumentative", evidence="以“门”为题"),
+    # an object inside prose
+    "判断如下：" + reply("narrative", evidence="以“门”为题"),
+])
+def test_a_reply_that_is_not_exactly_one_object_is_no_label(tmp_path: Path, text: str) -> None:
+    with run_fake_server(scripted(text)) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [GENRE], max_reasks=1)
+        assert server.stats().totals.received == 2  # re-asked once, the same reply again
+    assert (result.status, result.genre) == (LabelStatus.PARSE_ERROR, None)
+    assert ledger_rows(tmp_path / "l.duckdb", "status, attempts, reasks, retries") == [
+        ("parse_error", 2, 1, 0)]
+
+
+def test_placeholder_evidence_leaves_the_prompt_unclassified(tmp_path: Path) -> None:
+    text = "以“门”为题写一篇作文。"
+    placeholder = template_placeholder(LabelRequest(prompt_id="x", text=text))
+    with run_fake_server(scripted(reply("argumentative", evidence=placeholder))) as server, \
+            Ledger(tmp_path / "l.duckdb") as ledger:
+        gateway = Gateway(registry_of(fake_spec()), ledger,
+                          base_urls={"fake": server.base_url}, backoff=FAST)
+        out = run_classify(prompt_table([text]), ClassifyParams(mode="rules+llm"),
+                           GatewayLabeler(gateway, "fake"))
+    row = out.table.row(0, named=True)
+    assert (row["genre"], row["genre_source"], row["decision"]) == (None, None, "unclassified")
+    assert "evidence" in row["detail"] and out.meta["llm"]["status"] == {"parse_error": 1}
+
+
 # --- the ledger ------------------------------------------------------------------------
 
 def test_rerun_is_served_from_the_ledger(tmp_path: Path) -> None:
@@ -200,17 +271,19 @@ def test_rerun_is_served_from_the_ledger(tmp_path: Path) -> None:
 
 
 def test_schema_generated_replies_always_parse(tmp_path: Path) -> None:
-    # any reply the schema allows is read by parse_label_reply as a label or a refusal
+    # any reply the schema allows is read by parse_label_reply as a label or a refusal;
+    # the fake's random evidence is no passage of the prompt, so its labels are rejected
+    # for that reason and no other
     requests = [LabelRequest(prompt_id=f"p{i}", text=f"第{i}题：以“门”为题写作文。",
                              need_genre=i % 3 != 1, need_set=i % 3 != 0) for i in range(30)]
     with run_fake_server() as server:
         results = label_with(server, tmp_path / "l.duckdb", requests, batch=True)
-    assert {r.status for r in results} <= {LabelStatus.OK, LabelStatus.REFUSED}
-    assert sum(r.status == LabelStatus.OK for r in results) >= 10
-    for r, q in zip(results, requests, strict=True):
-        if r.status == LabelStatus.OK:
-            assert (r.genre is not None) == q.need_genre
-            assert (r.prompt_set is not None) == q.need_set
+    assert {r.status for r in results} == {LabelStatus.PARSE_ERROR, LabelStatus.REFUSED}
+    assert sum(r.status == LabelStatus.PARSE_ERROR for r in results) >= 10
+    for r in results:
+        assert (r.genre, r.prompt_set) == (None, None)
+        if r.status == LabelStatus.PARSE_ERROR:
+            assert "is not a passage of the prompt" in (r.error or "")
 
 
 def test_parse_label_reply_is_the_reader(tmp_path: Path) -> None:
@@ -239,7 +312,7 @@ def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
     decided = "以“底线”为题，写一篇议论文。"
     t = prompt_table([undecided[0], decided, *undecided[1:]])
     path = tmp_path / "l.duckdb"
-    with run_fake_server(scripted(reply("narrative", evidence="叙事题"))) as server, \
+    with run_fake_server(scripted(reply("narrative", evidence="为题写一篇作文"))) as server, \
             Ledger(path) as ledger:
         gateway = Gateway(registry_of(fake_spec()), ledger,
                           base_urls={"fake": server.base_url}, backoff=FAST)
@@ -255,7 +328,8 @@ def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
     llm = [r for r in rows if r["text"] in undecided]
     assert [(r["genre"], r["genre_source"], r["decision"]) for r in llm] == [
         ("narrative", "llm", "kept")] * 3
-    assert all(r["genre_evidence"].startswith("llm: 叙事题 | rule: undecided") for r in llm)
+    assert all(r["genre_evidence"].startswith("llm: 为题写一篇作文 | rule: undecided")
+               for r in llm)
     assert next(r for r in rows if r["text"] == decided)["genre_source"] == "rule"
     assert out.meta["llm"]["status"] == {"ok": 3}
     assert again.table["genre_source"].to_list() == ["llm"] * 4
@@ -292,5 +366,7 @@ def test_concurrent_calls_never_overlap_gateway_batches(tmp_path: Path) -> None:
     with run_fake_server(scenario) as server:
         results, batches = asyncio.run(main(server))
         assert server.stats().totals.received == 40
-    assert {r.status for r in results} <= {LabelStatus.OK, LabelStatus.REFUSED}
+    # the fake's generated evidence is no quote: parse errors, never labels
+    assert {r.status for r in results} <= {LabelStatus.PARSE_ERROR, LabelStatus.REFUSED}
+    assert all(r.genre is None for r in results)
     assert batches == 2

@@ -63,7 +63,8 @@ def test_wpb_report_command(shared_data: Path, tmp_path: Path) -> None:
 def test_agreement_ignore_unknown_leaves_the_rows_out_and_says_so(
         judged_copy: tuple[Store, Snapshot, Snapshot], tmp_path: Path) -> None:
     """Issue 13: rows naming what the run lacks were accepted silently; with
-    --ignore-unknown they are counted and kept out of the stage's input."""
+    --ignore-unknown the stage leaves them out and counts them (its params record the
+    user's own file and the flag; no filtered copy is written)."""
     store, judged, _ = judged_copy
     prompts = judged.read()["prompt_id"].unique().sort().to_list()
     rows = [{"prompt_id": p, "model_a": "gpt-writer", "model_b": b, "annotator": who,
@@ -78,10 +79,10 @@ def test_agreement_ignore_unknown_leaves_the_rows_out_and_says_so(
     ghosts = 3 * len(prompts)
     assert f"ignored {ghosts} annotation row(s)" in " ".join(out.output.split())
     with duckdb.connect(str(store.root / "catalog.duckdb"), read_only=True) as con:
-        (params,) = con.execute("select params from stage_runs where run_id = 'r1' and "
-                                "stage = 'agreement' and status = 'ok'").fetchone() or (None,)
-    used = Path(json.loads(params)["annotations"])
-    assert used.name == "pairs.checked.jsonl" and used.is_relative_to(store.root / "reports")
-    kept = [json.loads(line) for line in used.read_text("utf-8").splitlines()]
-    assert len(kept) == len(rows) - ghosts
-    assert all(r["model_b"] != "ghost-writer" for r in kept)
+        (params, meta) = con.execute(
+            "select params, meta from stage_runs where run_id = 'r1' and stage = 'agreement' "
+            "and status = 'ok'").fetchone() or (None, None)
+    recorded = json.loads(params)
+    assert recorded["annotations"] == str(path) and recorded["ignore_unknown"] is True
+    assert json.loads(meta)["dropped"] == ghosts
+    assert not list((store.root / "reports").rglob("*.checked.jsonl"))

@@ -5,7 +5,7 @@ endpoint is down. The judge answers by rule (matched on the essay marker and the
 first question id), so every judgment is known in advance:
 
 * 甲 and 乙: fixed score patterns per genre → exact Table 5 means, weighted and w/o WT;
-* 丙: argumentative → JSON after prose (read, ok); narrative → a worded refusal
+* 丙: argumentative → JSON in a code fence (read, ok); narrative → a worded refusal
   (refused); descriptive → scores of 11 (parse_error after the re-ask); expository → a
   sub-question missing (parse_error). Only the argumentative cells have a mean;
   coverage counts the failures;
@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 import yaml
 
-from essaybench.bench.rubrics import Rubric, load_rubric
+from essaybench.bench.rubrics import Rubric, load_rubric, rubrics_dir
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
@@ -55,8 +55,8 @@ def _judge_rules(rubric: Rubric) -> list[dict[str, object]]:
             rules.append({"contains": [MARKS[writer], first_q],
                           "reply": _answer(dict(_scores(rubric, genre, writer)))})
         c = _scores(rubric, "argumentative", "writer-c")
-        prose = "分析：论点鲜明，但论证略显单薄。\n最终评分如下："
-        bad = {"argumentative": prose + _answer(dict(c)),
+        # JSON after prose is no judgment (issue 13); a fence around the whole reply is fine
+        bad = {"argumentative": "```json\n" + _answer(dict(c)) + "\n```",
                "narrative": "抱歉，我无法对这篇作文进行评分。",
                "descriptive": _answer({q: 11 for q in rubric.question_ids("descriptive")}),
                "expository": _answer({q: 5 for q in rubric.question_ids("expository")[1:]})}
@@ -91,14 +91,18 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
         config = tmp_path / "benchmark.yaml"
         config.write_text(yaml.safe_dump({
             "per_genre": 2, "generate": {"models": [*MARKS, "writer-down"]},
-            "judge": {"judges": ["judge"]}, "drift": None,
+            # The judge's replies are scripted by rules on the rubric text, which v1
+            # keeps in the user message (and v1 asks for no nonce).
+            "judge": {"judges": ["judge"],
+                      "judge_prompt": str(rubrics_dir() / "judge_prompt.v1.yaml")},
+            "drift": None,
             # writer-down's 0% and 丙's 25% would fail the run (tests/flows/test_run_health.py);
             # here the published numbers are the point.
             "health": {"coverage_floor": 0}}), encoding="utf-8")
         out = pipeline_flow(str(config), str(PROJECT_ROOT / "configs" / "curate.yaml"),
                             str(tmp_path / "store"))
         per_model = server.stats().per_model
-    # 8 essays per live writer; 甲/乙 judged once each; 丙: prose 1, refusal 1 (no re-ask),
+    # 8 essays per live writer; 甲/乙 judged once each; 丙: fenced 1, refusal 1 (no re-ask),
     # the two schema failures 2 each (one re-ask). Judged while generating; the judge stage
     # of the same run re-sends nothing, failures included (a rerun would retry those).
     assert {m: per_model[m].received for m in MARKS} == {m: 8 for m in MARKS}

@@ -26,10 +26,11 @@ OK, SKIP, PARSE, API = (CallStatus.OK, CallStatus.SKIPPED, CallStatus.PARSE_ERRO
 
 def rec(status: CallStatus = OK, *, model: str = "a", stage: str = "generate",
         tin: int | None = 100, tout: int | None = 50, cost: float | None = 0.001,
-        lat: float | None = 1.0, chars: int = 0, cached: bool = False) -> CallRecord:
+        lat: float | None = 1.0, chars: int = 0, cached: bool = False,
+        retries: int | None = 0, reasks: int | None = 0) -> CallRecord:
     return CallRecord(model=model, stage=stage, status=status, input_tokens=tin,
                       output_tokens=tout, cost_usd=cost, latency_s=lat, output_chars=chars,
-                      from_ledger=cached)
+                      from_ledger=cached, retries=retries, reasks=reasks)
 
 
 def test_count_cjk_counts_ideographs_only() -> None:
@@ -141,7 +142,7 @@ def test_records_from_results_and_ledger_rows() -> None:
     rows = records_from_frame(frame)
     assert rows[0] == CallRecord(model="a", stage="judge", status=OK, input_tokens=12,
                                  output_tokens=7, cost_usd=0.25, latency_s=0.5,
-                                 output_chars=4)
+                                 output_chars=4, retries=None, reasks=None)
     assert rows[1].status is SKIP and rows[1].stage == "" and rows[1].output_chars == 0
     with pytest.raises(ValueError):
         CallRecord.from_row({"model": "a", "status": "exploded"})
@@ -172,3 +173,27 @@ def test_renderers_show_unknown_costs_and_failures() -> None:
     console.print(render_rich(summaries))
     text = console.export_text()
     assert "unknown (1 unpriced)" in text and "parse_error 1" in text
+
+
+def test_reasks_are_counted_apart_from_transport_retries() -> None:
+    # A re-ask is the model's reply failing the answer format; a retry is the transport
+    # (429, 5xx, timeouts). Rows of ledgers written before the split count as unknown.
+    records = [rec(retries=2, reasks=0), rec(PARSE, retries=0, reasks=2, cost=None),
+               rec(retries=1, reasks=1, cached=True), rec(retries=None, reasks=None),
+               rec(SKIP, retries=0, reasks=0, tin=None, tout=None, cost=None, lat=None)]
+    (s,) = summarize(records)
+    assert (s.retries, s.reasks, s.repeats_unknown) == (3, 3, 1)
+    row = summary_frame([s]).row(0, named=True)
+    assert (row["retries"], row["reasks"], row["repeats_unknown"]) == (3, 3, 1)
+    lines = render_markdown([s]).strip().splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    cells = dict(zip(header, (c.strip() for c in lines[2].strip("|").split("|")), strict=True))
+    assert cells["retries"] == "3 (+1 unknown)" and cells["re-asks"] == "3 (+1 unknown)"
+    ledger_row = {"model": "a", "stage": "judge", "status": "ok", "retries": 1, "reasks": 2}
+    assert (CallRecord.from_row(ledger_row).retries, CallRecord.from_row(ledger_row).reasks) \
+        == (1, 2)
+    old = CallRecord.from_row({"model": "a", "stage": "judge", "status": "ok"})
+    assert (old.retries, old.reasks) == (None, None)
+    result = ChatResult(key="k", model="a", status=OK, attempts=4, retries=2, reasks=1)
+    assert (CallRecord.from_result(result).retries, CallRecord.from_result(result).reasks) \
+        == (2, 1)

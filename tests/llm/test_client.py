@@ -146,6 +146,32 @@ def test_invalid_structured_past_budget_is_parse_error_with_raw_text() -> None:
     assert result.attempts == 2
 
 
+def test_retries_and_reasks_are_counted_apart() -> None:
+    # Each distinct body first meets a 503 (a transport retry); the first body's reply then
+    # breaks the schema (a re-ask, a new body), the re-ask's reply is valid.
+    scenario = {"faults": [{"kind": "status", "status": 503, "first_attempts": 1}],
+                "models": {"gpt-x": {"structured": "script", "structured_script": [
+                    '{"score": 42, "why": "太高"}', '{"score": 7, "why": "好"}']}}}
+    result, stats = _call(scenario, _request(response_schema=SCHEMA))
+    assert result.status is CallStatus.OK and result.parsed == {"score": 7, "why": "好"}
+    assert (result.attempts, result.retries, result.reasks) == (4, 2, 1)
+    assert stats.totals.received == 4
+    empty, _ = _call({"faults": [{"kind": "empty_content"}]}, max_reasks=2)
+    assert (empty.attempts, empty.retries, empty.reasks) == (3, 0, 2)
+    plain, _ = _call({"faults": [{"kind": "status", "status": 500, "first_attempts": 2}]})
+    assert (plain.attempts, plain.retries, plain.reasks) == (3, 2, 0)
+
+
+def test_the_reask_says_what_was_wrong() -> None:
+    # The echo model answers the re-ask with the re-ask itself: the words the model got.
+    two = '{"score": 3, "why": "x"} {"score": 9, "why": "y"}'
+    scenario = {"models": {"*": {"structured": "reply", "reply": "echo"}}}
+    result, stats = _call(scenario, _request(two, response_schema=SCHEMA), max_reasks=1)
+    assert stats.totals.received == 2 and result.status is CallStatus.PARSE_ERROR
+    assert result.reasks == 1 and result.text is not None
+    assert "second JSON object" in result.text and "exactly one JSON object" in result.text
+
+
 def test_api_key_sent_from_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-DO-NOT-LEAK-4242"
     monkeypatch.setenv("FAKE_KEY_FOR_TEST", secret)

@@ -167,7 +167,9 @@ def test_an_old_ledger_gains_run_ids_in_place_and_its_calls_serve_only_who_asks(
         columns = [r["column_name"] for r in ledger.query(
             "select column_name from duckdb_columns() where table_name = 'llm_calls'")]
     assert asked["old-key"].text == anyone["old-key"].text == "旧答"
-    assert columns[-1] == "run_id"
+    assert {"run_id", "retries", "reasks"} <= set(columns)
+    # what the ledger did not record is unknown, not zero
+    assert (anyone["old-key"].retries, anyone["old-key"].reasks) == (None, None)
     with Ledger(path) as ledger:  # opening again changes nothing
         rows = ledger.query("select key, run_id from llm_calls")
     assert rows == [{"key": "old-key", "run_id": None}]

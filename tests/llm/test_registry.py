@@ -310,3 +310,24 @@ def test_cost() -> None:
     assert s.cost_usd(None, 10) is None  # usage unknown: unknown, not zero
     assert spec(price_output_per_mtok=None).cost_usd(10, 10) is None
     assert spec(price_input_per_mtok=0.0, price_output_per_mtok=0.0).cost_usd(None, 5) == 0.0
+
+
+def test_entries_that_would_send_identical_requests_are_refused(tmp_path: Path) -> None:
+    """Issue 13: two names for the same endpoint, model id and parameters had the same
+    request keys; the gateway sent one call for both and generation aborted with
+    "results out of order". Refused at load, naming both entries."""
+    same = entry(model_id="qwen-max", default_params={"temperature": 0.8})
+    path = write_registry(tmp_path, {"qwen": same, "other": entry(model_id="y"),
+                                     "qwen-again": {**same, "max_concurrency": 2,
+                                                    "base_url": "http://localhost:8000/v1/"}})
+    with pytest.raises(RegistryError) as exc:
+        load_registry(path)
+    line = path.read_text(encoding="utf-8").splitlines().index("  qwen-again:") + 1
+    assert str(exc.value) == (
+        f"{path}:{line}: model registry: entries 'qwen' and 'qwen-again' would send identical "
+        "requests (same base_url, model_id and default_params), so their calls could not be "
+        "told apart: remove one, or make them differ (e.g. in a parameter)")
+    # A parameter that differs keeps them apart (their requests have different keys).
+    path = write_registry(tmp_path, {"qwen": same, "qwen-cool": {
+        **same, "default_params": {"temperature": 0.2}}})
+    assert load_registry(path).names() == ["qwen", "qwen-cool"]

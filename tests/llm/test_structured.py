@@ -45,16 +45,37 @@ def test_reask_wording_comes_from_rubrics() -> None:
     assert "at score: 11" in msg and "JSON" in msg
 
 
-def test_json_inside_prose_is_the_last_object() -> None:
-    reply = ('分析：论点明确，例如 {注意} 这里不是 JSON。\n'
-             '最终评分：{"score": 8, "why": "好"}\n以上。')
-    assert parse_json_reply(reply) == {"score": 8, "why": "好"}
-    two = '草稿 {"score": 3, "why": "x"} 修改后 {"score": 9, "why": "y"}'
-    assert parse_json_reply(two) == {"score": 9, "why": "y"}
-    fenced = '我的分析如下。\n```json\n{"score": 6, "why": "z"}\n```\n谢谢。'
-    assert parse_structured(fenced, SCHEMA) == {"score": 6, "why": "z"}
-    with pytest.raises(StructuredError, match="not valid JSON"):
-        parse_json_reply("评分：很好 {没有闭合")
+@pytest.mark.parametrize(("text", "why"), [
+    # issue 13: the old reader took the last object found anywhere in the reply
+    ('分析：论点明确。\n最终评分：{"score": 8, "why": "好"}\n以上。',
+     "text before the JSON object"),
+    ('{"score": 3, "why": "x"} 修改后 {"score": 9, "why": "y"}', "text after the JSON object"),
+    ('{"score": 3, "why": "x"}\n{"score": 9, "why": "y"}', "a second JSON object follows"),
+    ('我的分析如下。\n```json\n{"score": 6, "why": "z"}\n```\n谢谢。', "text before the JSON"),
+    ('```json\n{"score": 6, "why": "z"}\n```\n```json\n{"score": 9, "why": "z"}\n```',
+     "text after the JSON object"),
+    ('{"score": 3, "why": "x", "score": 10}', "duplicate key 'score'"),
+    ('{"score": 3, "why": {"a": 1, "a": 2}}', "duplicate key 'a'"),
+    ('{"score": NaN, "why": "x"}', "NaN is not JSON"),
+    ("评分：很好 {没有闭合", "text before the JSON object"),
+    ("评分：很好", "not valid JSON"),
+])
+def test_only_exactly_one_json_value_is_read(text: str, why: str) -> None:
+    with pytest.raises(StructuredError, match=why):
+        parse_json_reply(text)
+    with pytest.raises(StructuredError, match=why):
+        parse_structured(text, SCHEMA)
+
+
+def test_a_fence_around_the_whole_reply_is_allowed() -> None:
+    for text in ('```json\n{"score": 6, "why": "z"}\n```', '```\n{"score": 6, "why": "z"}```',
+                 '\n  {"score": 6, "why": "z"}  \n'):
+        assert parse_structured(text, SCHEMA) == {"score": 6, "why": "z"}
+
+
+def test_an_error_names_where_the_extra_text_starts() -> None:
+    with pytest.raises(StructuredError, match=r"line 2 column 1"):
+        parse_json_reply('{"score": 3, "why": "x"}\n{"score": 9}')
 
 
 @pytest.mark.parametrize("text, refused", [

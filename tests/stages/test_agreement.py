@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
 from essaybench.bench.agreement_tables import AgreementParams, Tiers
+from essaybench.human.annotations import AnnotationFileError
 from essaybench.stages.agreement import agreement_stage
 from essaybench.store import Snapshot, Store
 
@@ -85,3 +87,61 @@ def test_agreement_params_are_checked() -> None:
     with pytest.raises(ValueError, match="absolute annotations only"):
         AgreementParams(annotations="x.jsonl", kind="pairwise",
                         tiers=Tiers(high=(3,), medium=(2,), low=(1,)))
+
+
+def _pairs(judged: Snapshot, path: Path, models: tuple[str, ...]) -> Path:
+    """Three annotators prefer gpt-writer to each of ``models`` on every prompt."""
+    rows = [{"prompt_id": p, "model_a": "gpt-writer", "model_b": b, "annotator": who,
+             "verdict": "A"}
+            for p in judged.read()["prompt_id"].unique().sort().to_list()
+            for b in models for who in ("x", "y", "z")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    return path
+
+
+def test_the_stage_itself_checks_the_annotations_against_the_run(
+        judged_copy: tuple[Store, Snapshot, Snapshot], tmp_path: Path) -> None:
+    """Called directly (as a deployment's task does), not only behind the CLI's check: rows
+    naming what the run lacks stop it with file and line, or are left out and counted with
+    ignore_unknown; a score off the declared scale stops it."""
+    store, judged, _ = judged_copy
+    path = _pairs(judged, tmp_path / "pairs.jsonl", ("qwen-writer", "ghost-writer"))
+    params = AgreementParams(annotations=str(path), kind="pairwise")
+    with pytest.raises(AnnotationFileError, match=r"pairs\.jsonl:4: .* run r1 does not have: "
+                                                  r"unknown models 'ghost-writer'"):
+        agreement_stage(store, "r1", params, judged)
+    assert not any(r.stage == "agreement" for r in store.stage_runs("r1"))  # nothing ran
+
+    snap, _ = agreement_stage(store, "r1", params.model_copy(update={"ignore_unknown": True}),
+                              judged)
+    ghosts = 3 * judged.read()["prompt_id"].n_unique()
+    assert snap.meta["dropped"] == ghosts
+    assert snap.meta["note"].startswith(f"{path}: ignored {ghosts} annotation row(s) name what "
+                                        "run r1 does not have: unknown models 'ghost-writer'")
+    (row,) = [r for r in store.stage_runs("r1") if r.stage == "agreement"]
+    assert row.status == "ok" and row.meta is not None and row.meta["dropped"] == ghosts
+    with duckdb.connect(str(store.catalog_path), read_only=True) as con:
+        (recorded,) = con.execute("select params from stage_runs where stage = 'agreement'"
+                                  ).fetchone() or (None,)
+    assert json.loads(recorded)["annotations"] == str(path)  # the user's file, no stopgap copy
+    assert json.loads(recorded)["ignore_unknown"] is True
+
+    prompt = str(judged.read()["prompt_id"][0])
+    scores = tmp_path / "scores.csv"
+    scores.write_text("prompt_id,model,annotator,score\n"
+                      f"{prompt},gpt-writer,x,4\n{prompt},qwen-writer,x,7\n", "utf-8")
+    absolute = AgreementParams(annotations=str(scores), kind="absolute", scale=(1, 5))
+    with pytest.raises(AnnotationFileError, match=r"scores\.csv:3: field 'score': 7 is outside "
+                                                  "the scale 1–5"):
+        agreement_stage(store, "r1", absolute, judged)
+    with pytest.raises(AnnotationFileError, match=r"scores\.csv:3: field 'score': 7 is outside "
+                                                  "the scale 0–5"):  # the default is 0–10
+        agreement_stage(store, "r1", absolute.model_copy(update={"scale": (0, 5)}), judged)
+
+
+def test_a_scale_is_checked_with_the_params() -> None:
+    with pytest.raises(ValueError, match="a scale applies to absolute annotations only"):
+        AgreementParams(annotations="x.jsonl", kind="pairwise", scale=(0, 3))
+    with pytest.raises(ValueError, match="finite low < high"):
+        AgreementParams(annotations="x.csv", kind="absolute", scale=(5, 1))
+    assert AgreementParams(annotations="x.csv", kind="absolute", scale=(1, 5)).scale == (1, 5)

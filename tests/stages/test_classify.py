@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -33,7 +34,13 @@ def test_rules_plus_llm_labels_through_the_gateway(
         encoding="utf-8")
     config = load_curate_config(tmp_path / "curate.yaml")
     store = Store(tmp_path / "store")
-    with run_fake_server(FakeScenario(seed=3)) as server:
+    # The labeller quotes each prompt's first words as its evidence (evidence must be a
+    # passage of the prompt; the fake's schema-generated strings are not).
+    rules = [{"contains": [p], "reply": json.dumps(
+        {"genre": "narrative", "prompt_set": None, "evidence": p[:4]}, ensure_ascii=False)}
+        for p in PROMPTS]
+    scenario = FakeScenario.model_validate({"seed": 3, "models": {"*": {"rules": rules}}})
+    with run_fake_server(scenario) as server:
         (tmp_path / "models.yaml").write_text(
             "models:\n  labeller:\n    provider: fake\n"
             f"    base_url: {server.base_url}\n    model_id: fake-labeller\n"

@@ -223,3 +223,23 @@ def test_run_refuses_a_changed_judge_in_one_line_before_any_work(
     assert "max_tokens=2048" in result.output and "max_tokens=999" in result.output
     assert "--force-uncalibrated" in result.output and "Traceback" not in result.output
     assert len(weeks.store.stage_runs(None, 1000)) == before
+
+
+def test_anchors_are_judged_once_whatever_judge_repeats_says() -> None:
+    # The anchors measure the judge's single call, as its calibration did: judge.repeats
+    # (here 3, for every essay) does not multiply their calls nor make them medians.
+    from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
+    from essaybench.stages.drift import judge_anchors
+
+    sent: list[ChatRequest] = []
+
+    class Recorder:
+        def run(self, requests: Any) -> list[ChatResult]:
+            sent.extend(requests)
+            return [ChatResult(key=f"k{i}", model=r.model, status=CallStatus.API_ERROR)
+                    for i, r in enumerate(requests)]
+
+    judge = JudgeParams(judges=["j1", "j2"], repeats=3, repeat_when="all")
+    table = judge_anchors(DriftParams(anchors=4), judge, Recorder(), "drift")
+    assert len(sent) == 4 * 2 and {r.sample_index for r in sent} == {0}
+    assert table.height == 8 and set(table["repeats"]) == {1}

@@ -54,9 +54,46 @@ def test_benchmark_stages_and_rerun_of_judge(curated_copy: Store) -> None:
     assert again.read().drop("from_ledger").equals(judged.read().drop("from_ledger"))
     t5 = agg.read()
     assert t5.height == 1 and t5["overall:n"][0] == 8
-    for name in ("table5_weighted", "table5_unweighted", "trait_means", "length_compliance"):
+    for name in ("table5_weighted", "table5_unweighted", "trait_means", "length_compliance",
+                 "flags"):
         for ext in ("md", "csv", "parquet"):
             assert (folder / f"{name}.{ext}").is_file()
+    # The fake judge's scores are seeded noise: no essay is flagged, every row is counted.
+    flags = pl.read_parquet(folder / "flags.parquet")
+    assert flags.select("model", "judge", "rows", "essays_flagged").rows() == [
+        ("writer", "judge", 8, 0)]
+
+
+def test_repeated_judging_through_the_stages_prefetched_reported_and_rerun_free(
+        curated_copy: Store) -> None:
+    # judge.repeats 3 for every essay: the three calls of each essay go out while
+    # generating (prefetch), the judge stage sends none, the aggregate reports the spread,
+    # and a rerun of the judge stage pays for none of them again.
+    store = curated_copy
+    config = CONFIG.model_copy(update={"judge": JudgeParams(judges=["judge"], repeats=3)})
+    models = ["writer", "judge"]
+    with run_fake_server() as server, open_gateway(
+            registry_of(*(fake_spec(m, model_id=m) for m in models)), store.root, models,
+            base_urls=dict.fromkeys(models, server.base_url)) as session:
+        gen = generate_stage(store, "r1", config, session, prefetch_judge=True)
+        prefetched = server.stats().per_model["judge"].received
+        judged = judge_stage(store, "r1", config, gen, session)
+        assert server.stats().per_model["judge"].received == prefetched == 8 * 3
+        agg, folder = aggregate_stage(store, "r1", judged)
+        upstream = resolve_upstream(store, "judge", "r1")
+        assert upstream is not None
+        again = judge_stage(store, "r2", config, upstream, session)
+        assert server.stats().per_model["judge"].received == 8 * 3
+    table = judged.read()
+    assert set(table["repeats"]) == {3} and set(table["repeat_reason"]) == {"all"}
+    ok = table.filter(pl.col("repeats_ok") >= 2)
+    assert ok["score_spread"].null_count() == 0 and ok.height > 0
+    assert again.read().drop("from_ledger").equals(table.drop("from_ledger"))
+    report = pl.read_parquet(folder / "judge_repeats.parquet")
+    assert report.select("judge", "model", "judged", "repeated", "calls").rows() == [
+        ("judge", "writer", 8, 8, 24)]
+    assert (folder / "judge_repeats.md").is_file()
+    assert agg.read().height == 1
 
 
 def test_missing_prompt_set_is_a_clear_error(tmp_path: Path) -> None:

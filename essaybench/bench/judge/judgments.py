@@ -1,11 +1,14 @@
 """The judge stage: one LLM judgment per (essay, judge), scored only when it parses.
 
 Every essay the generate stage produced with status ``ok`` is sent to every judge, in
-one call, with the genre's rubric (or, in ``align_score`` mode, the Align-Score
-baseline) and the answer schema; the gateway re-asks on schema failures within its
-budget. Every (essay, judge) pair ends as exactly one row with a status:
+one call (k calls for the essays ``judge.repeats``/``repeat_when`` choose, combined by
+sub-question median: :mod:`.repeats`), with the genre's rubric (or, in ``align_score``
+mode, the Align-Score baseline) and the answer schema; the gateway re-asks on schema
+failures within its budget. Every (essay, judge) pair ends as exactly one row with a
+status:
 
-- ``ok``: the reply parsed; sub-scores and the computed essay scores are filled in;
+- ``ok``: the reply parsed; sub-scores and the computed essay scores are filled in (of a
+  repeated judgment: at least one call parsed, and the median of those is the score);
 - ``parse_error``: a reply came but is not a valid judgment (raw reply kept);
 - ``api_error`` / ``refused`` / ``truncated``: the call itself failed;
 - ``skipped``: the essay was not ``ok`` upstream, so nothing was sent.
@@ -18,17 +21,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from essaybench.bench.health import call_counts
-from essaybench.bench.judge.parse import (
-    analysis_of,
-    as_object,
-    question_ids,
-    scores_of,
+from essaybench.bench.judge.parse import JudgmentError, question_ids, read_judgment
+from essaybench.bench.judge.render import JudgeRenderer
+from essaybench.bench.judge.repeats import (
+    MAIN_SCORE,
+    borderline_cells,
+    median_scores,
+    question_ranges,
+    repeat_record,
+    repeat_requests,
+    spread,
 )
 from essaybench.bench.judge.request import (
     ESSAY_COLUMNS,
@@ -41,10 +50,13 @@ from essaybench.bench.judge.request import (
     check_essays,
     essay_tag,
     load_scoring,
+    make_renderer,
+    skipped_off_language,
 )
 from essaybench.bench.rubrics import AlignScore, Rubric
 from essaybench.bench.scoring import TraitScorer, TraitSpec, align_score
 from essaybench.core.contracts import Decision, StageOutput
+from essaybench.llm.structured import reply_of
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
 
 JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
@@ -71,8 +83,15 @@ JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "trait_scores": pl.Utf8,  # JSON: trait id → Σ q_i
     "align_total": pl.Float64,
     "dimension_mean": pl.Float64,
-    "from_ledger": pl.Boolean,
-    "call_key": pl.Utf8,
+    "from_ledger": pl.Boolean,  # every call of the row was served from the ledger
+    "call_key": pl.Utf8,  # the call whose reply and analysis the row shows
+    # Repeated judging (bench/judge/repeats.py); null for skipped rows.
+    "repeats": pl.Int64,  # judge calls made for this (essay, judge)
+    "repeats_ok": pl.Int64,  # of those, the ones that parsed and scored
+    "repeat_reason": pl.Utf8,  # all | flagged | borderline, when repeated
+    "score_spread": pl.Float64,  # max − min main score over ok calls (≥ 2 of them)
+    "question_ranges": pl.Utf8,  # JSON: question id → max − min over ok calls
+    "repeat_calls": pl.Utf8,  # JSON: per call {repeat, status, call_key, score, error}
 }
 
 
@@ -89,12 +108,25 @@ def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
 _JSON = json.JSONEncoder(ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class _Read:
+    """One call of a judgment, read: its columns (status, error, analysis, scores), and
+    its sub-scores and main score when it parsed and scored."""
+
+    result: ChatResult
+    columns: dict[str, Any]
+    scores: dict[str, int] | None = None
+    total: float | None = None
+
+
 class _Judgments:
     """Reads and scores one rubric's judgments. What depends only on the genre (question
     ids, the trait scorer) is worked out once per genre, not once per judgment."""
 
-    def __init__(self, rubric: Scoring) -> None:
+    def __init__(self, rubric: Scoring, renderer: JudgeRenderer | None = None) -> None:
         self.rubric = rubric
+        self.renderer = renderer  # the calls' renderer: what nonce each reply must echo
+        self.main = MAIN_SCORE["align_score" if isinstance(rubric, AlignScore) else "rubric"]
         self._ids: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
         self._scorers: dict[str, TraitScorer] = {}
 
@@ -120,51 +152,86 @@ class _Judgments:
                 "score_unweighted": unweighted.total,
                 "trait_scores": _JSON.encode(dict(weighted.trait_scores))}
 
-    def columns(self, genre: str, reply: Any) -> dict[str, Any]:
-        """The status, error, analysis and score columns of a reply that came back."""
-        ids, known = self._question_ids(genre)
-        analysis: str | None = None
-        try:
-            obj = as_object(reply)  # read once, for the analysis and the scores
-            analysis = analysis_of(obj)
-            scores = scores_of(obj, ids, known, self.rubric.score_range)
-            scored = self._score_columns(genre, scores)
-        except ValueError as exc:  # JudgmentError, or scoring.py refusing the scores
-            return {"status": CallStatus.PARSE_ERROR.value, "error": str(exc),
-                    "error_kind": INVALID_JUDGMENT, "analysis": analysis}
+    def scored(self, genre: str, scores: dict[str, int],
+               analysis: str | None) -> dict[str, Any]:
+        """The ok columns of ``scores``; ValueError when scoring.py refuses them."""
         return {"status": CallStatus.OK.value, "analysis": analysis,
-                "scores": _JSON.encode(scores), **scored}
+                "scores": _JSON.encode(scores), **self._score_columns(genre, scores)}
+
+    def read(self, genre: str, result: ChatResult, nonce: str | None = None) -> _Read:
+        """One call's result: failed, a reply that is no judgment, or a scored one."""
+        if result.status is not CallStatus.OK:
+            return _Read(result, {"status": result.status.value, "error": result.error,
+                                  "error_kind": result.error_kind})
+        ids, known = self._question_ids(genre)
+        try:
+            judgment = read_judgment(reply_of(result.text, result.parsed), ids, known,
+                                     self.rubric.score_range, nonce)
+        except JudgmentError as exc:
+            return _Read(result, _invalid(str(exc), exc.analysis))
+        try:
+            columns = self.scored(genre, judgment.scores, judgment.analysis)
+        except ValueError as exc:  # scoring.py refusing the scores
+            return _Read(result, _invalid(str(exc), judgment.analysis))
+        return _Read(result, columns, judgment.scores, columns.get(self.main))
 
 
-def _judged_row(base: dict[str, Any], result: ChatResult, judgments: _Judgments,
-                genre: str) -> dict[str, Any]:
-    row = {**base, "judge_returned_model": result.returned_model, "raw_reply": result.text,
-           "from_ledger": result.from_ledger, "call_key": result.key}
-    if result.status is not CallStatus.OK:
-        row.update(status=result.status.value, error=result.error,
-                   error_kind=result.error_kind)
-    else:
-        reply = result.parsed if result.parsed is not None else result.text
-        row.update(judgments.columns(genre, reply))
-    return row
+def _invalid(error: str, analysis: str | None) -> dict[str, Any]:
+    return {"status": CallStatus.PARSE_ERROR.value, "error": error,
+            "error_kind": INVALID_JUDGMENT, "analysis": analysis}
+
+
+def _judged_row(base: dict[str, Any], results: Sequence[ChatResult], judgments: _Judgments,
+                genre: str, reason: str, nonce: str | None = None) -> dict[str, Any]:
+    """The row of one (essay, judge) from its calls (repeat 0 first). One call: its read.
+    Several: the median of the calls that scored (module ``repeats``), with the spread;
+    the row's reply, analysis and call are those of the first call that scored (else of
+    the first call)."""
+    reads = [judgments.read(genre, result, nonce) for result in results]
+    scored = [r for r in reads if r.scores is not None]
+    lead = scored[0] if scored else reads[0]
+    row = {**base, "judge_returned_model": lead.result.returned_model,
+           "raw_reply": lead.result.text, "from_ledger": all(r.from_ledger for r in results),
+           "call_key": lead.result.key, "repeats": len(reads), "repeats_ok": len(scored)}
+    if len(reads) == 1:
+        return {**row, **lead.columns}
+    runs = [r.scores for r in scored if r.scores is not None]
+    columns = lead.columns  # no call scored, or one: that call's columns
+    if len(runs) >= 2:
+        try:
+            columns = judgments.scored(genre, median_scores(runs),
+                                       lead.columns.get("analysis"))
+        except ValueError as exc:  # medians of valid scores are valid: a rubric refused
+            columns = _invalid(str(exc), lead.columns.get("analysis"))
+    ranges = question_ranges(runs)
+    return {**row, **columns, "repeat_reason": reason,
+            "score_spread": spread([r.total for r in scored if r.total is not None]),
+            "question_ranges": None if ranges is None else _JSON.encode(ranges),
+            "repeat_calls": _JSON.encode([repeat_record(
+                i, r.columns["status"], r.result.key, r.total, r.columns.get("error"))
+                for i, r in enumerate(reads)])}
 
 
 def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                     results: Sequence[ChatResult], rubric: Scoring,
                     params: JudgeParams) -> pl.DataFrame:
-    """One row per (essay, judge), in essay order then judge order."""
+    """One row per (essay, judge), in essay order then judge order; an essay judged
+    several times (``repeats``) is one row made from all its calls."""
     check_essays(essays)
     if len(requests) != len(results):
         raise ValueError(f"{len(requests)} requests but {len(results)} results")
-    by_call = {(req.model, req.tag): res for req, res in zip(requests, results, strict=True)}
+    by_call: dict[tuple[str, str], list[tuple[int, ChatResult]]] = {}
+    for req, res in zip(requests, results, strict=True):
+        by_call.setdefault((req.model, req.tag), []).append((req.sample_index, res))
     rows: list[dict[str, Any]] = []
-    judgments = _Judgments(rubric)
+    renderer = make_renderer(params, rubric)
+    judgments = _Judgments(rubric, renderer)
     # The same for every row (and the fingerprint is a pydantic private attribute, slow to
     # read 10k times).
     common = {"rubric_id": rubric.id, "rubric_fingerprint": rubric.fingerprint,
               "mode": params.mode}
-    wanted = [*ESSAY_COLUMNS, *([ESSAY_ERROR_COLUMN] if ESSAY_ERROR_COLUMN in essays.columns
-                                else [])]
+    wanted = [*ESSAY_COLUMNS, *(c for c in (ESSAY_ERROR_COLUMN, "off_language")
+                                if c in essays.columns)]
     for essay in essays.select(wanted).iter_rows(named=True):
         genre = str(essay["genre"])
         tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
@@ -179,10 +246,18 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                              "error": f"essay status {essay['status']}"
                                       + (f": {why}" if why else "")})
                 continue
-            result = by_call.get((judge, tag))
-            if result is None:
+            if skipped_off_language(params, essay):
+                rows.append({**base, "status": CallStatus.SKIPPED.value,
+                             "error_kind": "essay_off_language",
+                             "error": "essay not written in Chinese (off_language); "
+                                      "judge.skip_off_language"})
+                continue
+            calls = dict(by_call.get((judge, tag), ()))
+            if 0 not in calls:
                 raise ValueError(f"no result for judge {judge!r} on essay {tag}")
-            rows.append(_judged_row(base, result, judgments, genre))
+            nonce = renderer.expected_nonce(genre, essay["prompt_text"], essay["essay_text"])
+            rows.append(_judged_row(base, [calls[r] for r in sorted(calls)], judgments,
+                                    genre, params.repeat_when, nonce))
     for row in rows:
         row["decision"] = (Decision.KEPT.value if row["status"] == CallStatus.OK.value
                            else row["status"])
@@ -198,11 +273,35 @@ def status_counts(table: pl.DataFrame) -> dict[str, dict[str, int]]:
     return {judge: dict(c) for judge, c in counts.items()}
 
 
+def borderline_requests(table: pl.DataFrame, requests: Sequence[ChatRequest],
+                        params: JudgeParams, score: str) -> list[ChatRequest]:
+    """The repeats of the essays in borderline cells (module ``repeats``), from the first
+    calls' table and requests."""
+    cells = borderline_cells(table, score, params.borderline_margin)
+    if not cells:
+        return []
+    wanted = {(str(r["judge"]), essay_tag(r["prompt_id"], r["model"], int(r["sample_index"])))
+              for r in table.iter_rows(named=True)
+              if r["status"] != CallStatus.SKIPPED.value
+              and (r["judge"], r["model"], r["genre"], r["prompt_set"]) in cells}
+    return [call for first in requests
+            if first.sample_index == 0 and (first.model, first.tag) in wanted
+            for call in repeat_requests(first, params.repeats)]
+
+
 def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> StageOutput:
-    """Judge every ok essay with every judge; the session's ledger makes reruns free."""
+    """Judge every ok essay with every judge (k times where ``repeats`` says so); the
+    session's ledger makes reruns free."""
     rubric = load_scoring(params)
     requests = build_judge_requests(essays, params, rubric)
     results = session.run(requests) if requests else []
+    repeated: list[ChatRequest] = []
+    if params.repeats > 1 and params.repeat_when == "borderline" and requests:
+        first = judgments_table(essays, requests, results, rubric, params)
+        repeated = borderline_requests(first, requests, params, _Judgments(rubric).main)
+        if repeated:
+            results = [*results, *session.run(repeated)]
+            requests = [*requests, *repeated]
     table = judgments_table(essays, requests, results, rubric, params)
     calls = {judge: c.model_dump() for judge, c in call_counts(table, "judge").items()}
     return StageOutput(table, run_meta={"calls": calls}, meta={
@@ -211,4 +310,8 @@ def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> Sta
         "rubric_fingerprint": rubric.fingerprint,
         "rubric_path": str(Path(params.rubric_path)) if params.rubric_path else None,
         "requests": len(requests),
-        "from_ledger": sum(r.from_ledger for r in results)})
+        "from_ledger": sum(r.from_ledger for r in results),
+        "repeats": {"k": params.repeats, "when": params.repeat_when,
+                    "margin": params.borderline_margin,
+                    "essays": int((table["repeats"].fill_null(1) > 1).sum()),
+                    "calls": sum(r.sample_index > 0 for r in requests)}})

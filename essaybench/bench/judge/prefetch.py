@@ -20,7 +20,15 @@ import polars as pl
 
 from essaybench.bench.generate import prompt_of
 from essaybench.bench.judge.render import JudgeRenderer
-from essaybench.bench.judge.request import JudgeParams, Scoring, essay_judge_requests, load_scoring
+from essaybench.bench.judge.request import (
+    JudgeParams,
+    Scoring,
+    essay_judge_requests,
+    load_scoring,
+    make_renderer,
+)
+from essaybench.constraints import chinese_share
+from essaybench.core.redact import redact
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
 
 
@@ -32,10 +40,12 @@ class JudgePrefetch:
     prompts: dict[str, tuple[str, str]]  # prompt_id -> (genre, prompt text)
     rubric: Scoring
     renderer: JudgeRenderer
+    min_chinese_share: float = 0.5  # generate's: what makes an essay off_language
     errors: list[str] = field(default_factory=list)  # the first few, for the snapshot meta
 
     @classmethod
-    def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams) -> JudgePrefetch | None:
+    def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams,
+                    min_chinese_share: float = 0.5) -> JudgePrefetch | None:
         """None when the judge's rubric does not load: generation goes on without
         prefetching, and the judge stage reports the error."""
         try:
@@ -44,7 +54,7 @@ class JudgePrefetch:
             return None
         labels = {str(pid): (str(genre), str(text)) for pid, genre, text
                   in prompts.select("prompt_id", "genre", "text").iter_rows()}
-        return cls(params, labels, rubric, JudgeRenderer(rubric, params.analysis_max_chars))
+        return cls(params, labels, rubric, make_renderer(params, rubric), min_chinese_share)
 
     def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         if result.status is not CallStatus.OK:
@@ -55,10 +65,11 @@ class JudgePrefetch:
             # The row the essays table will hold for this essay (generate.essays_table).
             essay = {"prompt_id": pid, "model": request.model,
                      "sample_index": request.sample_index, "genre": genre,
-                     "prompt_text": prompt_text, "essay_text": result.text}
+                     "prompt_text": prompt_text, "essay_text": result.text,
+                     "off_language": chinese_share(result.text or "") < self.min_chinese_share}
             requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
         except Exception as exc:  # the judge stage will meet (and report) it itself
-            if len(self.errors) < 5:
-                self.errors.append(f"{request.tag}: {type(exc).__name__}: {exc}")
+            if len(self.errors) < 5:  # an exception's text is untrusted: stored redacted
+                self.errors.append(redact(f"{request.tag}: {type(exc).__name__}: {exc}"))
             return []
         return requests

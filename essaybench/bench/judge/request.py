@@ -1,4 +1,5 @@
-"""What the judge is asked: one call per (ok essay, judge), the genre's rubric and schema.
+"""What the judge is asked: one call per (ok essay, judge), the genre's rubric and schema
+(k calls for the essays ``judge.repeats``/``repeat_when`` choose, :mod:`.repeats`).
 
 The essays table (generate's output) as the judge reads it, the judge-stage settings,
 and the requests built from them. The generate stage builds the same requests to judge
@@ -15,7 +16,16 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.bench.judge.render import JudgeRenderer
-from essaybench.bench.rubrics import AlignScore, Rubric, load_align_score, load_rubric
+from essaybench.bench.judge.repeats import RepeatWhen, repeat_requests, repeated_upfront
+from essaybench.bench.rubrics import (
+    AlignScore,
+    JudgePrompt,
+    Rubric,
+    load_align_score,
+    load_judge_prompt,
+    load_rubric,
+    rubrics_dir,
+)
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 STAGE = "judge"
@@ -41,6 +51,26 @@ class JudgeParams(BaseModel):
         default=4000, ge=50, le=20000,
         description="maxLength of the judge's analysis; a local llama.cpp judge needs a few "
         "hundred (its grammar parser rejects thousands).")
+    repeats: int = Field(
+        default=1, ge=1, le=15,
+        description="Judge calls per essay and judge for the essays repeat_when chooses; "
+        "the sub-question median is the score and the spread is stored (odd k advised).")
+    repeat_when: RepeatWhen = Field(
+        default="all",
+        description="Which essays get the repeats: all; flagged (the injection detector "
+        "flags them); borderline (their model's cell mean is within borderline_margin of "
+        "an adjacent model's, after one call each; see bench/judge/repeats.py).")
+    borderline_margin: float = Field(
+        default=2.0, ge=0, le=100,
+        description="Points (0–100 essay score) within which adjacent models' cell means "
+        "make their essays borderline.")
+    judge_prompt: str | None = Field(
+        default=None, description="Judge prompt file (rubric mode); default "
+        "rubrics/essay/judge_prompt.v2.yaml, the injection-hardened one (per-call markers, "
+        "rubric in the system role, a nonce the reply must echo). v1 is the plain one.")
+    skip_off_language: bool = Field(
+        default=False, description="Do not judge essays the generate stage marked "
+        "off_language (not written in Chinese): they are skipped, counted, never scored.")
 
 
 Scoring = Rubric | AlignScore
@@ -56,6 +86,26 @@ def load_scoring(params: JudgeParams) -> Scoring:
     return load_rubric(params.rubric_path)
 
 
+DEFAULT_JUDGE_PROMPT = "judge_prompt.v2.yaml"
+
+
+def load_prompt_for(params: JudgeParams) -> JudgePrompt | None:
+    """The judge prompt of rubric mode (None in align_score mode, which has its own)."""
+    if params.mode == "align_score":
+        return None
+    return load_judge_prompt(params.judge_prompt if params.judge_prompt is not None
+                             else rubrics_dir() / DEFAULT_JUDGE_PROMPT)
+
+
+def make_renderer(params: JudgeParams, rubric: Scoring) -> JudgeRenderer:
+    return JudgeRenderer(rubric, params.analysis_max_chars, load_prompt_for(params))
+
+
+def skipped_off_language(params: JudgeParams, essay: Mapping[str, Any]) -> bool:
+    """Whether ``essay`` (a row of the essays table) is not judged for its language."""
+    return params.skip_off_language and bool(essay.get("off_language"))
+
+
 def essay_tag(prompt_id: str, model: str, sample_index: int) -> str:
     return f"{prompt_id}#{model}#{sample_index}"
 
@@ -69,33 +119,44 @@ def check_essays(essays: pl.DataFrame) -> None:
 def _ok_essays(essays: pl.DataFrame) -> list[dict[str, Any]]:
     # Only the columns a judge call reads: converting every column of 10k rows to Python
     # objects (generation params, raw replies, ...) costs more than the filter.
-    ok = essays.select(ESSAY_COLUMNS).filter(pl.col("status") == CallStatus.OK.value)
+    extra = ["off_language"] if "off_language" in essays.columns else []
+    ok = essays.select(*ESSAY_COLUMNS, *extra).filter(pl.col("status") == CallStatus.OK.value)
     return list(ok.iter_rows(named=True))
 
 
 def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: Scoring,
                          renderer: JudgeRenderer | None = None) -> list[ChatRequest]:
-    """The judge calls of one ok essay (a row of the essays table), in judge order. The
-    generate stage uses this too, to judge essays while others are still being written
-    (this stage then gets those results from the gateway or the ledger). ``renderer`` (for
-    ``rubric``) renders each genre's rubric once for many essays."""
+    """The judge calls of one ok essay (a row of the essays table), in judge order: each
+    judge's first call, then its repeats when they are known from the essay alone
+    (``repeat_when`` all or flagged). The generate stage uses this too, to judge essays
+    while others are still being written (this stage then gets those results from the
+    gateway or the ledger). ``renderer`` (for ``rubric``) renders each genre's rubric once
+    for many essays."""
+    if skipped_off_language(params, essay):
+        return []
     genre = str(essay["genre"])
-    render = renderer or JudgeRenderer(rubric, params.analysis_max_chars)
-    messages = render.messages(genre, essay["prompt_text"], essay["essay_text"])
+    render = renderer or make_renderer(params, rubric)
+    messages, schema = render.call(genre, essay["prompt_text"], essay["essay_text"])
     tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
     sent = tuple(Message(role=m["role"], content=m["content"])  # type: ignore[arg-type]
                  for m in messages)
-    return [ChatRequest(model=judge, messages=sent,
-                        params={"temperature": params.temperature,
-                                "max_tokens": params.max_tokens},
-                        response_schema=render.schema(genre), stage=STAGE, tag=tag)
-            for judge in params.judges]
+    firsts = [ChatRequest(model=judge, messages=sent,
+                          params={"temperature": params.temperature,
+                                  "max_tokens": params.max_tokens},
+                          response_schema=schema, stage=STAGE, tag=tag)
+              for judge in params.judges]
+    if not repeated_upfront(params.repeat_when, params.repeats, str(essay["prompt_text"]),
+                            str(essay["essay_text"])):
+        return firsts
+    return [call for first in firsts for call in (first, *repeat_requests(first,
+                                                                          params.repeats))]
 
 
 def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
                          rubric: Scoring) -> list[ChatRequest]:
-    """One request per ok essay per judge, in essay order then judge order."""
+    """The requests of every ok essay (:func:`essay_judge_requests`), in essay order then
+    judge order: one per judge, and the repeats known before judging."""
     check_essays(essays)
-    renderer = JudgeRenderer(rubric, params.analysis_max_chars)
+    renderer = make_renderer(params, rubric)
     return [request for row in _ok_essays(essays)
             for request in essay_judge_requests(row, params, rubric, renderer)]

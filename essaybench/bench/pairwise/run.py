@@ -35,7 +35,7 @@ from essaybench.bench.pairwise.tables import (
 )
 from essaybench.bench.rubrics import Rubric, load_rubric
 from essaybench.core.contracts import StageOutput
-from essaybench.llm.structured import StructuredError, reply_object
+from essaybench.llm.structured import StructuredError, reply_object, reply_of
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 
@@ -65,7 +65,8 @@ class VerdictError(ValueError):
 
 
 def parse_verdict(parsed_or_text: Any) -> tuple[str, str | None]:
-    """(position verdict, analysis) of a reply; raises :class:`VerdictError`."""
+    """(position verdict, analysis) of a reply — its raw text exactly one JSON object
+    (``llm.structured.reply_object``); raises :class:`VerdictError`."""
     try:
         value = reply_object(parsed_or_text)
     except StructuredError as exc:
@@ -83,8 +84,7 @@ def _call_row(base: dict[str, Any], order: Order, result: ChatResult) -> dict[st
     if result.status is not CallStatus.OK:
         return {**row, "status": result.status.value, "error": result.error}
     try:
-        position, analysis = parse_verdict(
-            result.parsed if result.parsed is not None else result.text)
+        position, analysis = parse_verdict(reply_of(result.text, result.parsed))
     except VerdictError as exc:
         return {**row, "status": CallStatus.PARSE_ERROR.value, "error": str(exc)}
     return {**row, "status": CallStatus.OK.value, "analysis": analysis,

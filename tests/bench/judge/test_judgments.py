@@ -13,7 +13,7 @@ import pytest
 from essaybench.bench.judge.judgments import judgments_table, run_judge, trait_specs
 from essaybench.bench.judge.parse import JudgmentError, parse_judgment
 from essaybench.bench.judge.request import JudgeParams, build_judge_requests
-from essaybench.bench.rubrics import Rubric, load_align_score, load_rubric
+from essaybench.bench.rubrics import Rubric, load_align_score, load_rubric, rubrics_dir
 from essaybench.bench.scoring import essay_score
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
@@ -22,6 +22,10 @@ from essaybench.llm.session import open_gateway
 from essaybench.llm.types import CallStatus, ChatResult
 from tests.helpers import expected_scores
 from tests.llm.conftest import fake_spec, registry_of
+
+# Replies here are scripted without the v2 prompt's nonce: these tests use the plain
+# judge prompt (the nonce is tested in tests/bench/judge/test_nonce.py).
+V1 = str(rubrics_dir() / "judge_prompt.v1.yaml")
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
 
@@ -47,7 +51,8 @@ def judge(server: FakeServerHandle, store: Path, table: pl.DataFrame,
     registry = registry_of(*(fake_spec(j, model_id=f"{j}-id", max_reasks=1) for j in judges))
     with open_gateway(registry, store, list(judges), backoff=FAST,
                       base_urls={j: server.base_url for j in judges}) as session:
-        return run_judge(table, JudgeParams(judges=list(judges), **params), session).table
+        return run_judge(table, JudgeParams(judge_prompt=V1, judges=list(judges), **params),
+                         session).table
 
 
 def scripted(*replies: str) -> FakeScenario:
@@ -105,7 +110,7 @@ def test_parse_judgment_rejects_extras_and_non_objects(rubric: Rubric) -> None:
 
 
 def test_requests_carry_stage_tag_schema_and_params(rubric: Rubric) -> None:
-    params = JudgeParams(judges=["a", "b"])
+    params = JudgeParams(judge_prompt=V1, judges=["a", "b"])
     requests = build_judge_requests(essays("ok", "api_error", "ok"), params, rubric)
     assert [(r.model, r.tag) for r in requests] == [
         ("a", "p0#writer#0"), ("b", "p0#writer#0"), ("a", "p2#writer#0"), ("b", "p2#writer#0")]
@@ -114,9 +119,9 @@ def test_requests_carry_stage_tag_schema_and_params(rubric: Rubric) -> None:
     assert requests[2].response_schema == rubric.answer_schema("descriptive")
     assert requests[0].params == {"temperature": 0.2, "max_tokens": 2048}
     with pytest.raises(ValueError):
-        JudgeParams(judges=[])
+        JudgeParams(judge_prompt=V1, judges=[])
     with pytest.raises(ValueError):
-        JudgeParams(judges=["a"], alpha=2)  # type: ignore[call-arg]
+        JudgeParams(judge_prompt=V1, judges=["a"], alpha=2)  # type: ignore[call-arg]
 
 
 # --- end to end against the fake server ------------------------------------------------
@@ -205,8 +210,8 @@ def test_run_judge_meta_counts(server: FakeServerHandle, tmp_path: Path) -> None
     registry = registry_of(fake_spec("judge-a", model_id="a-id"))
     with open_gateway(registry, tmp_path, ["judge-a"], backoff=FAST,
                       base_urls={"judge-a": server.base_url}) as session:
-        out = run_judge(essays("ok", "api_error", "ok"), JudgeParams(judges=["judge-a"]),
-                        session)
+        out = run_judge(essays("ok", "api_error", "ok"),
+                        JudgeParams(judge_prompt=V1, judges=["judge-a"]), session)
     assert out.meta["counts"] == {"judge-a": {"ok": 2, "skipped": 1}}
     assert out.counts() == {"kept": 2, "skipped": 1}
 
@@ -232,14 +237,15 @@ def test_align_score_mode_end_to_end(server: FakeServerHandle, tmp_path: Path) -
 
 
 def test_judgments_table_reads_each_reply_form_the_same(rubric: Rubric) -> None:
-    """One reader per reply: parsed object, its text, a fenced text and prose around the
-    object score alike; a reply that fails keeps its analysis when it was an object."""
+    """One reader per reply: parsed object (no text), its text and a fenced text score
+    alike; prose around the object is no judgment (issue 13); a reply that fails keeps its
+    analysis when it was an object."""
     genre = "argumentative"
     text = reply(rubric, genre, value=6)
     extra = json.loads(text)
     extra["scores"]["bogus.q1"] = 5
     forms: list[tuple[str, Any, str | None]] = [
-        ("parsed", json.loads(text), text),
+        ("parsed", json.loads(text), None),
         ("text", None, text),
         ("fenced", None, f"```json\n{text}\n```"),
         ("prose", None, f"分析……最终结果：{text}"),
@@ -248,7 +254,7 @@ def test_judgments_table_reads_each_reply_form_the_same(rubric: Rubric) -> None:
         ("api", None, None),
     ]
     table = essays(*(["ok"] * len(forms))).with_columns(pl.lit(genre).alias("genre"))
-    params = JudgeParams(judges=["j"])
+    params = JudgeParams(judge_prompt=V1, judges=["j"])
     requests = build_judge_requests(table, params, rubric)
     results = [ChatResult(key=f"k{i}", model="j", status=CallStatus.OK if name != "api"
                           else CallStatus.API_ERROR, parsed=parsed, text=raw,
@@ -259,16 +265,18 @@ def test_judgments_table_reads_each_reply_form_the_same(rubric: Rubric) -> None:
     expected = essay_score(trait_specs(rubric, genre), dict.fromkeys(
         rubric.question_ids(genre), 6), alpha=rubric.alpha_default)
     scored = ("scores", "score_weighted", "score_unweighted", "trait_scores", "analysis")
-    for name in ("parsed", "text", "fenced", "prose"):
+    for name in ("parsed", "text", "fenced"):
         row = by_form[name]
         assert (row["status"], row["decision"], row["error"]) == ("ok", "kept", None), name
         assert row["score_weighted"] == expected.total and row["analysis"] == "结构清楚。"
         assert [row[c] for c in scored] == [by_form["parsed"][c] for c in scored], name
     assert by_form["extra"]["status"] == "parse_error" and "bogus.q1" in by_form["extra"]["error"]
     assert by_form["extra"]["analysis"] == "结构清楚。"  # the object was read: keep its analysis
+    assert by_form["prose"]["status"] == "parse_error"
+    assert "before the JSON object" in by_form["prose"]["error"]
     assert by_form["not_json"]["status"] == "parse_error"
     assert by_form["not_json"]["analysis"] is None
     assert (by_form["api"]["status"], by_form["api"]["error"]) == ("api_error", "HTTP 500")
-    for name in ("extra", "not_json", "api"):
+    for name in ("extra", "prose", "not_json", "api"):
         assert by_form[name]["decision"] == by_form[name]["status"]
         assert all(by_form[name][c] is None for c in scored[:4]), name

@@ -139,3 +139,24 @@ def test_partial_prefetch_is_final_for_the_run_and_a_rerun_sends_exactly_the_mis
     redone = rerun.read()
     assert set(redone["status"]) == {"ok"}
     assert redone["from_ledger"].sum() == 16 - failed
+
+
+def test_an_error_kept_for_the_snapshot_meta_is_redacted(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Issue 13, item 4: ``follow_ups.errors`` stored an exception's raw text."""
+    prompts = pl.DataFrame({"prompt_id": ["p1"], "text": ["描写家乡的秋天。"],
+                            "genre": ["descriptive"], "prompt_set": ["open"]})
+    prefetch = JudgePrefetch.for_prompts(prompts, JudgeParams(judges=["j1"]))
+    assert prefetch is not None
+
+    def leaky(*args: object) -> list[object]:
+        raise RuntimeError("upstream said: Incorrect API key provided: sk-live-0123456789abcdef")
+
+    monkeypatch.setattr("essaybench.bench.judge.prefetch.essay_judge_requests", leaky)
+    from essaybench.bench.generate import build_requests
+
+    [request] = build_requests(prompts, GenerateParams(models=("w",)))
+    essay = ChatResult(key="k", model="w", status=CallStatus.OK, text="秋天的家乡……")
+    assert prefetch(request, essay) == []
+    assert prefetch.errors == [f"{request.tag}: RuntimeError: upstream said: Incorrect API key "
+                               "provided: [REDACTED]"]

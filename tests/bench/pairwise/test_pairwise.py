@@ -164,6 +164,28 @@ def test_parse_verdict_and_position_mapping() -> None:
     assert [model_verdict(v, "BA") for v in ("A", "B", "tie")] == ["B", "A", "tie"]
 
 
+@pytest.mark.parametrize(("raw", "why"), [
+    (verdict("B") + verdict("A"), "second JSON object"),  # the second used to win
+    ('{"analysis": "x", "verdict": "B", "verdict": "A"}', "duplicate key"),
+    ("我的结论：" + verdict("A"), "before the JSON object"),
+    (verdict("A") + " 以上。", "after the JSON object"),
+])
+def test_a_verdict_is_exactly_one_object(raw: str, why: str) -> None:
+    with pytest.raises(VerdictError, match=why):
+        parse_verdict(raw)
+
+
+def test_a_hostile_verdict_is_a_parse_error_whatever_was_parsed(tmp_path: Path) -> None:
+    # No re-asks here (max_reasks 0): the two-object reply is recorded as it came.
+    replies = [verdict("B") + verdict("A"), verdict("A")]
+    with run_fake_server(scripted(**{"judge-a": replies})) as server:
+        out = run(server.base_url, tmp_path, essays(["m1", "m2"], 1))
+    assert out.calls["status"].to_list() == ["parse_error", "ok"]
+    bad = out.calls.row(0, named=True)
+    assert bad["raw_reply"] == replies[0] and bad["verdict"] is None
+    assert "second JSON object" in bad["error"]
+
+
 # --- end to end against the fake server ------------------------------------------------
 
 

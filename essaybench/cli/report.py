@@ -1,0 +1,29 @@
+"""``essaybench report --run RUN``: RUN's report as one self-contained HTML page.
+
+    essaybench report --run RUN [--store S]    writes <store>/reports/RUN/report.html
+
+Reads the store only (no Prefect, no model calls); prints the page's path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from essaybench.cli.common import LockTimeoutOpt, RunOpt, StoreOpt, reader
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
+
+app = typer.Typer()
+
+
+@app.command()
+def report(run_id: RunOpt, store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+           lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S) -> None:
+    """Write RUN's report page (leaderboard with CIs, Table 5 heatmaps, differences, traits,
+    compliance, pairwise, costs, alerts and every essay) and print its path. It loads
+    nothing from the network: open it from disk or mail it."""
+    from essaybench.report import write_report  # matplotlib: imported when used
+
+    path = write_report(reader(store, lock_timeout), run_id)  # NotFoundError naming the run
+    typer.echo(str(path))

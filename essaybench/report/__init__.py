@@ -1,0 +1,23 @@
+"""A run's report as one self-contained HTML page: ``<store>/reports/<run>/report.html``.
+
+Opened from disk or mailed, it loads nothing: charts are inline SVG (matplotlib, text as
+outlines so Chinese shows without a CJK font on the reader's side), style and the small
+drill-down script are inline, and its Content-Security-Policy forbids any network load.
+Every text from the run (essays, prompts, judge analyses, errors) is escaped.
+
+Contents: leaderboard with 95% CIs and indistinguishable groups; Table 5 (weighted, w/o
+WT) as heatmaps with coverage; paired differences to the best model; trait profiles per
+model and per genre × Open/Constrained; length compliance and off-language rates;
+score–length per judge; pairwise win rates and Bradley–Terry ratings; a decision table
+(quality, cost, latency, failures, compliance); alerts, the comparison with the last
+comparable run and judge drift; failures; and every essay, filterable. A part whose
+stage did not run says so.
+
+Modules: ``data`` reads the store; ``tables``, ``labels`` and ``drilldown`` shape it
+(pure); ``svg``, ``charts`` and ``charts_profile`` draw; ``sections`` and ``page`` fill
+in ``templates/report.html``; ``write`` writes the file. Never imports Prefect.
+"""
+
+from essaybench.report.write import report_path, write_report
+
+__all__ = ["report_path", "write_report"]

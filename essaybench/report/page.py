@@ -1,0 +1,124 @@
+"""The report page: the template filled in with a run's sections, as one HTML string.
+
+Every string from the run (essays, prompts, judge analyses, errors, model names) reaches
+the page through Jinja2 with autoescaping on (``&<>"'`` escaped, as ``html.escape``
+does), so no run text becomes markup or script. What the template inserts unescaped
+(``|safe``) is made here: the charts (SVG drawn by matplotlib, checked in ``svg.py``) and
+the page's own CSS and script, read from ``templates/``. The page's
+Content-Security-Policy allows no network load at all and only the script whose hash it
+names.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from essaybench.report.charts_profile import compliance_chart
+from essaybench.report.data import RunData
+from essaybench.report.drilldown import drilldown
+from essaybench.report.labels import labels_for
+from essaybench.report.sections import JudgeSection, judge_section
+from essaybench.report.svg import ChartIds, font_note
+from essaybench.report.tables import LeaderRow, failures, judges_of, model_facts
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    model: str
+    quality: list[LeaderRow | None]  # per judge, in the page's judge order
+    facts: dict[str, Any]
+
+
+def _number(value: object, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _percent(value: object, digits: int = 0) -> str:
+    if not isinstance(value, int | float) or math.isnan(value):
+        return "—"
+    return f"{value:.{digits}%}"
+
+
+def _coverage(value: object) -> str:
+    """Floored, so a cell that is not complete never reads as 100% (as Table 5)."""
+    if not isinstance(value, int | float) or math.isnan(value):
+        return "—"
+    return f"{math.floor(value * 100)}%"
+
+
+def _signed(value: object) -> str:
+    return "—" if not isinstance(value, int | float) else f"{value:+.2f}"
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters.update(num=_number, pct=_percent, cov=_coverage, signed=_signed)
+    return env
+
+
+def script_hash(script: str) -> str:
+    """The CSP source of an inline script (``'sha256-…'``)."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def _decisions(data: RunData, sections: list[JudgeSection]) -> list[DecisionRow]:
+    facts = {r["model"]: r for r in model_facts(data.essays).iter_rows(named=True)}
+    boards = [{r.model: r for r in s.leaderboard} for s in sections]
+    models = sorted(set(facts) | {m for b in boards for m in b})
+    return [DecisionRow(m, [b.get(m) for b in boards], facts.get(m, {})) for m in models]
+
+
+def _options(values: list[str]) -> list[str]:
+    return sorted({v for v in values if v})
+
+
+def context(data: RunData) -> dict[str, Any]:
+    """What the template shows, from a run's data."""
+    labels = labels_for(data.judgments)
+    ids = ChartIds()
+    sections = [judge_section(ids, data, judge, labels) for judge in judges_of(data.judgments)]
+    prompts = drilldown(data.essays, data.judgments, labels)
+    essays = [e for p in prompts for e in p.essays]
+    facts = model_facts(data.essays)
+    return {
+        "data": data, "judges": sections, "decisions": _decisions(data, sections),
+        "facts": facts.to_dicts(), "compliance_svg": compliance_chart(ids, facts),
+        "failures": failures(data.essays, data.judgments).to_dicts(),
+        "prompts": prompts, "n_essays": len(essays),
+        "filter_models": _options([e.model for e in essays]),
+        "filter_genres": _options([p.genre for p in prompts]),
+        "filter_statuses": _options([e.row_status for e in essays]),
+        "position_bias": (data.stats["position_bias"].to_dicts()
+                          if "position_bias" in data.stats else []),
+        "comparison": (data.alerts.comparison.to_dicts() if data.alerts is not None
+                       and data.alerts.comparison is not None else []),
+        "font_note": font_note(),
+        "code_versions": _options([r.code_version for r in data.stage_runs]),
+    }
+
+
+def render_report(data: RunData) -> str:
+    """The whole page for ``data``."""
+    env = environment()
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+    style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    # The template marks what it inserts unescaped with |safe: the charts, the style and
+    # the script, all made here (see the module doc); nothing else.
+    return env.get_template("report.html").render(
+        **context(data), script=script, style=style, script_hash=script_hash(script))

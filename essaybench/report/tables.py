@@ -1,0 +1,154 @@
+"""The report's tables, from a run's judgments, essays and stats tables. Pure: no store, no IO.
+
+The leaderboard ranks each judge's models by their overall weighted mean; with the stats
+stage's intervals it groups them: a group is led by its best model and holds every model
+after it whose paired difference to that leader is indistinguishable (the 95% CI of the
+difference contains 0). Groups follow the ranking and do not overlap, so a model is in
+the first group it cannot be told apart from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from string import ascii_uppercase
+
+import polars as pl
+
+from essaybench.bench.aggregate import table5
+from essaybench.bench.alerts import is_off_language
+from essaybench.bench.compliance import compliance_rates, compliance_table
+from essaybench.constraints import count_grid_chars
+from essaybench.core.contracts import OK, OVERALL
+
+WEIGHTED_CI = "score_ci_weighted"
+WEIGHTED_DIFF = "score_diff_weighted"
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    rank: int
+    model: str
+    mean: float | None
+    lo: float | None  # None: no interval (stats not run, or too few prompts)
+    hi: float | None
+    n: int
+    coverage: float | None
+    group: str  # "A", "B", ...; "" without intervals
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """``model`` − ``baseline`` in one cell, with the CI of the paired difference."""
+
+    model: str
+    diff: float | None
+    lo: float | None
+    hi: float | None
+    indistinguishable: bool
+
+
+def judges_of(judgments: pl.DataFrame) -> list[str]:
+    return sorted({str(j) for j in judgments["judge"].to_list()})
+
+
+def _pair_lookup(diffs: pl.DataFrame | None, judge: str, cell: str = OVERALL
+                 ) -> dict[tuple[str, str], DiffRow]:
+    """(model, baseline) → model − baseline, both orientations of every pair of a cell."""
+    if diffs is None:
+        return {}
+    out: dict[tuple[str, str], DiffRow] = {}
+    rows = diffs.filter((pl.col("judge") == judge) & (pl.col("cell") == cell))
+    for r in rows.iter_rows(named=True):
+        a, b, d, lo, hi = r["model_a"], r["model_b"], r["diff"], r["diff_lo"], r["diff_hi"]
+        same = bool(r["indistinguishable"])
+        out[(a, b)] = DiffRow(a, d, lo, hi, same)
+        out[(b, a)] = DiffRow(b, None if d is None else -d, None if hi is None else -hi,
+                              None if lo is None else -lo, same)
+    return out
+
+
+def _groups(order: list[str], pairs: dict[tuple[str, str], DiffRow]) -> dict[str, str]:
+    if not pairs:
+        return dict.fromkeys(order, "")
+    out: dict[str, str] = {}
+    leader: str | None = None
+    for model in order:
+        if leader is None or not pairs.get((model, leader), DiffRow(model, None, None, None,
+                                                                     False)).indistinguishable:
+            leader = model
+            n = len(set(out.values()))
+            out[model] = ascii_uppercase[n] if n < len(ascii_uppercase) else str(n + 1)
+        else:
+            out[model] = out[leader]
+    return out
+
+
+def leaderboard(judge: str, judgments: pl.DataFrame, stats: dict[str, pl.DataFrame]
+                ) -> list[LeaderRow]:
+    """``judge``'s models by overall weighted mean, best first, with CIs and groups."""
+    t5 = table5(judgments.filter(pl.col("judge") == judge), "score_weighted")
+    coverage = {r["model"]: r[f"{OVERALL}:coverage"] for r in t5.iter_rows(named=True)}
+    cis = stats.get(WEIGHTED_CI)
+    if cis is not None:
+        mine = cis.filter((pl.col("judge") == judge) & (pl.col("cell") == OVERALL))
+        rows = [(r["model"], r["mean"], r["ci_lo"], r["ci_hi"], r["n"])
+                for r in mine.iter_rows(named=True)]
+    else:
+        rows = [(r["model"], r[OVERALL], None, None, r[f"{OVERALL}:n"])
+                for r in t5.iter_rows(named=True)]
+    rows.sort(key=lambda r: (r[1] is None, -(r[1] or 0.0), r[0]))
+    groups = _groups([r[0] for r in rows], _pair_lookup(stats.get(WEIGHTED_DIFF), judge))
+    return [LeaderRow(i + 1, m, mean, lo, hi, int(n or 0), coverage.get(m), groups[m])
+            for i, (m, mean, lo, hi, n) in enumerate(rows)]
+
+
+def diffs_to(judge: str, baseline: str, models: list[str], stats: dict[str, pl.DataFrame],
+             cell: str = OVERALL) -> list[DiffRow]:
+    """Each other model − ``baseline`` in ``cell`` (empty without the stats tables)."""
+    pairs = _pair_lookup(stats.get(WEIGHTED_DIFF), judge, cell)
+    return [pairs[(m, baseline)] for m in models if m != baseline and (m, baseline) in pairs]
+
+
+def _ok_lengths(essays: pl.DataFrame) -> pl.DataFrame:
+    ok = essays.filter(pl.col("status") == OK)
+    chars = [count_grid_chars(t) if t else 0 for t in ok["essay_text"].to_list()]
+    if "off_language" in ok.columns:  # measured by the generate stage
+        off = [bool(v) for v in ok["off_language"].fill_null(False).to_list()]
+    else:
+        off = [is_off_language(t or "") for t in ok["essay_text"].to_list()]
+    return ok.with_columns(pl.Series("grid_chars", chars, dtype=pl.Int64),
+                           pl.Series("is_off", off, dtype=pl.Boolean))
+
+
+def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
+    """Per model: essays, failures, length compliance, off-language share (of ok essays),
+    cost and latency per 1,000 characters (grid count of ok essays) and p95 latency."""
+    rates = compliance_rates(compliance_table(essays, prompt_column="prompt_text"))
+    ok = _ok_lengths(essays)
+    per_ok = ok.group_by("model").agg(
+        pl.len().alias("n_ok"), pl.col("is_off").mean().alias("off_language_rate"),
+        pl.col("grid_chars").sum().alias("ok_chars"),
+        pl.col("cost_usd").sum().alias("cost_usd"),
+        pl.col("latency_s").sum().alias("latency_s"),
+        pl.col("latency_s").quantile(0.95, "linear").alias("p95_latency_s"))
+    per_1k = 1000 / pl.col("ok_chars")
+    return (rates.join(per_ok, on="model", how="left")
+            .with_columns(pl.col("n_ok").fill_null(0))
+            .with_columns(((pl.col("n_essays") - pl.col("n_ok")) / pl.col("n_essays"))
+                          .alias("failure_rate"),
+                          pl.when(pl.col("ok_chars") > 0).then(pl.col("cost_usd") * per_1k)
+                          .alias("cost_per_1k_chars"),
+                          pl.when(pl.col("ok_chars") > 0).then(pl.col("latency_s") * per_1k)
+                          .alias("latency_s_per_1k_chars"))
+            .sort("model"))
+
+
+def failures(essays: pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
+    """Every essay and judgment that did not come back ok, with its error."""
+    gen = essays.filter(pl.col("status") != OK).select(
+        pl.lit("generate").alias("stage"), "model", pl.lit(None, pl.Utf8).alias("judge"),
+        "prompt_id", "status", pl.col("error").cast(pl.Utf8))
+    judged = judgments.filter(pl.col("status") != OK).select(
+        pl.lit("judge").alias("stage"), "model", pl.col("judge").cast(pl.Utf8), "prompt_id",
+        "status", pl.col("error").cast(pl.Utf8))
+    return pl.concat([gen, judged]).sort("stage", "model", "prompt_id")

@@ -1,0 +1,97 @@
+"""The report's tables: the leaderboard and its groups, differences to the baseline, the
+per-model facts of the decision table, and the failures list."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from essaybench.bench.aggregate import table5
+from essaybench.report.data import load_run
+from essaybench.report.tables import diffs_to, failures, leaderboard, model_facts
+from essaybench.stats.score_ci import PAIR_SCHEMA
+from tests.report.conftest import ReportedRuns
+
+
+def _judgments(means: dict[str, float]) -> pl.DataFrame:
+    return pl.DataFrame([{"judge": "j", "model": m, "prompt_id": "p0", "sample_index": 0,
+                          "genre": "narrative", "prompt_set": "open", "status": "ok",
+                          "score_weighted": v} for m, v in means.items()])
+
+
+def _stats(means: dict[str, float], same: set[frozenset[str]]) -> dict[str, pl.DataFrame]:
+    """CIs and paired differences as the stats stage writes them; pairs in ``same``
+    indistinguishable."""
+    cis = pl.DataFrame([{"judge": "j", "model": m, "cell": "overall", "mean": v,
+                         "ci_lo": v - 1, "ci_hi": v + 1, "n": 10, "n_prompts": 10}
+                        for m, v in means.items()])
+    models = sorted(means)
+    diffs = pl.DataFrame([{"judge": "j", "cell": "overall", "model_a": a, "model_b": b,
+                           "diff": means[a] - means[b], "diff_lo": means[a] - means[b] - 1,
+                           "diff_hi": means[a] - means[b] + 1,
+                           "indistinguishable": frozenset((a, b)) in same}
+                          for i, a in enumerate(models) for b in models[i + 1:]],
+                         schema=PAIR_SCHEMA)
+    return {"score_ci_weighted": cis, "score_diff_weighted": diffs}
+
+
+def test_groups_follow_the_ranking_led_by_their_best_model() -> None:
+    means = {"a": 80.0, "b": 79.0, "c": 77.0, "d": 60.0}
+    # b ties a; c ties b but not a, so c leads a new group that d does not join.
+    stats = _stats(means, {frozenset("ab"), frozenset("bc")})
+    rows = leaderboard("j", _judgments(means), stats)
+    assert [(r.rank, r.model, r.group) for r in rows] == [
+        (1, "a", "A"), (2, "b", "A"), (3, "c", "B"), (4, "d", "C")]
+    assert (rows[0].lo, rows[0].hi, rows[0].coverage) == (79.0, 81.0, 1.0)
+    # Differences to the baseline are model − baseline, whichever way the table holds them.
+    diffs = diffs_to("j", "a", [r.model for r in rows], stats)
+    assert [(d.model, d.diff, d.lo, d.hi, d.indistinguishable) for d in diffs] == [
+        ("b", -1.0, -2.0, 0.0, True), ("c", -3.0, -4.0, -2.0, False),
+        ("d", -20.0, -21.0, -19.0, False)]
+
+
+def test_without_the_stats_stage_the_leaderboard_has_means_and_no_groups() -> None:
+    rows = leaderboard("j", _judgments({"a": 50.0, "b": 70.0}), {})
+    assert [(r.model, r.mean, r.lo, r.group) for r in rows] == [
+        ("b", 70.0, None, ""), ("a", 50.0, None, "")]
+    assert diffs_to("j", "b", ["a"], {}) == []
+
+
+def test_leaderboard_of_a_real_run_is_the_stats_stage_ci(reported_runs: ReportedRuns) -> None:
+    data = load_run(reported_runs.store, "r2")
+    rows = leaderboard("qwen-judge", data.judgments, data.stats)
+    t5 = {r["model"]: r for r in table5(data.judgments).iter_rows(named=True)}
+    assert [r.rank for r in rows] == [1, 2, 3]
+    means = [r.mean or 0.0 for r in rows]
+    assert means == sorted(means, reverse=True)
+    for r in rows:
+        assert r.mean == pytest.approx(t5[r.model]["overall"])
+        assert r.coverage == t5[r.model]["overall:coverage"]
+        assert r.lo is not None and r.hi is not None and r.lo <= (r.mean or 0) <= r.hi
+        assert r.group
+
+
+def test_model_facts_count_failures_language_cost_and_latency(
+        reported_runs: ReportedRuns) -> None:
+    essays = load_run(reported_runs.store, "r2").essays
+    facts = {r["model"]: r for r in model_facts(essays).iter_rows(named=True)}
+    seek = essays.filter(pl.col("model") == "deepseek-writer")
+    failed = seek.filter(pl.col("status") != "ok").height
+    assert failed > 0
+    assert facts["deepseek-writer"]["failure_rate"] == pytest.approx(failed / seek.height)
+    assert facts["gpt-writer"]["off_language_rate"] == 1.0  # it answers in English
+    gpt = essays.filter(pl.col("model") == "gpt-writer")
+    chars = sum(len("".join(t.split())) for t in gpt["essay_text"].to_list())
+    assert facts["gpt-writer"]["cost_per_1k_chars"] == pytest.approx(
+        gpt["cost_usd"].sum() / chars * 1000)
+    assert facts["gpt-writer"]["latency_s_per_1k_chars"] == pytest.approx(
+        gpt["latency_s"].sum() / chars * 1000)
+
+
+def test_failures_list_every_essay_and_judgment_not_ok(reported_runs: ReportedRuns) -> None:
+    data = load_run(reported_runs.store, "r2")
+    listed = failures(data.essays, data.judgments)
+    bad_essays = data.essays.filter(pl.col("status") != "ok").height
+    bad_judgments = data.judgments.filter(pl.col("status") != "ok").height
+    assert listed.height == bad_essays + bad_judgments > 0
+    assert set(listed.filter(pl.col("stage") == "generate")["status"]) == {"api_error"}

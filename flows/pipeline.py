@@ -1,5 +1,5 @@
 """The ``pipeline`` flow: curate → generate → judge (→ drift) → aggregate (→ pairwise) → stats
-→ alerts.
+→ alerts → report.
 
 The weekly run. A new run sends every LLM call afresh (``reuse_from`` names a run whose
 successful calls it may be served instead); ``from_stage`` with ``base_run`` is a rerun:
@@ -52,6 +52,7 @@ from flows.curate import curate_flow
 from tasks.alerts import alerts_stage_task
 from tasks.benchmark import benchmark_stages_task
 from tasks.pairwise import pairwise_stage_task
+from tasks.report import report_task
 from tasks.stats import stats_stage_task
 
 
@@ -142,6 +143,8 @@ def pipeline_flow(
     result["alerts"] = alerts_stage_task(run_id, benchmark_config, store_root,
                                          judged.snapshot_id, lock_timeout_s)
     result["reports"] = str(store.root / "reports" / run_id)
+    # The HTML page of everything above (a failed run's too: it shows what went wrong).
+    result["report"] = report_task(run_id, store_root, lock_timeout_s)
     # Every snapshot and report is written by now; a run below its coverage floor still
     # fails. Its RunUnhealthy is returned as the final state, not raised: the flow run ends
     # Failed and a caller gets the same exception (the CLI exits 1), without Prefect

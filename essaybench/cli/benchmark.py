@@ -198,6 +198,9 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
     console.print(f"run {result['run_id']}: reports in {reports} (Table 5 weighted and w/o WT, "
                   f"trait means, length compliance, stats/: CIs, rankings, bias; .md .csv "
                   f".parquet); {seconds:.1f} s")
+    if result.get("report"):
+        console.print(f"report: {result['report']} (one page, open it in a browser; no "
+                      "network needed)", markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -44,6 +44,9 @@ def failed_run_exits(config: Path, store: Path) -> Iterator[None]:
     except RunUnhealthy as exc:
         _traceback_if_debug(exc)
         err.print(f"run failed: {exc.explanation}", markup=False)
+        page = store / "reports" / exc.health.run_id / "report.html"
+        if page.is_file():  # written before the verdict: it shows what went wrong
+            err.print(f"report: {page}", markup=False)
         raise typer.Exit(1) from None
     except StageFailed as exc:
         if exc.user_error is not None:

@@ -33,15 +33,16 @@ def _registry(path: Path, writer_url: str, judge_url: str) -> None:
         "judge": {**common, "base_url": judge_url, "model_id": "judge"}}}), encoding="utf-8")
 
 
-def _artifact(store: Store, run_id: str) -> str:
+def _artifact(store: Store, run_id: str, kind: str = "alerts") -> str:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     record = get_run(store, run_id)
     assert record is not None and record.flow_run_id is not None
     with get_client(sync_client=True) as client:
-        [artifact] = client.read_artifacts(artifact_filter=ArtifactFilter(
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(record.flow_run_id)])))
+    [artifact] = [a for a in artifacts if (a.key or "").startswith(f"{kind}-")]
     assert artifact.type == "markdown"
     return str(artifact.data)
 
@@ -81,6 +82,11 @@ def test_pipeline_alerts_artifact_webhooks_and_a_failed_run(
     markdown = _artifact(store, week2["run_id"])
     assert f"Compared with run {week1['run_id']}" in markdown and "off_language" in markdown
     assert "NOT delivered" in markdown
+    # The run's HTML report is written at its end and summarised in an artifact.
+    page = store.root / "reports" / week2["run_id"] / "report.html"
+    assert week2["report"] == str(page) and page.stat().st_size > 10_000
+    summary = _artifact(store, week2["run_id"], "report")
+    assert str(page) in summary and "Overall weighted score" in summary
 
     # Week 3 failed, yet compared with week 2 (healthy) and told the receiver.
     week3 = [r.run_id for r in store.stage_runs(None, 1000) if r.stage == "alerts"
@@ -89,3 +95,4 @@ def test_pipeline_alerts_artifact_webhooks_and_a_failed_run(
     assert three.base_run == week2["run_id"]
     assert "model_id_changed" in {a.kind for a in three.alerts}  # writer-2025-06 → writer
     assert [b["run_id"] for b in receiver.bodies] == [week2["run_id"], week3[0]]
+    assert (store.root / "reports" / week3[0] / "report.html").is_file()  # failed, reported

@@ -64,8 +64,9 @@ def test_a_provider_error_that_echoes_the_key_is_stored_without_it() -> None:
 
 
 def test_a_broken_quote_loses_no_row(tmp_path: Path) -> None:
-    spec = SourceSpec(name="exam", kind="csv", path="unclosed_quote.csv",
-                      text_column="prompt", id_column="id")
+    spec = SourceSpec.model_validate({"name": "exam", "kind": "csv",
+                                      "path": "unclosed_quote.csv", "text_column": "prompt",
+                                      "id_column": "id"})
     items = list(read_csv(CASES / "unclosed_quote.csv", spec))
     assert len(items) == 50  # every physical data line is a record
     kept = [i for i in items if i.reason is None]

@@ -53,7 +53,9 @@ class BenchmarkConfig(BaseModel):
 
     def models(self) -> list[str]:
         pairwise = self.pairwise.judges if self.pairwise is not None else []
-        return list(dict.fromkeys([*self.generate.models, *self.judge.judges, *pairwise]))
+        second = [self.judge.second_judge] if self.judge.second_judge else []
+        return list(dict.fromkeys([*self.generate.models, *self.judge.judges, *second,
+                                   *pairwise]))
 
 
 def load_benchmark_config(path: Path | str) -> BenchmarkConfig:

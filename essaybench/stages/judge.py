@@ -10,7 +10,9 @@ from datetime import datetime
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.judge.flags import add_flags, flag_counts
 from essaybench.bench.judge.judgments import run_judge
+from essaybench.bench.judge.repeats import MAIN_SCORE
 from essaybench.bench.judge.request import STAGE, load_scoring
+from essaybench.bench.judge.second import second_opinions, second_summary
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
 from essaybench.runs.lineage import check_session_run
@@ -38,10 +40,14 @@ def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Sn
     def compute() -> StageOutput:
         with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
             out = run_judge(essays, config.judge, session)
-        # Flags ask for a second look; they change no score and no status.
-        table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
+            # Flags ask for a second look (judge.second_judge); they change no score and
+            # no status.
+            table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
+            table = second_opinions(table, essays, config.judge, session)
         counts = flag_counts(table)
-        return StageOutput(table, {**out.meta, "flags": counts.to_dicts()}, out.run_meta)
+        meta = {**out.meta, "flags": counts.to_dicts(),
+                "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode])}
+        return StageOutput(table, meta, out.run_meta)
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
                      params=config.judge, rows_in=essays.height, compute=compute)

@@ -68,6 +68,10 @@ class JudgeParams(BaseModel):
         default=None, description="Judge prompt file (rubric mode); default "
         "rubrics/essay/judge_prompt.v2.yaml, the injection-hardened one (per-call markers, "
         "rubric in the system role, a nonce the reply must echo). v1 is the plain one.")
+    second_judge: str | None = Field(
+        default=None, description="A registry model that judges every flagged essay once "
+        "more (injection markers or a suspicious judgment): its opinion is stored beside "
+        "the first (second_score), never instead of it.")
     skip_off_language: bool = Field(
         default=False, description="Do not judge essays the generate stage marked "
         "off_language (not written in Chinese): they are skipped, counted, never scored.")

@@ -22,6 +22,11 @@ from essaybench.store import Store
 from tasks.alerts import artifact_key
 
 
+def _num(value: float | None) -> str:
+    """A mean or bound; a cell with too few essays has none."""
+    return "—" if value is None else f"{value:.2f}"
+
+
 def summary_markdown(run_id: str, path: Path) -> str:
     lines = [f"# Report: run {run_id}", "", f"The whole report (open from disk, no network): "
              f"`{path}`", ""]
@@ -29,8 +34,8 @@ def summary_markdown(run_id: str, path: Path) -> str:
     if cis.is_file():
         overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall").sort(
             "judge", "mean", descending=[False, True])
-        rows = [[str(r["judge"]), str(r["model"]), f"{r['mean']:.2f}",
-                 f"[{r['ci_lo']:.2f}, {r['ci_hi']:.2f}]", str(r["n"])]
+        rows = [[str(r["judge"]), str(r["model"]), _num(r["mean"]),
+                 f"[{_num(r['ci_lo'])}, {_num(r['ci_hi'])}]", str(r["n"])]
                 for r in overall.iter_rows(named=True)]
         lines += ["Overall weighted score, 95% bootstrap CI:", "",
                   markdown_grid(["judge", "model", "mean", "95% CI", "n"], rows)]
@@ -43,11 +48,11 @@ def report_task(run_id: str, store_root: str,
     log = get_run_logger()
     try:
         path = write_report(Store(store_root, lock_timeout_s), run_id)
+        create_markdown_artifact(markdown=summary_markdown(run_id, path),
+                                 key=artifact_key(run_id).replace("alerts-", "report-", 1),
+                                 description=f"Report of run {run_id}")
     except Exception as exc:  # presentation only: the run's results are in the store
         log.error("report: not written: %s: %s", type(exc).__name__, exc)
         return None
-    create_markdown_artifact(markdown=summary_markdown(run_id, path),
-                             key=artifact_key(run_id).replace("alerts-", "report-", 1),
-                             description=f"Report of run {run_id}")
     log.info("report: %s", path)
     return str(path)

@@ -160,6 +160,20 @@ def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
             "judgments, shown when below 100%.\n")
 
 
+def table5_grid(table5_df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Table 5 as header and rows of text cells, formatted as :func:`to_markdown` does
+    (sorted by judge, then overall mean): for a terminal table."""
+    names = [c for c in table5_df.columns
+             if c not in KEYS and ":" not in c and c != OVERALL]
+    columns = [OVERALL, *names]
+    ordered = table5_df.sort(["judge", OVERALL, "model"], descending=[False, True, False],
+                             nulls_last=True)
+    body = [[str(row["judge"]), str(row["model"]),
+             *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+            for row in ordered.iter_rows(named=True)]
+    return ["judge", "model", *columns], body
+
+
 def render_markdown(df: pl.DataFrame, name: str) -> str:
     """A table in the Table 5 layout (it has ``overall:coverage``) with :func:`to_markdown`,
     any other as a plain table."""

@@ -28,6 +28,7 @@ from essaybench.cli.common import (
     print_frame,
     reader,
 )
+from essaybench.cli.progress import progress_display
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_LOCK_TIMEOUT_S,
@@ -59,7 +60,7 @@ def pairwise(
     from flows.pairwise import pairwise_flow
 
     started = time.perf_counter()
-    with console.status("pairwise judging…"):
+    with progress_display("pairwise judging…"):
         snapshot_id = pairwise_flow(str(config), str(store.resolve()), run_id, None, run_id,
                                     lock_timeout_s=lock_timeout)
     merged = reader(store, lock_timeout).get_snapshot(snapshot_id).read()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
 from essaybench.cli.common import (
     BenchOpt,
@@ -20,6 +21,7 @@ from essaybench.cli.common import (
 from essaybench.cli.curate import curate
 from essaybench.cli.estimate import OVER_BUDGET_FLAG, check_budget
 from essaybench.cli.failures import failed_run_exits
+from essaybench.cli.progress import progress_display
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -28,6 +30,8 @@ from essaybench.core.settings import (
 )
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from essaybench.store import Store
 
 app = typer.Typer()
@@ -68,7 +72,7 @@ def run(
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
-    with failed_run_exits(config, store), console.status(
+    with failed_run_exits(config, store), progress_display(
             "generating and judging (the embedded model is slow: minutes)…"):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
@@ -105,7 +109,8 @@ def rerun(
     from flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
-    with failed_run_exits(config, store), console.status(f"rerunning from {stage}…"):
+    with failed_run_exits(config, store), progress_display(
+            f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
                                False, stage, run_id, over_budget_ok=over_budget,
                                uncalibrated_ok=uncalibrated, lock_timeout_s=lock_timeout)
@@ -136,7 +141,7 @@ def calibrate(
     prefect_env()
     from flows.calibrate import calibrate_flow
 
-    with console.status("judging the anchor set…"):
+    with progress_display("judging the anchor set…"):
         result = calibrate_flow(str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
     for line in result["lines"]:
         console.print(line, markup=False)
@@ -178,15 +183,49 @@ def _check_rerun(store: Store, run_id: str, stage: str) -> None:
                                  param_hint="--run")
 
 
+def table5_tables(df: pl.DataFrame, width: int) -> list[Table]:
+    """Table 5 (weighted) as rich tables that fit ``width`` columns: a cell's heading
+    "genre/set" on two lines, and as many cells per table as fit beside judge and model
+    (more tables below when the terminal is narrow), so no number is ever cut."""
+    from essaybench.bench.aggregate import table5_grid
+
+    header, rows = table5_grid(df)
+    headings = [name.replace("/", "\n") for name in header]
+
+    def need(i: int) -> int:  # the column's width with its padding and border
+        texts = [headings[i], *(r[i] for r in rows)]
+        return max(len(line) for text in texts for line in text.split("\n")) + 3
+
+    groups: list[list[int]] = []
+    fixed = need(0) + need(1) + 1
+    for i in range(2, len(header)):
+        if groups and fixed + sum(need(j) for j in groups[-1]) + need(i) <= width:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    tables = []
+    for n, group in enumerate(groups):
+        table = Table(title="Table 5: weighted score; (x%) = coverage when below 100%"
+                      if n == 0 else None)
+        for i in (0, 1, *group):
+            table.add_column(headings[i], justify="left" if i < 2 else "right", no_wrap=True)
+        for k, row in enumerate(rows):
+            table.add_row(*(row[i] for i in (0, 1, *group)),
+                          end_section=k + 1 < len(rows) and rows[k + 1][0] != row[0])
+        tables.append(table)
+    return tables
+
+
 def _print_reports(result: dict[str, Any], seconds: float) -> None:
     reports = Path(result["reports"])
-    table5 = reports / "table5_weighted.md"
+    import polars as pl
+
+    table5 = reports / "table5_weighted.parquet"
     if table5.is_file():
-        console.print(table5.read_text(encoding="utf-8"), markup=False)
+        for table in table5_tables(pl.read_parquet(table5), console.width):
+            console.print(table)
     cis = reports / "stats" / "score_ci_weighted.parquet"
     if cis.is_file():
-        import polars as pl
-
         overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall")
         print_frame(overall.select("judge", "model", "mean", "ci_lo", "ci_hi", "n"),
                     "Overall weighted score, 95% bootstrap CI (prompts resampled, paired)")

@@ -98,6 +98,14 @@ def _engine_exception_report(record: logging.LogRecord) -> bool:
         and (record.exc_info is not None or record.exc_text is not None))
 
 
+def _task_run_chatter(record: logging.LogRecord) -> bool:
+    """Drop a task run's INFO records from the console ("Created task run", "Finished in
+    state Completed()"): the progress display says what is going on; Prefect's API
+    keeps them. Warnings and errors pass."""
+    return STATE.debug or not (record.name.startswith("prefect.task_runs")
+                               and record.levelno <= logging.INFO)
+
+
 def _quiet_prefect_console() -> None:
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
@@ -109,6 +117,7 @@ def _quiet_prefect_console() -> None:
                 handler.formatter, _NoTraceback):
             handler.setFormatter(_NoTraceback(handler.formatter))
             handler.addFilter(_engine_exception_report)
+            handler.addFilter(_task_run_chatter)
 
 
 def print_frame(df: pl.DataFrame, title: str, limit: int = 40) -> None:

@@ -20,6 +20,7 @@ from essaybench.cli.common import (
     prefect_env,
     reader,
 )
+from essaybench.cli.progress import progress_display
 from essaybench.core.errors import NotFoundError
 from essaybench.core.settings import (
     DEFAULT_CURATE_CONFIG,
@@ -58,7 +59,7 @@ def curate(
     started = time.perf_counter()
     stages = CURATE_STAGES[CURATE_STAGES.index(from_stage):]
     console.print(f"[bold]curate[/]: stages {' → '.join(stages)}; store {store}")
-    with console.status("starting Prefect and running the curation stages…"):
+    with progress_display("starting Prefect and running the curation stages…"):
         summary = curate_flow(str(config), str(store.resolve()), from_stage, base_run,
                               lock_timeout_s=lock_timeout)
     print_curate_summary(summary, time.perf_counter() - started)

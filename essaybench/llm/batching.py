@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from essaybench.llm.client import ChatBackend
+from essaybench.llm.progress import Progress
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.types import ChatRequest, ChatResult
 
@@ -79,9 +80,11 @@ class Pools:
     far fewer tasks and semaphore waits at 10k calls. Requests may be added while the
     batch runs; workers are spawned up to the endpoint's concurrency."""
 
-    def __init__(self, gateway: BatchHost, group: asyncio.TaskGroup) -> None:
+    def __init__(self, gateway: BatchHost, group: asyncio.TaskGroup,
+                 progress: Progress) -> None:
         self.gateway = gateway
         self.group = group
+        self.progress = progress
         self.queues: dict[str, deque[tuple[Call, OnDone]]] = {}
         self.workers: dict[str, int] = {}
         self.follow: FollowUps | None = None  # set when the batch has follow-ups
@@ -93,6 +96,7 @@ class Pools:
         queue = self.queues.setdefault(model, deque())
         queue.append((call, on_done))
         self.outstanding += 1
+        self.progress.planned(call.request)
         if self.workers.get(model, 0) < self.gateway.spec(model).max_concurrency:
             self.workers[model] = self.workers.get(model, 0) + 1
             self.group.create_task(self._worker(model, queue))
@@ -108,6 +112,7 @@ class Pools:
                         await self.follow.hold_back()
                 result = self.gateway.redact(
                     await self.gateway.backend(model).complete(call.request, call.key))
+                self.progress.finished(call.request, result)
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, call, result))
         finally:

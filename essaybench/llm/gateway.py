@@ -20,6 +20,7 @@ from essaybench.core.gcfreeze import frozen_heap
 from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
 from essaybench.llm.ledger import Ledger, ledger_row
+from essaybench.llm.progress import Progress, current_progress
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.redact import ResultRedactor
 from essaybench.llm.registry import ModelSpec, Registry
@@ -65,8 +66,11 @@ class Gateway:
         backoff: Backoff | None = None,
         seed: int | None = None,
         scope: ReuseScope = ANY_RUN,
+        observer: Progress | None = None,
     ) -> None:
         self.registry = registry
+        # Told of every call sent (see llm.progress); None: the process's, read per batch.
+        self.observer = observer
         self.ledger = ledger
         # The run new calls are recorded under and the runs whose calls are served; one
         # per gateway (a session serves one run), read by every look-up and record.
@@ -214,10 +218,11 @@ class Gateway:
                 progress(result, done, total)
             follow.after(call.request, result)
 
+        observer = self.observer or current_progress()
         self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:
-                pools = Pools(self, group)
+                pools = Pools(self, group, observer)
                 follow.start(pools)
                 for call in first.values():
                     pools.submit(call, finish)
@@ -227,6 +232,7 @@ class Gateway:
                         follow.after(call.request, stored[call.key])
                 follow.close_when_idle()
         finally:
+            observer.batch_ended()
             self._active_runs -= 1
             if self._active_runs == 0:
                 await self.aclose()

@@ -17,6 +17,7 @@ import pytest
 from essaybench.llm import batching
 from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import canonical_request
+from essaybench.llm.progress import ProgressBoard
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, key_of
 from tests.llm.conftest import fake_spec
@@ -149,7 +150,7 @@ async def drive(host: FakeHost, requests: Sequence[ChatRequest],
         follow.after(call.request, result)
 
     async with asyncio.TaskGroup() as group:
-        pools = Pools(host, group)
+        pools = Pools(host, group, ProgressBoard())
         follow.start(pools)
         for call in first.values():
             pools.submit(call, finish)
@@ -180,7 +181,7 @@ def test_every_call_completes_once_and_the_pools_drain() -> None:
     async def main() -> tuple[Pools, list[Any]]:
         drained: list[Any] = []
         async with asyncio.TaskGroup() as group:
-            pools = Pools(host, group)
+            pools = Pools(host, group, ProgressBoard())
 
             async def on_done(call: Call, result: ChatResult) -> None:
                 await asyncio.sleep(0)

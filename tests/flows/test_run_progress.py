@@ -1,0 +1,57 @@
+"""``essaybench run`` piped (CI logs, issue 14 item 3): progress lines per stage and
+model on stdout while the flow runs, and Table 5 as a rich table, not Markdown pipes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from essaybench.cli import app
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.server import run_fake_server
+from essaybench.llm.progress import TextReporter, current_progress
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
+
+
+def test_a_piped_run_prints_progress_lines_and_a_rich_table5(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry, store, config = tmp_path / "models.yaml", tmp_path / "store", \
+        tmp_path / "benchmark.yaml"
+    config.write_text(yaml.safe_dump({"per_genre": 2, "generate": {"models": ["writer"]},
+                                      "judge": {"judges": ["judge"]},
+                                      "drift": None}), encoding="utf-8")
+    monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))
+    with run_fake_server() as server:
+        common = {"provider": "fake", "family": "fake", "structured_output": "json_schema",
+                  "base_url": server.base_url, "max_concurrency": 4, "timeout_s": 60}
+        registry.write_text(yaml.safe_dump({"models": {
+            "writer": {**common, "model_id": "writer"},
+            "judge": {**common, "model_id": "judge"}}}), encoding="utf-8")
+        out = CliRunner().invoke(app, [
+            "run", "--config", str(config), "--store", str(store),
+            "--curate-config", str(PROJECT_ROOT / "configs" / "curate.yaml")])
+    text = out.output
+    assert out.exit_code == 0, text
+    progress = [line for line in text.splitlines() if line.startswith("progress: ")]
+    # One line per batch at least (the fake server is fast: the batch-end line), each
+    # with done/total, ok/failed and tokens per stage and model, elapsed and ETA.
+    assert any(re.match(r"progress: generate writer 8/8 \(ok 8, failed 0, [\d,]+ tokens\)"
+                        r".*; elapsed \d+s, ETA 0s$", line) for line in progress), text
+    assert any(re.search(r"; judge judge 8/8 \(ok 8, failed 0, [\d,]+ tokens\)", line)
+               for line in progress), text
+    # Table 5 is a rich table (box-drawn), never the Markdown file's pipes.
+    assert "Table 5: weighted score" in text
+    assert "| judge | model |" not in text and "|---|" not in text
+    assert re.search(r"│ judge\s+│ writer\s+│\s+\d+\.\d\d", text), text
+    # Sized to the terminal (CliRunner's: 80 columns): no line wider, every cell shown.
+    assert all(len(line) <= 80 for line in text.splitlines()
+               if line.startswith(("┏", "│", "└"))), text
+    for cell in ("overall", "argumentative", "narrative", "descriptive", "expository"):
+        assert f"┃ {cell}" in text or f"{cell} ┃" in text, text
+    # The command put the process's observer back: the default text reporter.
+    assert isinstance(current_progress(), TextReporter)

@@ -1,0 +1,124 @@
+"""Progress of gateway batches: the text reporter's line and its throttling, fed by a
+real gateway run on the fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from essaybench.llm.fake.server import run_fake_server
+from essaybench.llm.gateway import Gateway
+from essaybench.llm.ledger import Ledger
+from essaybench.llm.progress import TextReporter, current_progress, duration, set_progress
+from essaybench.llm.retry import Backoff
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
+from tests.llm.conftest import fake_spec, registry_of
+
+
+def _requests(n: int, model: str, stage: str) -> list[ChatRequest]:
+    return [ChatRequest(model=model, stage=stage, tag=f"p{i}",
+                        messages=(Message(role="user", content=f"{stage} 第{i}题：写一篇短文"),))
+            for i in range(n)]
+
+
+class ManualClock:
+    """A clock the test sets: deterministic throttling and ETA."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reporter_line_from_a_real_batch(tmp_path: Path) -> None:
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=3600, emit=lines.append)
+    registry = registry_of(fake_spec("writer"), fake_spec("judge"))
+    requests = [*_requests(6, "writer", "generate"), *_requests(3, "judge", "judge")]
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "ledger.duckdb") as ledger:
+            gateway = Gateway(registry, ledger, backoff=Backoff(base_s=0.01, cap_s=0.05),
+                              observer=reporter,
+                              base_urls={"writer": server.base_url, "judge": server.base_url})
+            return await gateway.run(requests)
+
+    with run_fake_server() as server:
+        results = asyncio.run(main())
+    assert all(r.ok for r in results)
+    tokens = {m: sum((r.usage.input_tokens or 0) + (r.usage.output_tokens or 0)
+                     for r in results if r.model == m) for m in ("writer", "judge")}
+    assert all(tokens.values())
+    # Only the end-of-batch line: the interval never passed.
+    assert len(lines) == 1
+    line = lines[0]
+    assert f"generate writer 6/6 (ok 6, failed 0, {tokens['writer']:,} tokens)" in line
+    assert f"judge judge 3/3 (ok 3, failed 0, {tokens['judge']:,} tokens)" in line
+    assert re.search(r"elapsed \d+s, ETA 0s$", line)
+    # The batch's count is done with; the next batch starts afresh.
+    assert reporter.tallies == {}
+
+
+def test_reporter_throttles_to_its_interval() -> None:
+    lines: list[str] = []
+    clock = ManualClock()
+    reporter = TextReporter(interval_s=5, emit=lines.append, clock=clock)
+    requests = _requests(20, "m", "judge")
+    for request in requests:
+        reporter.planned(request)  # the clock starts at 0
+    for i, request in enumerate(requests):
+        clock.now = i + 1.0  # one call finishes every second
+        status = CallStatus.OK if i % 4 else CallStatus.API_ERROR
+        reporter.finished(request, ChatResult(key=str(i), model="m", status=status,
+                                              usage=Usage(input_tokens=10, output_tokens=5)))
+    # The first finish (t=1) arms the timer; then a line at t=6, 11, 16: every 5 s, not
+    # every call.
+    assert len(lines) == 3
+    assert lines[0] == ("progress: judge m 6/20 (ok 4, failed 2, 90 tokens); "
+                        "elapsed 6s, ETA 14s")
+    assert lines[1].startswith("progress: judge m 11/20 ")
+    reporter.batch_ended()
+    assert lines[-1] == ("progress: judge m 20/20 (ok 15, failed 5, 300 tokens); "
+                         "elapsed 20s, ETA 0s")
+
+
+def test_eta_is_the_pace_so_far() -> None:
+    clock = ManualClock()
+    reporter = TextReporter(emit=lambda _: None, clock=clock)
+    requests = _requests(4, "m", "generate")
+    for request in requests:
+        reporter.planned(request)
+    assert reporter.line().endswith("ETA ?")
+    clock.now = 10.0
+    reporter.finished(requests[0], ChatResult(key="0", model="m", status=CallStatus.OK))
+    assert reporter.eta() == 30.0  # 1 call in 10 s, 3 left
+    assert reporter.line().endswith("elapsed 10s, ETA 30s")
+    assert duration(75) == "1m15s" and duration(3725) == "1h02m"
+
+
+def test_the_default_observer_is_a_text_reporter() -> None:
+    before = set_progress(None)
+    try:
+        assert isinstance(current_progress(), TextReporter)
+    finally:
+        set_progress(before)
+
+
+def test_a_batch_ending_beside_a_running_one_keeps_the_count() -> None:
+    lines: list[str] = []
+    reporter = TextReporter(emit=lines.append, clock=ManualClock())
+    first, second = _requests(2, "a", "classify"), _requests(3, "b", "classify")
+    for request in [*first, *second]:
+        reporter.planned(request)
+    for i, request in enumerate(first):
+        reporter.finished(request, ChatResult(key=str(i), model="a", status=CallStatus.OK))
+    reporter.batch_ended()  # the first batch ends; the second is still running
+    assert "classify b 0/3" in lines[-1]
+    assert reporter.tallies[("classify", "b")].total == 3
+    for i, request in enumerate(second):
+        reporter.finished(request, ChatResult(key=str(i), model="b", status=CallStatus.OK))
+    reporter.batch_ended()
+    assert "classify a 2/2" in lines[-1] and "classify b 3/3" in lines[-1]
+    assert reporter.tallies == {}

@@ -103,9 +103,11 @@ def _run_weekly(client: SyncPrefectClient, deployment_id: UUID, procs: Processes
     return final[0]
 
 
-def _artifact(client: SyncPrefectClient, flow_run: FlowRun) -> Artifact:
-    [artifact] = client.read_artifacts(artifact_filter=ArtifactFilter(
+def _artifact(client: SyncPrefectClient, flow_run: FlowRun, kind: str = "alerts") -> Artifact:
+    """The flow run's ``kind`` artifact (each pipeline run has an alerts and a report one)."""
+    artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
         flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run.id])))
+    [artifact] = [a for a in artifacts if (a.key or "").startswith(f"{kind}-")]
     return artifact
 
 
@@ -167,6 +169,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
                 essays2 = _received(writer2)
                 calls2 = _received(writer, writer2, judge) - calls1
                 artifact = _artifact(client, week2)
+                report = _artifact(client, week2, "report")
                 _registry(registry, writer.base_url, closed_port_url())  # the judge is down
                 week3 = _run_weekly(client, deployment.id, procs, deadline.left(RUN_TIMEOUT_S),
                                     curate=False)
@@ -196,6 +199,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
     assert [d.startswith("NOT delivered") for d in alerts2.deliveries] == [True, False]
     assert artifact.key == artifact_key(two) and artifact.type == "markdown"
     assert f"Compared with run {one}" in str(artifact.data)
+    assert f"/reports/{two}/report.html" in str(report.data)  # the run's HTML page
     alerts3 = run_alerts(bench, three)  # the failed week against the last healthy one
     assert alerts3.base_run == two and "model_id_changed" in {a.kind for a in alerts3.alerts}
     assert [(b["run_id"], b["n_alerts"]) for b in receiver.bodies] == [

@@ -102,8 +102,10 @@ class JudgeRenderer:
         """What the judge's reply must echo (None: the prompt asks for no nonce)."""
         return self.tokens(genre, prompt_text, essay_text)[1] if self.uses_nonce else None
 
-    def messages(self, genre: str, prompt_text: Any, essay_text: Any) -> list[dict[str, str]]:
-        marker, nonce = self.tokens(genre, prompt_text, essay_text)
+    def messages(self, genre: str, prompt_text: Any, essay_text: Any,
+                 tokens: tuple[str, str] | None = None) -> list[dict[str, str]]:
+        """The call's messages; ``tokens``: its (marker, nonce) when already worked out."""
+        marker, nonce = tokens or self.tokens(genre, prompt_text, essay_text)
         frame = self._frame(genre)
         if frame is None:
             return _direct(self.rubric, genre, prompt_text, essay_text, marker, nonce,
@@ -113,13 +115,14 @@ class JudgeRenderer:
 
     def call(self, genre: str, prompt_text: Any, essay_text: Any
              ) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        """The messages and answer schema of one call (with the call's nonce, if any)."""
-        nonce = self.expected_nonce(genre, prompt_text, essay_text)
-        if nonce is None:
-            return self.messages(genre, prompt_text, essay_text), self.schema(genre)
+        """The messages and answer schema of one call (with the call's nonce, if any); the
+        call's tokens are hashed once for both."""
+        tokens = self.tokens(genre, prompt_text, essay_text)
+        messages = self.messages(genre, prompt_text, essay_text, tokens)
+        if not self.uses_nonce:
+            return messages, self.schema(genre)
         assert isinstance(self.rubric, Rubric)
-        return (self.messages(genre, prompt_text, essay_text),
-                self.rubric.answer_schema(genre, self.analysis_max_chars, nonce))
+        return messages, self.rubric.answer_schema(genre, self.analysis_max_chars, tokens[1])
 
     def schema(self, genre: str) -> dict[str, Any]:
         """The answer schema shared by every call of ``genre`` (without a nonce)."""

@@ -19,6 +19,7 @@ from rich.table import Table
 from essaybench.cli.common import BenchOpt, StoreOpt, console
 from essaybench.cli.errors import fail
 from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+from essaybench.llm.progress import duration
 
 if TYPE_CHECKING:
     from essaybench.bench.config import BenchmarkConfig
@@ -135,12 +136,12 @@ def print_estimate(result: Estimate, notes: Sequence[str] = ()) -> None:
     for r in result.rows:
         table.add_row(r.model, r.stage, f"{r.calls:,}", format_tokens(r.input_tokens),
                       format_tokens(r.output_tokens), format_usd(r.cost_usd),
-                      format_duration(r.wall_s), r.binding.replace("concurrency", "conc"),
+                      duration(r.wall_s), r.binding.replace("concurrency", "conc"),
                       r.tokens_from)
     table.add_section()
     table.add_row("total", "", f"{result.calls:,}", format_tokens(result.input_tokens),
                   format_tokens(result.output_tokens), format_usd(result.cost_usd),
-                  format_duration(result.wall_s), "", "", style="bold")
+                  duration(result.wall_s), "", "", style="bold")
     console.print(table)
     console.print("Assumptions:", markup=False)
     for note in (*notes, *result.assumptions):
@@ -152,12 +153,3 @@ def format_tokens(value: float) -> str:
         return f"{value / 1e6:.1f}M"
     return f"{value / 1e3:.1f}k" if value >= 1e4 else f"{value:,.0f}"
 
-
-def format_duration(seconds: float) -> str:
-    """Compact: 45s, 3m20s, 1h02m."""
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

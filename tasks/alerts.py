@@ -20,9 +20,9 @@ from essaybench.stages.alerts import alerts_stage
 from essaybench.store import Store
 
 
-def artifact_key(run_id: str) -> str:
-    """Artifact keys take lowercase letters, digits and dashes only."""
-    return "alerts-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
+def artifact_key(run_id: str, kind: str = "alerts") -> str:
+    """``<kind>-<run id>``: artifact keys take lowercase letters, digits and dashes only."""
+    return f"{kind}-" + re.sub(r"[^a-z0-9-]+", "-", run_id.lower()).strip("-")
 
 
 @task(name="alerts-stage", cache_policy=NO_CACHE, task_run_name="alerts")

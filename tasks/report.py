@@ -49,7 +49,7 @@ def report_task(run_id: str, store_root: str,
     try:
         path = write_report(Store(store_root, lock_timeout_s), run_id)
         create_markdown_artifact(markdown=summary_markdown(run_id, path),
-                                 key=artifact_key(run_id).replace("alerts-", "report-", 1),
+                                 key=artifact_key(run_id, "report"),
                                  description=f"Report of run {run_id}")
     except Exception as exc:  # presentation only: the run's results are in the store
         log.error("report: not written: %s: %s", type(exc).__name__, exc)

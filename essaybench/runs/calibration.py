@@ -72,7 +72,7 @@ class Calibration:
     snapshot: Snapshot
 
 
-def _calibrating_runs(store: Store) -> list[StageRun]:
+def calibrating_runs(store: Store) -> list[StageRun]:
     """Successful stage runs that recorded calibrations, newest first."""
     runs = [r for r in store.stage_runs(None, 100_000)
             if r.stage in CALIBRATING_STAGES and r.status == OK and r.snapshot_id
@@ -81,9 +81,11 @@ def _calibrating_runs(store: Store) -> list[StageRun]:
 
 
 def find_calibration(store: Store, judge: str, identity_id: str | None = None,
-                     exclude_run: str | None = None) -> Calibration | None:
-    """The newest calibration of ``judge`` (with that identity, when given)."""
-    for run in _calibrating_runs(store):
+                     exclude_run: str | None = None,
+                     runs: list[StageRun] | None = None) -> Calibration | None:
+    """The newest calibration of ``judge`` (with that identity, when given); ``runs``:
+    :func:`calibrating_runs` when the caller has read them already."""
+    for run in calibrating_runs(store) if runs is None else runs:
         if run.run_id == exclude_run:
             continue
         ident = (run.meta or {})["calibrations"].get(judge)
@@ -99,10 +101,11 @@ def uncalibrated(store: Store, identities: dict[str, dict[str, Any]],
     """Judges whose identity has no calibration although an earlier one of theirs has:
     judge → what changed. (A judge with no calibration at all is not listed.)"""
     changed = {}
+    runs = calibrating_runs(store)  # read once for every judge
     for judge, ident in identities.items():
-        if find_calibration(store, judge, ident["id"], exclude_run) is not None:
+        if find_calibration(store, judge, ident["id"], exclude_run, runs) is not None:
             continue
-        last = find_calibration(store, judge, exclude_run=exclude_run)
+        last = find_calibration(store, judge, exclude_run=exclude_run, runs=runs)
         if last is not None:
             changed[judge] = identity_changes(last.identity, ident) or ["identity"]
     return changed
@@ -123,29 +126,36 @@ def require_calibrated(store: Store, config: BenchmarkConfig, registry: Registry
             f"re-calibrates and its cells are marked not comparable)")
 
 
-def stage_run_meta(store: Store, run_id: str, stage: str) -> dict[str, Any]:
-    """What ``run_id``'s newest successful ``stage`` run recorded in its catalog row."""
+def _newest_ok_meta(store: Store, run_id: str, stage: str) -> dict[str, Any] | None:
     for stage_run in store.stage_runs(run_id, 1000):  # newest first
         if stage_run.stage == stage and stage_run.status == OK:
             return stage_run.meta or {}
-    raise LookupError(f"run {run_id} has no successful {stage!r} stage in {store.root}")
+    return None
+
+
+def stage_run_meta(store: Store, run_id: str, stage: str) -> dict[str, Any]:
+    """What ``run_id``'s newest successful ``stage`` run recorded in its catalog row."""
+    meta = _newest_ok_meta(store, run_id, stage)
+    if meta is None:
+        raise LookupError(f"run {run_id} has no successful {stage!r} stage in {store.root}")
+    return meta
 
 
 def run_drift(store: Store, run_id: str) -> dict[str, dict[str, Any]] | None:
     """Per judge, the drift verdict of ``run_id`` (or of the run it continues, for a
     rerun that did not judge): None when no drift stage ran."""
     for run in lineage(store, run_id):
-        for stage_run in store.stage_runs(run, 1000):  # newest first
-            if stage_run.stage == DRIFT and stage_run.status == OK:
-                judges: dict[str, dict[str, Any]] = (stage_run.meta or {}).get("judges", {})
-                return judges
+        meta = _newest_ok_meta(store, run, DRIFT)
+        if meta is not None:
+            judges: dict[str, dict[str, Any]] = meta.get("judges", {})
+            return judges
     return None
 
 
 def _continues(store: Store) -> dict[str, str]:
     """identity id → the identity id it was calibrated to agree with."""
     links = {}
-    for run in _calibrating_runs(store):
+    for run in calibrating_runs(store):
         for judge, prev in ((run.meta or {}).get("continues") or {}).items():
             if prev:
                 links[run.meta["calibrations"][judge]["id"]] = prev  # type: ignore[index]

@@ -27,6 +27,7 @@ from essaybench.core.contracts import StageOutput
 from essaybench.llm.registry import Registry
 from essaybench.runs.calibration import (
     JudgeNotCalibrated,
+    calibrating_runs,
     find_calibration,
     judge_identities,
     uncalibrated,
@@ -60,13 +61,14 @@ def _verdicts(store: Store, run_id: str, table: pl.DataFrame, params: DriftParam
     """Per judge, its verdict (with identity and reference run); and the calibrations
     this run makes."""
     changed = uncalibrated(store, identities, exclude_run=run_id)
+    runs = calibrating_runs(store)
     if changed and not forced:  # the pre-flight check refuses this before any call
         raise JudgeNotCalibrated("; ".join(f"judge {j} changed since its calibration: "
                                            f"{', '.join(c)}" for j, c in changed.items()))
     verdicts: dict[str, dict[str, Any]] = {}
     calibrations: dict[str, dict[str, Any]] = {}
     for judge, ident in identities.items():
-        reference = find_calibration(store, judge, ident["id"], exclude_run=run_id)
+        reference = find_calibration(store, judge, ident["id"], exclude_run=run_id, runs=runs)
         drift: JudgeDrift
         if reference is not None:
             drift = assess_drift(judge, table, reference.snapshot.read(), params)

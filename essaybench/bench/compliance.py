@@ -2,7 +2,8 @@
 
 The paper scores quality only and names instruction following as a limitation;
 this module checks the one requirement that can be verified without a judge,
-the length (see ``essaybench.constraints.length``).
+the length of the essay's body (see ``essaybench.constraints.length``): a title's,
+a summary's or another piece's length in the same prompt is not the essay's.
 
 Which count decides. Compliance uses the grid count (``count_grid_chars``):
 every non-space character, punctuation included. Reason: 字数 in a Chinese
@@ -54,7 +55,7 @@ def _judge(n: int, lo: int | None, hi: int | None) -> tuple[LengthVerdict, float
     under = (n - lo) / lo if lo is not None and lo > 0 and n < lo else None
     over = (n - hi) / hi if hi is not None and hi > 0 and n > hi else None
     if under is not None and (over is None or -under <= over):
-        return "under", under  # a conflicting requirement (min > max) is missed by the nearer side
+        return "under", under  # (lo > hi cannot happen: a requirement never has min > max)
     if over is not None:
         return "over", over
     return "compliant", 0.0

@@ -3,9 +3,11 @@
 Pure functions over the prompt text, shared by curation (the Open-Ended /
 Constrained split) and, later, by instruction-following checks on essays.
 Modules: ``numbers`` (numerals), ``quantities`` (length and count rules),
-``rules`` (phrase rules and given titles), ``extract`` (all rules, overlaps
-resolved), ``length`` (combined length requirement), ``counting`` (essay
-character counts).
+``targets`` (what a length is the length of), ``rules`` (phrase rules and given
+titles), ``extract`` (all rules, overlaps resolved, targets assigned),
+``requirement`` and ``length`` (length requirements combined per target),
+``counting`` (essay character counts). Rules match ``core.matching.matching_text``
+(traditional characters read as simplified); evidence quotes the original text.
 
 Kinds (``Constraint.kind``) and the decisions behind them:
 
@@ -15,9 +17,15 @@ Kinds (``Constraint.kind``) and the decisions behind them:
   a bare "八百字" is a target (``approx_chars``). A bare number must be at least
   100 (so 十字路口, 三字经, 一字之差 are not lengths); a qualified one at least 10.
   Only 字 counts as the unit: 800米, 2024年 and 800词 are not lengths. 字数不限 is
-  recorded as a non-binding ``format`` note, never as a length.
+  recorded as a non-binding ``format`` note, never as a length. Each length has a
+  ``target``: ``body`` (the essay), ``title``, ``summary`` or ``other`` (a slogan,
+  each of ten comments, …); lengths combine per target, length compliance reads the
+  body's only, and no combined requirement ever has min > max (see ``targets``).
 - ``paragraphs``: 分三段, 不少于5段, 三个段落, 五个自然段. A bare "N段" needs
   N ≥ 2 and a following boundary (so 一段经历, 三段论, 第三段 are not counts).
+- ``count``: pieces to write, with a verb of making or a bound before the number
+  and at least two: 写十条评语, 创作两首诗, 写两篇作文, 提出三点建议 (``unit`` is the
+  measure word 条 首 篇 点 句, ``target`` the thing counted when named).
 - ``title``: 题目自拟 / 自拟标题 / 补全题目 oblige the writer to make a title and are
   binding. A given title (以《X》为题, 题目：X) is the topic, not an extra
   requirement: it is recorded with ``value`` = X for later compliance checks but
@@ -43,16 +51,23 @@ or the given title) is ignored except the title itself.
 
 from essaybench.constraints.counting import chinese_share, count_chinese_chars, count_grid_chars
 from essaybench.constraints.extract import binding, constraints_json, extract_constraints
-from essaybench.constraints.length import APPROX_TOLERANCE, LengthRequirement, length_requirement
-from essaybench.constraints.model import Constraint, ConstraintKind
+from essaybench.constraints.length import (
+    APPROX_TOLERANCE,
+    LengthRequirement,
+    length_requirement,
+    length_requirements,
+)
+from essaybench.constraints.model import LENGTH_TARGETS, Constraint, ConstraintKind, LengthTarget
 from essaybench.constraints.numbers import NUM, parse_number
 
 __all__ = [
     "APPROX_TOLERANCE",
+    "LENGTH_TARGETS",
     "NUM",
     "Constraint",
     "ConstraintKind",
     "LengthRequirement",
+    "LengthTarget",
     "binding",
     "chinese_share",
     "constraints_json",
@@ -60,5 +75,6 @@ __all__ = [
     "count_grid_chars",
     "extract_constraints",
     "length_requirement",
+    "length_requirements",
     "parse_number",
 ]

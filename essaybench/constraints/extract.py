@@ -1,7 +1,14 @@
-"""All the requirements of a prompt: every rule's matches, overlaps resolved."""
+"""All the requirements of a prompt: every rule's matches, overlaps resolved, lengths
+given their targets.
+
+The rules read ``matching_text(text)`` (traditional characters as simplified ones, offset
+for offset); evidence and given titles are then cut from the original text at the
+same spans, so a record always quotes what the prompt says.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -9,6 +16,8 @@ from collections.abc import Iterable
 from essaybench.constraints.model import Constraint
 from essaybench.constraints.quantities import find_quantities
 from essaybench.constraints.rules import find_phrases
+from essaybench.constraints.targets import assign_targets
+from essaybench.core.matching import matching_text
 
 
 def _keep_longest(found: list[Constraint], text: str) -> list[Constraint]:
@@ -25,9 +34,27 @@ def _keep_longest(found: list[Constraint], text: str) -> list[Constraint]:
     return kept
 
 
+def _in_original(c: Constraint, text: str) -> Constraint:
+    a, b = c.span
+    evidence = text[a:b]
+    if evidence == c.evidence:
+        return c
+    def original(part: str | None) -> str | None:  # a given title, a counted thing
+        if part is None:
+            return None
+        at = c.evidence.rindex(part)
+        return evidence[at:at + len(part)]
+
+    target = original(c.target) if c.kind == "count" else c.target
+    return dataclasses.replace(c, evidence=evidence, value=original(c.value), target=target)
+
+
 def extract_constraints(text: str) -> list[Constraint]:
     """Every requirement found in ``text``, in order of appearance."""
-    return _keep_longest([*find_quantities(text), *find_phrases(text)], text)
+    matched = matching_text(text)
+    found = assign_targets(_keep_longest([*find_quantities(matched), *find_phrases(matched)],
+                                         matched))
+    return found if matched == text else [_in_original(c, text) for c in found]
 
 
 def binding(constraints: Iterable[Constraint]) -> list[Constraint]:

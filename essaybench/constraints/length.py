@@ -1,50 +1,28 @@
-"""A prompt's length constraints combined into one accepted range of characters."""
+"""A prompt's length requirements, one per target; the essay's own is the body's."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from essaybench.constraints.extract import extract_constraints
+from essaybench.constraints.model import LENGTH_TARGETS, LengthTarget
+from essaybench.constraints.requirement import APPROX_TOLERANCE, LengthRequirement, combine_lengths
 
-APPROX_TOLERANCE = 0.10  # "约800字" accepts 720..880 characters
+__all__ = ["APPROX_TOLERANCE", "LengthRequirement", "length_requirement", "length_requirements"]
 
 
-@dataclass(frozen=True)
-class LengthRequirement:
-    """All length constraints of a prompt combined: the tightest min and max, the first target."""
-
-    min_chars: int | None
-    max_chars: int | None
-    approx_chars: int | None
-    evidence: tuple[str, ...]
-
-    def bounds(self) -> tuple[int | None, int | None]:
-        """Accepted range; a target ``approx_chars`` allows ±APPROX_TOLERANCE."""
-        lo, hi = self.min_chars, self.max_chars
-        if self.approx_chars is not None:
-            a_lo = math.ceil(self.approx_chars * (1 - APPROX_TOLERANCE))
-            a_hi = math.floor(self.approx_chars * (1 + APPROX_TOLERANCE))
-            lo = a_lo if lo is None else max(lo, a_lo)
-            hi = a_hi if hi is None else min(hi, a_hi)
-        return lo, hi
-
-    @property
-    def conflicting(self) -> bool:
-        lo, hi = self.bounds()
-        return lo is not None and hi is not None and lo > hi
-
-    def is_met(self, n_chars: int) -> bool:
-        lo, hi = self.bounds()
-        return (lo is None or n_chars >= lo) and (hi is None or n_chars <= hi)
+def length_requirements(text: str) -> dict[LengthTarget, LengthRequirement]:
+    """Every target the prompt states a length for, with its combined requirement."""
+    lengths = [c for c in extract_constraints(text) if c.kind == "length"]
+    out: dict[LengthTarget, LengthRequirement] = {}
+    for target in LENGTH_TARGETS:
+        req = combine_lengths((c for c in lengths if c.target == target), target)
+        if req is not None:
+            out[target] = req
+    return out
 
 
 def length_requirement(text: str) -> LengthRequirement | None:
-    lengths = [c for c in extract_constraints(text) if c.kind == "length"]
-    if not lengths:
-        return None
-    mins = [c.min_chars for c in lengths if c.min_chars is not None]
-    maxes = [c.max_chars for c in lengths if c.max_chars is not None]
-    approx = [c.approx_chars for c in lengths if c.approx_chars is not None]
-    return LengthRequirement(max(mins) if mins else None, min(maxes) if maxes else None,
-                             approx[0] if approx else None, tuple(c.evidence for c in lengths))
+    """The essay body's length requirement (what length compliance checks), or None.
+
+    A title's, a summary's or another piece's length (题目不超过10个字, 50字以内的摘要)
+    is not the essay's and never narrows it."""
+    return length_requirements(text).get("body")

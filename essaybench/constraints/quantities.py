@@ -1,7 +1,9 @@
-"""Requirements stated as a number: length in characters, paragraphs, arguments, examples.
+"""Requirements stated as a number: length in characters, paragraphs, arguments, examples,
+and counts of pieces to write (十条评语, 两首诗).
 
 Qualifiers before (不少于, 至少, 约, 控制在 …) or after (以上, 以内, 左右 …) a number
-set its bound; see the package doc for what counts as a length or a count.
+set its bound; see the package doc for what counts as a length or a count. A length
+carries the target it names, if any (``essaybench.constraints.targets``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 
 from essaybench.constraints.model import Constraint, ConstraintKind
 from essaybench.constraints.numbers import CN_DIGIT, CN_UNIT, NUM, count_range, parse_number
+from essaybench.constraints.targets import length_target
 
 # --- length ----------------------------------------------------------------------
 
@@ -43,7 +46,8 @@ def _length_at(text: str, m: re.Match[str], led: bool) -> Constraint | None:
         if hi != lo + 1:
             return None
         unit = CN_UNIT[m["u"]]
-        return Constraint("length", m[0], (start, end), min_chars=lo * unit, max_chars=hi * unit)
+        return Constraint("length", m[0], (start, end), min_chars=lo * unit, max_chars=hi * unit,
+                          target=length_target(text, (start, end)))
     a = parse_number(m["a"])
     b = parse_number(m["b"]) if m["b"] else None
     if a is None or (m["b"] and b is None):
@@ -57,10 +61,13 @@ def _length_at(text: str, m: re.Match[str], led: bool) -> Constraint | None:
         end = right.end()
     left_kind = left.lastgroup if left else None
     right_kind = right.lastgroup if right else None
+    target = length_target(text, (start, end))
     if b is not None:
         lo, hi = min(a, b), max(a, b)
-        return Constraint("length", text[start:end], (start, end), min_chars=lo, max_chars=hi)
-    qualified = bool(led or left or right or m["more"])
+        return Constraint("length", text[start:end], (start, end), min_chars=lo, max_chars=hi,
+                          target=target)
+    # a named target qualifies a small number too: 每条10个字, 题目10个字
+    qualified = bool(led or left or right or m["more"] or target)
     if a < 10 or (not qualified and a < 100):
         return None
     if left_kind in ("min", "max"):
@@ -76,7 +83,7 @@ def _length_at(text: str, m: re.Match[str], led: bool) -> Constraint | None:
     return Constraint("length", text[start:end], (start, end),
                       min_chars=a if bound == "min" else None,
                       max_chars=a if bound == "max" else None,
-                      approx_chars=a if bound == "approx" else None)
+                      approx_chars=a if bound == "approx" else None, target=target)
 
 
 def _lengths(text: str) -> Iterator[Constraint]:
@@ -115,8 +122,8 @@ def _counts(text: str, rx: re.Pattern[str], kind: ConstraintKind) -> Iterator[Co
         ordinal = m.start() > 0 and text[m.start() - 1] == "第"  # 第三段 names a paragraph
         if lo_hi is None or (m["n2"] and hi2 is None) or ordinal:
             continue
-        lo: int = lo_hi[0]
-        hi: int | None = (hi2 or lo_hi)[1]
+        lo: int = min(lo_hi[0], (hi2 or lo_hi)[1])  # 五到三段 is 3–5, never min > max
+        hi: int | None = max(lo_hi[0], (hi2 or lo_hi)[1])
         pre = m["pre"] or ""
         bare = not (pre or m["ge"])
         # 分三段论述 is a count, 用三段论 and 一段经历 are not
@@ -141,9 +148,42 @@ def _counts(text: str, rx: re.Pattern[str], kind: ConstraintKind) -> Iterator[Co
         pos = end
 
 
+# --- counts of pieces to write: 十条评语, 两首诗, 两篇作文, 三点建议 -------------------------
+
+# A count of pieces needs a verb of making or a bound before it: 人生有两条路 (material)
+# and 三点钟 are not requirements. One piece (写一篇, 一首诗) is not a count.
+_MAKE = "写出|写下|写上|写|创作|作|编写|编|拟写|拟出|拟|列出|列举|提出|给出|说出|设计|准备|附上|附"
+_PIECE_RX = re.compile(
+    rf"(?:(?P<pre>{_MIN}|{_MAX})(?:{_MAKE})?|(?:{_MAKE}))\s*(?P<n>{_SMALL})"
+    rf"(?:{_RANGE_SEP}(?P<n2>{_SMALL}))?\s*(?P<unit>条|首|篇|点|句)(?![钟半整])"
+    # the thing counted: 十条10字的评语 -> 评语, 两首关于春天的诗 -> 诗
+    r"(?:(?:[^，。；！？\n]{0,12}的)?(?P<obj>[^，。；！？、\s\d的]{1,6}?)(?=[，。；！？、\s]|$))?")
+_ITEM_UNITS = re.compile(r"分论点|论点|论据|事例|例子|实例|论证方法|说明方法|修辞手法")
+
+
+def _pieces(text: str) -> Iterator[Constraint]:
+    for m in _PIECE_RX.finditer(text):
+        first = count_range(m["n"])
+        second = count_range(m["n2"]) if m["n2"] else first
+        if first is None or second is None or (m["obj"] and _ITEM_UNITS.match(m["obj"])):
+            continue  # 三条论据 is an evidence count (style), found by _ITEM_RX
+        lo, hi = min(first[0], second[1]), max(first[0], second[1])
+        if hi < 2:
+            continue
+        pre = m["pre"] or ""
+        at_least, at_most = bool(re.fullmatch(_MIN, pre)), bool(re.fullmatch(_MAX, pre))
+        start, end = m.span()
+        if m["obj"] is None:
+            end = m.end("unit")
+        yield Constraint("count", text[start:end], (start, end),
+                         min_count=None if at_most else lo,
+                         max_count=None if at_least and lo == hi else hi,
+                         target=m["obj"], unit=m["unit"])
+
 
 def find_quantities(text: str) -> Iterator[Constraint]:
-    """Lengths, then paragraph counts, then argument/example/technique counts."""
+    """Lengths, then paragraph counts, argument/example/technique counts, piece counts."""
     yield from _lengths(text)
     yield from _counts(text, _PARA_RX, "paragraphs")
     yield from _counts(text, _ITEM_RX, "style")
+    yield from _pieces(text)

@@ -51,6 +51,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
+# Rules match traditional characters through matching_text (constraints use it too, so it
+# lives in core); re-exported here beside the normalisation it complements.
+from essaybench.core.matching import matching_text as matching_text
 from essaybench.curate.markup import strip_escapes, strip_markup
 
 # Full-width forms that are the normal Chinese punctuation and must stay full-width.

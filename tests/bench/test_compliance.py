@@ -135,11 +135,23 @@ def test_compliance_rates_by_two_keys() -> None:
         ("a", "x", 2), ("a", "y", 1), ("b", "x", 2)]
 
 
-@pytest.mark.parametrize(("n", "verdict", "deviation"), [
-    (400, "under", -0.5), (600, "over", 0.2), (700, "under", -0.125)])
-def test_conflicting_requirement_is_missed_on_the_nearer_side(
-        n: int, verdict: str, deviation: float) -> None:
-    c = check_length("不少于800字，不超过500字", essay(n))
-    assert c.requirement is not None and c.requirement.conflicting
+@pytest.mark.parametrize(("prompt", "n", "verdict"), [
+    # issue 15: a title's, a summary's or a slogan's length is not the essay's
+    ("题目不超过10个字，正文不少于800字", 900, "compliant"),
+    ("题目不超过10个字，正文不少于800字", 700, "under"),
+    ("不少于800字，并附50字以内的摘要", 900, "compliant"),
+    ("写一篇200-300字左右的短文，再为它配一句10到20个字的宣传语", 250, "compliant"),
+    ("写一篇200-300字左右的短文，再为它配一句10到20个字的宣传语", 301, "over"),
+    # an unnamed length contradicting the body's is about something else
+    ("不少于800字，不超过500字", 900, "compliant"),
+    ("不少于800字，不超过500字", 600, "under"),
+])
+def test_only_the_body_length_is_checked(prompt: str, n: int, verdict: str) -> None:
+    c = check_length(prompt, essay(n))
+    assert c.requirement is not None and c.requirement.target == "body"
     assert c.verdict == verdict
-    assert c.deviation == pytest.approx(deviation)
+
+
+def test_a_prompt_with_only_a_title_length_has_no_essay_requirement() -> None:
+    c = check_length("写一篇记叙文，题目不超过10个字", essay(300))
+    assert (c.requirement, c.verdict) == (None, "no_requirement")

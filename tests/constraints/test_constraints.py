@@ -121,9 +121,15 @@ def test_approx_and_min_take_the_tighter_bound() -> None:
     assert req is not None and req.bounds() == (750, 880)
 
 
-def test_conflicting_lengths_are_flagged() -> None:
+def test_contradicting_lengths_never_make_an_empty_range() -> None:
+    # the unnamed 500字 cannot be the body's (it contradicts 不少于800字): it is about
+    # something else, and the body keeps its minimum
     req = length_requirement("不少于800字，不超过500字")
-    assert req is not None and req.conflicting and not req.is_met(600)
+    assert req is not None and req.bounds() == (800, None) and req.is_met(900)
+    # two lengths that both name the body: the later one is left out, and listed
+    req = length_requirement("正文不少于800字，正文不超过500字")
+    assert req is not None and req.bounds() == (800, None)
+    assert req.evidence == ("不少于800字",) and req.ignored == ("不超过500字",)
 
 
 def test_count_chinese_chars_counts_ideographs_only() -> None:
@@ -272,7 +278,7 @@ def test_constraints_json_roundtrip() -> None:
         {"kind": "paragraphs", "text": "分三段", "span": [0, 3], "counts_for_set": True,
          "min_count": 3, "max_count": 3},
         {"kind": "length", "text": "不少于800字", "span": [4, 11], "counts_for_set": True,
-         "min_chars": 800},
+         "min_chars": 800, "target": "body"},
     ]
 
 

@@ -2,7 +2,7 @@
 
     essaybench pairwise --run RUN          order-swapped pairwise judging of RUN's essays
     essaybench stats --run RUN             CIs, win rates, Bradley–Terry, bias monitors
-    essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute [--ignore-unknown]
+    essaybench agreement --run RUN --annotations FILE --kind pairwise|absolute [--tiers ...]
     essaybench wpb-report                  the WritingPreferenceBench human-label report
     essaybench compare --run RUN           this week against last week, with paired CIs
     essaybench alerts --run RUN            RUN's week-over-week alerts, as the pipeline sent them
@@ -104,8 +104,11 @@ def agreement(
     annotations: Annotated[Path, typer.Option(help="Human annotations (.jsonl or .csv).")],
     kind: Annotated[str, typer.Option(help="pairwise or absolute.")] = "pairwise",
     tiers: Annotated[str | None, typer.Option(
-        help="Absolute only: human score values of the high/medium/low tiers, e.g. '3/2/0,1'.")
-    ] = None,
+        help="Quality tiers for the Mann–Whitney table, HIGH/MEDIUM/LOW. Absolute: human "
+             "score values (each essay's mean over annotators), e.g. '3/2/0,1'. Pairwise: "
+             "'top/median/bottom' (the top-, median- and bottom-ranked essay of each prompt "
+             "by voting score, as the paper) or within-prompt ranks (1 = best), e.g. "
+             "'1/4/7' or '1,2/3,4,5/6,7'.")] = None,
     scale: Annotated[str | None, typer.Option(
         help="Absolute only: the scale the annotators scored on, LOW-HIGH (default 0-10); "
              "a score outside it is an error naming its line.")] = None,
@@ -115,13 +118,14 @@ def agreement(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """How far RUN's judge agrees with human annotators: Spearman ρ and Kendall τ of the
-    rankings (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant.
-    Every annotation row must name an essay of RUN (or --ignore-unknown) and every score
-    lie on the scale."""
+    """How far RUN's judge agrees with human annotators, on exactly the annotated essays:
+    Spearman ρ and Kendall τ of the model means and the mean of per-prompt correlations
+    (overall, per genre), Fleiss' κ, and tier sensitivity, per scoring variant. Every
+    annotation row must name an essay of RUN (or --ignore-unknown) and every score lie on
+    the scale."""
     if kind not in ("pairwise", "absolute"):
         raise typer.BadParameter(f"{kind!r}; choose pairwise or absolute", param_hint="--kind")
-    tier_map = _parse_tiers(tiers) if tiers else None
+    tier_map = _parse_tiers(tiers, kind) if tiers else None
     bounds = _parse_scale(scale, kind) if scale else None
     # Checked here too, before Prefect starts (~13 s): a mistake in the file is one line.
     note = _check_annotations(reader(store, lock_timeout), run_id, annotations, kind, bounds,
@@ -136,7 +140,16 @@ def agreement(
                        ignore_unknown=ignore_unknown, scale=bounds, lock_timeout_s=lock_timeout)
     folder = store / "reports" / run_id / "agreement"
     if (folder / "judge_human.parquet").is_file():
-        print_frame(pl.read_parquet(folder / "judge_human.parquet"), "Judge vs human rankings")
+        table = pl.read_parquet(folder / "judge_human.parquet").filter(
+            pl.col("scope") == "overall")
+        print_frame(table.select("judge", "variant", "method", "n_essays", "n_prompts",
+                                 "n_models", "n_used", "spearman", "spearman_lo",
+                                 "spearman_hi", "kendall", "kendall_lo", "kendall_hi"),
+                    "Judge vs humans on the annotated essays (overall; per genre in the "
+                    "report)")
+    if (folder / "sensitivity.parquet").is_file():
+        print_frame(pl.read_parquet(folder / "sensitivity.parquet"),
+                    "Do the judge's scores separate the human tiers? (Mann–Whitney)")
     console.print(f"report: {folder / 'agreement.md'}")
 
 
@@ -169,7 +182,15 @@ def _check_annotations(store: Store, run_id: str, annotations: Path, kind: str,
 
 
 
-def _parse_tiers(text: str) -> dict[str, list[float]]:
+def _parse_tiers(text: str, kind: str) -> dict[str, list[float]] | str:
+    from essaybench.human.pairwise_tiers import TOP_MEDIAN_BOTTOM
+
+    if text.strip() == TOP_MEDIAN_BOTTOM:
+        if kind != "pairwise":
+            raise typer.BadParameter(f"{TOP_MEDIAN_BOTTOM!r} applies to pairwise annotations; "
+                                     "absolute ones take score values, e.g. '3/2/0,1'",
+                                     param_hint="--tiers")
+        return TOP_MEDIAN_BOTTOM
     parts = text.split("/")
     if len(parts) != 3:
         raise typer.BadParameter(f"{text!r}: expected high/medium/low, e.g. '3/2/0,1'",
@@ -178,6 +199,11 @@ def _parse_tiers(text: str) -> dict[str, list[float]]:
         values = [[float(v) for v in part.split(",")] for part in parts]
     except ValueError as exc:
         raise typer.BadParameter(f"{text!r}: {exc}", param_hint="--tiers") from exc
+    if kind == "pairwise" and any(v < 1 or v != int(v) for part in values for v in part):
+        raise typer.BadParameter(f"{text!r}: pairwise tiers are within-prompt ranks (1 = best), "
+                                 f"e.g. '1/4/7', or {TOP_MEDIAN_BOTTOM!r}", param_hint="--tiers")
+    if len({v for part in values for v in part}) < sum(len(part) for part in values):
+        raise typer.BadParameter(f"{text!r}: a value is in two tiers", param_hint="--tiers")
     return dict(zip(("high", "medium", "low"), values, strict=True))
 
 

@@ -11,8 +11,12 @@ fields, an empty cell = absent optional field).
 
 * ``verdict``: ``A`` (model_a's essay is better), ``B`` or ``tie``.
 * ``genre`` is optional; when given, every row of one prompt must agree on it.
-* One annotator judges one unordered pair of one prompt at most once: a second
-  row for (p1, m2, m1, zhang) is a duplicate of (p1, m1, m2, zhang).
+* ``sample_index`` is optional (default 0, the first essay a model wrote on the prompt,
+  the only one when the run wrote one sample per prompt): which sample of each model the
+  annotator read, sample i of ``model_a`` against sample i of ``model_b`` as the pairwise
+  judge pairs them. The judge is compared with humans on exactly these essays.
+* One annotator judges one unordered pair of one prompt (and sample) at most once: a
+  second row for (p1, m2, m1, zhang) is a duplicate of (p1, m1, m2, zhang).
 
 **Absolute** — one score per (prompt, model, annotator)::
 
@@ -63,11 +67,11 @@ VERDICTS: tuple[Verdict, ...] = ("A", "B", "tie")
 
 PAIRWISE_SCHEMA: dict[str, type[pl.DataType]] = {
     "prompt_id": pl.Utf8, "genre": pl.Utf8, "model_a": pl.Utf8, "model_b": pl.Utf8,
-    "annotator": pl.Utf8, "verdict": pl.Utf8, "line": pl.Int64,
+    "annotator": pl.Utf8, "verdict": pl.Utf8, "sample_index": pl.Int64, "line": pl.Int64,
 }
 ABSOLUTE_SCHEMA: dict[str, type[pl.DataType]] = {
     "prompt_id": pl.Utf8, "genre": pl.Utf8, "model": pl.Utf8, "annotator": pl.Utf8,
-    "score": pl.Float64, "line": pl.Int64,
+    "score": pl.Float64, "sample_index": pl.Int64, "line": pl.Int64,
 }
 
 
@@ -117,6 +121,7 @@ class PairwiseAnnotation(BaseModel):
     annotator: Name
     verdict: Verdict
     genre: Name | None = None
+    sample_index: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _two_models(self) -> Self:
@@ -125,7 +130,8 @@ class PairwiseAnnotation(BaseModel):
         return self
 
     def key(self) -> tuple[str, ...]:
-        return (self.prompt_id, *sorted((self.model_a, self.model_b)), self.annotator)
+        return (self.prompt_id, *sorted((self.model_a, self.model_b)), self.annotator,
+                str(self.sample_index))
 
 
 class AbsoluteAnnotation(BaseModel):
@@ -136,9 +142,10 @@ class AbsoluteAnnotation(BaseModel):
     annotator: Name
     score: float = Field(allow_inf_nan=False)
     genre: Name | None = None
+    sample_index: int = Field(default=0, ge=0)  # as in PairwiseAnnotation
 
     def key(self) -> tuple[str, ...]:
-        return (self.prompt_id, self.model, self.annotator)
+        return (self.prompt_id, self.model, self.annotator, str(self.sample_index))
 
 
 Row = TypeVar("Row", PairwiseAnnotation, AbsoluteAnnotation)

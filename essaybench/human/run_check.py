@@ -39,14 +39,19 @@ class RunEssays:
     prompts: frozenset[str]
     models: frozenset[str]
     essays: frozenset[tuple[str, str]]  # (prompt_id, model)
+    samples: frozenset[tuple[str, str, int]] = frozenset()  # (prompt_id, model, sample_index)
 
     @classmethod
     def from_judgments(cls, run_id: str, judgments: pl.DataFrame) -> RunEssays:
-        """From a ``judge`` snapshot: every essay it has a row for, whatever its status."""
-        pairs = {(str(p), str(m)) for p, m
-                 in judgments.select("prompt_id", "model").unique().iter_rows()}
+        """From a ``judge`` snapshot: every essay it has a row for, whatever its status
+        (a table without ``sample_index`` holds sample 0 only)."""
+        sample = (pl.col("sample_index") if "sample_index" in judgments.columns
+                  else pl.lit(0)).cast(pl.Int64).alias("sample_index")
+        keys = {(str(p), str(m), int(k)) for p, m, k
+                in judgments.select("prompt_id", "model", sample).unique().iter_rows()}
+        pairs = {(p, m) for p, m, _ in keys}
         return cls(run_id, frozenset(p for p, _ in pairs), frozenset(m for _, m in pairs),
-                   frozenset(pairs))
+                   frozenset(pairs), frozenset(keys))
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ def _problems(row: dict[str, object], models: tuple[str, ...],
               run: RunEssays) -> list[tuple[str, str]]:
     """(kind, value) for each thing ``row`` names that ``run`` does not have."""
     prompt = str(row["prompt_id"])
+    sample = row.get("sample_index")  # absent in tables loaded before it existed
     found: list[tuple[str, str]] = []
     if prompt not in run.prompts:
         found.append(("prompts", repr(prompt)))
@@ -69,6 +75,9 @@ def _problems(row: dict[str, object], models: tuple[str, ...],
             found.append(("models", repr(model)))
         elif prompt in run.prompts and (prompt, model) not in run.essays:
             found.append(("essays", f"({prompt}, {model})"))
+        elif (prompt in run.prompts and run.samples and isinstance(sample, int)
+              and (prompt, model, sample) not in run.samples):
+            found.append(("essays", f"({prompt}, {model}, sample {sample})"))
     return found
 
 

@@ -5,8 +5,9 @@
    has such a majority (e.g. A / B / tie from three annotators).
 2. A model's voting score = (wins + 0.5 · ties) / comparisons over the
    outcomes it took part in; ranked from the highest score (rank 1).
-3. Judge-vs-human agreement: Spearman ρ and Kendall τ between the human
-   voting scores and the judge's per-model mean score, overall and per genre.
+3. Judge-vs-human agreement (:mod:`essaybench.human.matched`): Spearman ρ and
+   Kendall τ between the human voting scores and the judge's per-model mean score,
+   on the annotated essays only.
 
 Pairs are stored in a canonical orientation (``model_a`` < ``model_b``
 alphabetically, verdict flipped where the row had them the other way round), so
@@ -17,7 +18,6 @@ judge's own pairwise verdicts into voting scores.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import polars as pl
 
@@ -45,24 +45,35 @@ def canonical_pairs(annotations: pl.DataFrame) -> pl.DataFrame:
     swap = pl.col("model_a") > pl.col("model_b")
     flipped = (pl.when(pl.col("verdict") == "A").then(pl.lit("B"))
                .when(pl.col("verdict") == "B").then(pl.lit("A")).otherwise(pl.lit("tie")))
-    df = annotations if "genre" in annotations.columns else annotations.with_columns(
-        pl.lit(None, dtype=pl.Utf8).alias("genre"))
+    df = with_sample_index(annotations)
+    if "genre" not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("genre"))
     return df.with_columns(
         pl.when(swap).then(pl.col("model_b")).otherwise(pl.col("model_a")).alias("model_a"),
         pl.when(swap).then(pl.col("model_a")).otherwise(pl.col("model_b")).alias("model_b"),
         pl.when(swap).then(flipped).otherwise(pl.col("verdict")).alias("verdict"))
 
 
+def with_sample_index(annotations: pl.DataFrame) -> pl.DataFrame:
+    """``annotations`` with a ``sample_index`` column (0, the first sample, where absent)."""
+    if "sample_index" in annotations.columns:
+        return annotations.with_columns(pl.col("sample_index").fill_null(0).cast(pl.Int64))
+    return annotations.with_columns(pl.lit(0, dtype=pl.Int64).alias("sample_index"))
+
+
 def pairwise_fleiss(annotations: pl.DataFrame) -> FleissKappa:
-    """Fleiss' κ of the annotators' verdicts (A / B / tie), one item per prompt × pair."""
+    """Fleiss' κ of the annotators' verdicts (A / B / tie), one item per prompt × sample ×
+    pair."""
     return fleiss_kappa_long(canonical_pairs(annotations),
-                             items=["prompt_id", "model_a", "model_b"], label="verdict")
+                             items=["prompt_id", "sample_index", "model_a", "model_b"],
+                             label="verdict")
 
 
 def majority_votes(annotations: pl.DataFrame) -> pl.DataFrame:
-    """One row per prompt × pair: vote counts and the majority ``outcome`` (A, B or tie)."""
+    """One row per prompt × sample × pair: vote counts and the majority ``outcome``
+    (A, B or tie)."""
     df = canonical_pairs(annotations)
-    votes = (df.group_by("prompt_id", "model_a", "model_b")
+    votes = (df.group_by("prompt_id", "sample_index", "model_a", "model_b")
              .agg(pl.col("genre").drop_nulls().first(),
                   pl.len().cast(pl.Int64).alias("n_votes"),
                   (pl.col("verdict") == "A").sum().cast(pl.Int64).alias("votes_a"),
@@ -71,7 +82,8 @@ def majority_votes(annotations: pl.DataFrame) -> pl.DataFrame:
     half = pl.col("n_votes") / 2
     outcome = (pl.when(pl.col("votes_a") > half).then(pl.lit("A"))
                .when(pl.col("votes_b") > half).then(pl.lit("B")).otherwise(pl.lit("tie")))
-    return votes.with_columns(outcome.alias("outcome")).sort("prompt_id", "model_a", "model_b")
+    return votes.with_columns(outcome.alias("outcome")).sort(
+        "prompt_id", "sample_index", "model_a", "model_b")
 
 
 def voting_scores(votes: pl.DataFrame) -> pl.DataFrame:
@@ -104,13 +116,14 @@ def voting_scores(votes: pl.DataFrame) -> pl.DataFrame:
 
 def judge_scores(judgments: pl.DataFrame, score: str = "score_weighted", *,
                  judge: str | None = None) -> pl.DataFrame:
-    """Per-essay (model, genre, score) rows from a judgments table, ok rows only.
+    """Per-essay (prompt_id, model, sample_index, genre, score) rows from a judgments
+    table, ok rows only (``sample_index`` 0 where the table has none).
 
     ``score`` is any scoring-variant column: ``score_weighted``,
     ``score_unweighted`` or ``align_total``. Rows whose status is not ok, or
     whose score is null, are left out (never imputed).
     """
-    require_columns(judgments, ["model", "genre", "status", score], "judgments")
+    require_columns(judgments, ["prompt_id", "model", "genre", "status", score], "judgments")
     df = judgments
     if judge is not None:
         require_columns(judgments, ["judge"], "judgments")
@@ -118,12 +131,10 @@ def judge_scores(judgments: pl.DataFrame, score: str = "score_weighted", *,
     elif "judge" in df.columns and df["judge"].n_unique() > 1:
         raise ValueError(f"judgments hold several judges {sorted(df['judge'].unique())}; "
                          "pass judge=")
-    return (df.filter((pl.col("status") == "ok") & pl.col(score).is_not_null())
-            .select("model", "genre", pl.col(score).cast(pl.Float64).alias("score")))
-
-
-def _model_means(rows: pl.DataFrame) -> pl.DataFrame:
-    return rows.group_by("model").agg(pl.col("score").mean())
+    return (with_sample_index(df)
+            .filter((pl.col("status") == "ok") & pl.col(score).is_not_null())
+            .select("prompt_id", "model", "sample_index", "genre",
+                    pl.col(score).cast(pl.Float64).alias("score")))
 
 
 def rank_agreement(human: pl.DataFrame, judge: pl.DataFrame) -> tuple[Correlation, Correlation]:
@@ -138,41 +149,3 @@ def rank_agreement(human: pl.DataFrame, judge: pl.DataFrame) -> tuple[Correlatio
         return nan, nan
     return (spearman(both["score"], both["judge_score"]),
             kendall(both["score"], both["judge_score"]))
-
-
-def _by_scope(human: pl.DataFrame, judge_rows: pl.DataFrame,
-              human_scores: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
-    require_columns(judge_rows, ["model", "genre", "score"], "judge scores")
-    scopes: list[tuple[str, pl.DataFrame, pl.DataFrame]] = [(OVERALL, human, judge_rows)]
-    for genre in sorted(g for g in human["genre"].unique().to_list() if g is not None):
-        scopes.append((genre, human.filter(pl.col("genre") == genre),
-                       judge_rows.filter(pl.col("genre") == genre)))
-    out = []
-    for scope, scope_human, scope_judge in scopes:
-        rho, tau = rank_agreement(human_scores(scope_human), _model_means(scope_judge))
-        out.append({"scope": scope, "n_models": rho.n, "n_human_rows": scope_human.height,
-                    "spearman": rho.statistic, "spearman_p": rho.p_value,
-                    "kendall": tau.statistic, "kendall_p": tau.p_value})
-    return pl.DataFrame(out)
-
-
-def judge_human_agreement(annotations: pl.DataFrame, judge_rows: pl.DataFrame) -> pl.DataFrame:
-    """Ranking agreement between human voting scores and a judge, overall and per genre.
-
-    ``judge_rows``: (model, genre, score) — per essay, as from :func:`judge_scores`,
-    or already averaged per model and genre. The judge's per-model score is the
-    mean of its rows in scope; the human score is the voting score from the
-    majority votes in scope (all votes overall; the genre's votes per genre).
-    ``n_human_rows`` counts the majority-vote outcomes (prompt × pair) in scope.
-    """
-    return _by_scope(majority_votes(annotations), judge_rows, voting_scores)
-
-
-def judge_human_agreement_absolute(annotations: pl.DataFrame,
-                                   judge_rows: pl.DataFrame) -> pl.DataFrame:
-    """As :func:`judge_human_agreement`, for absolute annotations: the human per-model
-    score is the mean of the annotators' scores in scope (``n_human_rows`` = scores)."""
-    require_columns(annotations, ["model", "score"], "absolute annotations")
-    df = annotations if "genre" in annotations.columns else annotations.with_columns(
-        pl.lit(None, dtype=pl.Utf8).alias("genre"))
-    return _by_scope(df, judge_rows, _model_means)

@@ -15,11 +15,31 @@ from essaybench.bench.agreement_tables import AgreementParams, build_agreement_t
 from essaybench.core.contracts import StageOutput
 from essaybench.core.export import write_report
 from essaybench.core.hashing import file_sha256
+from essaybench.human.matched import MIN_PROMPTS_FOR_CI
 from essaybench.human.run_check import RunEssays, load_checked
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
 STAGE = "agreement"
+
+
+def intro(params: AgreementParams) -> list[str]:
+    """What the report's columns mean (README, Statistics, says more)."""
+    tiers = ("" if params.tiers is None else
+             f" Tiers: {params.tiers if isinstance(params.tiers, str) else params.tiers.values()}"
+             + (" (within-prompt ranks by voting score)." if params.kind == "pairwise"
+                else " (human scores, each essay's mean)."))
+    return [
+        "Judge and humans are compared on exactly the annotated essays the judge scored "
+        "(`n_essays`, `n_prompts`, `n_models`; `n_unjudged` annotated essays had no ok "
+        "judge score and are left out of both sides).",
+        "`method` = `model means`: Spearman ρ / Kendall τ-b between the human and the "
+        "judge per-model scores (p two-sided; `n_used` = models). `per-prompt mean`: the "
+        "same correlations within each prompt, averaged over the `n_used` prompts that have "
+        f"one; `_lo`/`_hi` a 95% percentile bootstrap over prompts ({params.n_boot} "
+        f"replicates, seed {params.seed}), given from {MIN_PROMPTS_FOR_CI} prompts on." + tiers,
+        "",
+    ]
 
 
 def agreement_stage(store: Store, run_id: str, params: AgreementParams,
@@ -42,7 +62,8 @@ def agreement_stage(store: Store, run_id: str, params: AgreementParams,
     def compute() -> StageOutput:
         tables = build_agreement_tables(annotations, judgments, params)
         report = write_report(tables, folder, f"Judge–human agreement ({params.kind} annotations, "
-                                         f"{path.name})", render=render_markdown)
+                                         f"{path.name})", intro=intro(params),
+                              render=render_markdown)
         main = tables.get("judge_human", tables["annotators"])
         return StageOutput(main, {"report": str(report), "tables": sorted(tables), **accounted},
                            run_meta=accounted)

@@ -90,3 +90,18 @@ def test_a_missing_store_or_run_is_named(tmp_path: Path) -> None:
     code, output = _agreement(Store(tmp_path / "nowhere"), "--annotations", "x.jsonl")
     assert code == 2 and "no store at" in output and "nowhere" in output
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize(("kind", "tiers", "why"), [
+    ("absolute", "top/median/bottom", "applies to pairwise annotations"),
+    ("pairwise", "1/2.5/7", "within-prompt ranks"),
+    ("pairwise", "1/1,2/3", "a value is in two tiers"),
+    ("absolute", "3/2", "expected high/medium/low"),
+])
+def test_tiers_are_checked_for_the_kind(tmp_path: Path, kind: str, tiers: str,
+                                        why: str) -> None:
+    """Issue 16: --tiers is HIGH/MEDIUM/LOW score values (absolute) or within-prompt ranks
+    or top/median/bottom (pairwise); a value that does not fit is one line, exit 2."""
+    code, output = _agreement(Store(tmp_path / "nowhere"), "--annotations", "x.jsonl",
+                              "--kind", kind, "--tiers", tiers)
+    assert code == 2 and why in output and "--tiers" in output

@@ -100,3 +100,19 @@ def test_direct_check_of_a_loaded_table(tmp_path: Path) -> None:
                           "score": [1.0], "line": [7]})
     with pytest.raises(AnnotationFileError, match=r"^x\.csv:7: .*unknown models 'm3'"):
         check_against_run(table, "absolute", RUN, "x.csv")
+
+
+def test_a_sample_the_run_does_not_have_is_named(tmp_path: Path) -> None:
+    """Issue 16: annotations name the sample they read (default 0); judge and humans are
+    compared on the same samples, so a sample the run lacks is an error like a prompt."""
+    judged = JUDGMENTS.with_columns(pl.Series("sample_index", [0, 1, 0, 0]))
+    run = RunEssays.from_judgments("r1", judged)
+    rows = [{**_score("p1", "m1"), "sample_index": 0}, {**_score("p1", "m2"), "sample_index": 1},
+            {**_score("p2", "m1"), "sample_index": 1}]
+    with pytest.raises(AnnotationFileError, match=r"ann\.jsonl:3: .*essays not in the run "
+                                                  r"\(p2, m1, sample 1\) \(line 3\)"):
+        load_checked(_write(tmp_path, rows), "absolute", run)
+    checked = load_checked(_write(tmp_path, rows[:2]), "absolute", run)
+    assert checked.table["sample_index"].to_list() == [0, 1]
+    assert load_checked(_write(tmp_path, [_score("p1", "m1")]), "absolute",
+                        run).table["sample_index"].to_list() == [0]  # absent: sample 0

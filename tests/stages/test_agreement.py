@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import kendalltau, mannwhitneyu, spearmanr
 
 from essaybench.bench.agreement_tables import AgreementParams, Tiers
 from essaybench.human.annotations import AnnotationFileError
@@ -43,8 +43,11 @@ def test_agreement_stage_pairwise_annotations(judged_copy: tuple[Store, Snapshot
     snap, folder = agreement_stage(store, "r1", AgreementParams(annotations=str(path),
                                                                 kind="pairwise"), judged)
     table = pl.read_parquet(folder / "judge_human.parquet")
-    overall = table.filter((pl.col("scope") == "overall")
-                           & (pl.col("variant") == "weighted")).row(0, named=True)
+    overall = table.filter((pl.col("scope") == "overall") & (pl.col("variant") == "weighted")
+                           & (pl.col("method") == "model means")).row(0, named=True)
+    # Every essay of the three models is annotated here, so all of them are compared.
+    assert overall["n_essays"] == judged.read().filter(
+        (pl.col("status") == "ok") & pl.col("score_weighted").is_not_null()).height
     # independent: human voting score = wins/comparisons in the fixed order (2, 1, 0 wins)
     human = {m: (len(order) - 1 - i) for i, m in enumerate(order)}
     judge = _judge_means(judged)
@@ -83,10 +86,37 @@ def test_agreement_stage_absolute_with_tiers(judged_copy: tuple[Store, Snapshot,
     assert pairs["exact"].to_list() == [1.0]
 
 
+def test_agreement_stage_pairwise_with_tiers(judged_copy: tuple[Store, Snapshot, Snapshot],
+                                             tmp_path: Path) -> None:
+    """Issue 16: tiers from pairwise annotations (top/median/bottom by voting score) give
+    the Mann–Whitney table; checked against scipy on the essays picked here."""
+    store, judged, _ = judged_copy
+    ok = judged.read().filter(pl.col("status") == "ok")
+    order = ["deepseek-writer", "gpt-writer", "qwen-writer"]  # humans: best first
+    rows = [{"prompt_id": p, "model_a": a, "model_b": b, "annotator": who, "verdict": "A"}
+            for p in ok["prompt_id"].unique().sort().to_list()
+            for i, a in enumerate(order) for b in order[i + 1:] for who in ("x", "y", "z")]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    params = AgreementParams(annotations=str(path), kind="pairwise", tiers="top/median/bottom")
+    _, folder = agreement_stage(store, "r1", params, judged)
+    sens = pl.read_parquet(folder / "sensitivity.parquet").filter(
+        pl.col("variant") == "weighted")
+    score = {m: ok.filter(pl.col("model") == m)["score_weighted"].to_list() for m in order}
+    got = sens.filter((pl.col("higher") == "high") & (pl.col("lower") == "low")).row(
+        0, named=True)
+    expected = mannwhitneyu(score[order[0]], score[order[2]], alternative="greater")
+    assert got["u_statistic"] == pytest.approx(expected.statistic)
+    assert got["p_value"] == pytest.approx(expected.pvalue)
+    assert "Tiers: top/median/bottom" in (folder / "agreement.md").read_text("utf-8")
+
+
 def test_agreement_params_are_checked() -> None:
-    with pytest.raises(ValueError, match="absolute annotations only"):
+    with pytest.raises(ValueError, match="pairwise annotations only"):
+        AgreementParams(annotations="x.csv", kind="absolute", tiers="top/median/bottom")
+    with pytest.raises(ValueError, match="within-prompt ranks"):
         AgreementParams(annotations="x.jsonl", kind="pairwise",
-                        tiers=Tiers(high=(3,), medium=(2,), low=(1,)))
+                        tiers=Tiers(high=(0,), medium=(2,), low=(3,)))
 
 
 def _pairs(judged: Snapshot, path: Path, models: tuple[str, ...]) -> Path:

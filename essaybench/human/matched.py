@@ -1,0 +1,194 @@
+"""Judge against humans on exactly the essays the humans annotated.
+
+The paper samples prompts, has people annotate the models' essays on them, and compares
+judge and people on that sample. Here both sides are computed over the same essays —
+(prompt, model, sample) — the annotated ones the judge scored with status ok:
+
+* essays the judge scored but nobody annotated are never used (the judge's other prompts
+  say nothing about whether it agrees with these people);
+* an annotated essay without an ok judge score is left out of both sides and counted
+  (``n_unjudged``); for pairwise annotations every vote involving it is left out.
+
+Two correlations per scope (overall, then each genre the run gives the prompts):
+
+* ``model means``: Spearman ρ and Kendall τ-b (scipy; two-sided p-values) between the
+  humans' per-model score — the voting score of the pairwise majority votes, or the mean
+  over essays of the annotators' mean absolute score — and the judge's per-model mean over
+  the same essays. With k models τ moves in steps of 2/(k(k − 1)): 1/21 for 7 models.
+* ``per-prompt mean``: the same two correlations within each prompt (the human and judge
+  scores of the models annotated on that prompt), averaged over prompts. A prompt with
+  fewer than 3 models, or whose human or judge scores are all equal, has no correlation
+  and is left out (``n_used`` counts the prompts that have one). Its interval is a
+  percentile bootstrap over prompts (:func:`essaybench.stats.bootstrap.paired_bootstrap_means`,
+  prompts resampled with replacement, ρ and τ jointly, seeded), given only from
+  :data:`MIN_PROMPTS_FOR_CI` prompts on; with fewer the bounds are null, not a
+  misleadingly narrow interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from essaybench.human.annotations import require_columns
+from essaybench.human.voting import (
+    majority_votes,
+    rank_agreement,
+    voting_scores,
+    with_sample_index,
+)
+from essaybench.stats.bootstrap import paired_bootstrap_means
+
+KEYS = ["prompt_id", "model", "sample_index"]
+OVERALL = "overall"
+MODEL_MEANS = "model means"
+PER_PROMPT = "per-prompt mean"
+MIN_PROMPTS_FOR_CI = 10  # a bootstrap over fewer prompts draws from a handful of values
+
+Kind = Literal["pairwise", "absolute"]
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The essays humans and the judge both scored, and what each side said of them."""
+
+    kind: Kind
+    essays: pl.DataFrame  # KEYS, genre, judge: the judge's score of each compared essay
+    human: pl.DataFrame  # absolute: KEYS, genre, score, n_scores; pairwise: kept votes
+    n_unjudged: int  # annotated essays left out: the judge has no ok score for them
+
+    def in_genre(self, genre: str) -> Matched:
+        return replace(self, essays=self.essays.filter(pl.col("genre") == genre),
+                       human=self.human.filter(pl.col("genre") == genre))
+
+    def in_prompt(self, prompt: str) -> Matched:
+        return replace(self, essays=self.essays.filter(pl.col("prompt_id") == prompt),
+                       human=self.human.filter(pl.col("prompt_id") == prompt))
+
+    def human_scores(self) -> pl.DataFrame:
+        """(model, score): voting scores, or the mean over essays of the essays' means."""
+        if self.kind == "pairwise":
+            return voting_scores(self.human).select("model", "score")
+        return self.human.group_by("model").agg(pl.col("score").mean())
+
+    def judge_scores(self) -> pl.DataFrame:
+        """(model, score): the judge's mean over the compared essays."""
+        return self.essays.group_by("model").agg(pl.col("judge").mean().alias("score"))
+
+    def n_human_rows(self) -> int:
+        """Majority-vote outcomes (prompt × sample × pair), or absolute scores, used."""
+        return (self.human.height if self.kind == "pairwise"
+                else int(self.human["n_scores"].sum()))
+
+
+def _genres(judgments: pl.DataFrame) -> pl.DataFrame:
+    """prompt_id → genre, as the run has it (every row, whatever its status)."""
+    return judgments.group_by("prompt_id").agg(pl.col("genre").drop_nulls().first())
+
+
+def match_essays(annotations: pl.DataFrame, kind: Kind, judge_rows: pl.DataFrame,
+                 judgments: pl.DataFrame) -> Matched:
+    """The annotated essays the judge scored. ``judge_rows``: one judge's ok scores
+    (:func:`essaybench.human.voting.judge_scores`); ``judgments``: the run's judgments,
+    for each prompt's genre."""
+    require_columns(judge_rows, [*KEYS, "score"], "judge scores")
+    genres = _genres(judgments)
+    judged = (judge_rows.group_by(KEYS).agg(pl.col("score").mean().alias("judge"))
+              .join(genres, on="prompt_id", how="left"))
+    if kind == "absolute":
+        require_columns(annotations, ["prompt_id", "model", "score"], "absolute annotations")
+        human = (with_sample_index(annotations).group_by(KEYS)
+                 .agg(pl.col("score").mean(), pl.len().cast(pl.Int64).alias("n_scores")))
+        both = human.join(judged, on=KEYS, how="inner")
+        return Matched(kind, both.select(*KEYS, "genre", "judge"),
+                       both.select(*KEYS, "genre", "score", "n_scores"),
+                       human.height - both.height)
+    votes = majority_votes(annotations).drop("genre")
+    annotated = pl.concat([votes.select("prompt_id", pl.col(side).alias("model"), "sample_index")
+                           for side in ("model_a", "model_b")]).unique()
+    ends = judged.select(KEYS)
+    kept = (votes.join(ends, left_on=["prompt_id", "model_a", "sample_index"], right_on=KEYS,
+                       how="semi")
+            .join(ends, left_on=["prompt_id", "model_b", "sample_index"], right_on=KEYS,
+                  how="semi"))
+    used = pl.concat([kept.select("prompt_id", pl.col(side).alias("model"), "sample_index")
+                      for side in ("model_a", "model_b")]).unique()
+    essays = judged.join(used, on=KEYS, how="semi").select(*KEYS, "genre", "judge")
+    n_unjudged = annotated.join(judged, on=KEYS, how="anti").height
+    return Matched(kind, essays, kept.join(genres, on="prompt_id", how="left"), n_unjudged)
+
+
+def per_prompt_correlations(matched: Matched) -> pl.DataFrame:
+    """One row per prompt: its genre, models compared, Spearman ρ and Kendall τ (NaN when
+    undefined: fewer than 3 models, or all human or all judge scores equal)."""
+    rows = []
+    for prompt in sorted(matched.essays["prompt_id"].unique().to_list()):
+        one = matched.in_prompt(prompt)
+        rho, tau = rank_agreement(one.human_scores(), one.judge_scores())
+        rows.append({"prompt_id": prompt, "genre": one.essays["genre"][0], "n_models": rho.n,
+                     "spearman": rho.statistic, "kendall": tau.statistic})
+    return pl.DataFrame(rows, schema={"prompt_id": pl.Utf8, "genre": pl.Utf8,
+                                      "n_models": pl.Int64, "spearman": pl.Float64,
+                                      "kendall": pl.Float64})
+
+
+def _base(matched: Matched, scope: str, method: str) -> dict[str, object]:
+    return {"scope": scope, "method": method, "n_essays": matched.essays.height,
+            "n_prompts": matched.essays["prompt_id"].n_unique(),
+            "n_models": matched.essays["model"].n_unique(),
+            "n_human_rows": matched.n_human_rows()}
+
+
+def _model_level(matched: Matched, scope: str) -> dict[str, object]:
+    rho, tau = rank_agreement(matched.human_scores(), matched.judge_scores())
+    return _base(matched, scope, MODEL_MEANS) | {
+        "n_used": rho.n, "spearman": rho.statistic, "spearman_lo": None, "spearman_hi": None,
+        "spearman_p": rho.p_value, "kendall": tau.statistic, "kendall_lo": None,
+        "kendall_hi": None, "kendall_p": tau.p_value}
+
+
+def _prompt_level(matched: Matched, scope: str, prompts: pl.DataFrame, *, seed: int,
+                  n_boot: int, level: float) -> dict[str, object]:
+    defined = prompts.filter(pl.col("spearman").is_not_nan() & pl.col("kendall").is_not_nan())
+    values = defined.select("spearman", "kendall").to_numpy()
+    means = [math.nan, math.nan] if values.size == 0 else list(values.mean(axis=0))
+    lo: list[float | None] = [None, None]
+    hi: list[float | None] = [None, None]
+    if defined.height >= MIN_PROMPTS_FOR_CI:
+        boot = paired_bootstrap_means(values, n_boot=n_boot, level=level,
+                                      seed=np.random.default_rng(seed))
+        lo, hi = [float(v) for v in boot.lo], [float(v) for v in boot.hi]
+    return _base(matched, scope, PER_PROMPT) | {
+        "n_used": defined.height, "spearman": float(means[0]), "spearman_lo": lo[0],
+        "spearman_hi": hi[0], "spearman_p": None, "kendall": float(means[1]),
+        "kendall_lo": lo[1], "kendall_hi": hi[1], "kendall_p": None}
+
+
+SCHEMA: dict[str, type[pl.DataType]] = {
+    "scope": pl.Utf8, "method": pl.Utf8, "n_essays": pl.Int64, "n_prompts": pl.Int64,
+    "n_models": pl.Int64, "n_human_rows": pl.Int64, "n_unjudged": pl.Int64, "n_used": pl.Int64,
+    "spearman": pl.Float64, "spearman_lo": pl.Float64, "spearman_hi": pl.Float64,
+    "spearman_p": pl.Float64, "kendall": pl.Float64, "kendall_lo": pl.Float64,
+    "kendall_hi": pl.Float64, "kendall_p": pl.Float64}
+
+
+def judge_human_agreement(matched: Matched, *, seed: int = 0, n_boot: int = 2000,
+                          level: float = 0.95) -> pl.DataFrame:
+    """Two rows per scope (overall, then genres alphabetically): ``model means`` and
+    ``per-prompt mean`` (see the module docstring). ``n_used``: models in the model-level
+    correlation, prompts with a defined correlation in the per-prompt mean."""
+    prompts = per_prompt_correlations(matched)
+    scopes = [(OVERALL, matched, prompts)]
+    for genre in sorted(g for g in matched.essays["genre"].unique().to_list() if g is not None):
+        scopes.append((genre, matched.in_genre(genre), prompts.filter(pl.col("genre") == genre)))
+    rows = []
+    for scope, part, scope_prompts in scopes:
+        for row in (_model_level(part, scope),
+                    _prompt_level(part, scope, scope_prompts, seed=seed, n_boot=n_boot,
+                                  level=level)):
+            rows.append(row | {"n_unjudged": matched.n_unjudged if scope == OVERALL else None})
+    return pl.DataFrame(rows, schema=SCHEMA)

@@ -1,4 +1,8 @@
-"""``essaybench curate`` and ``essaybench promptset``: rebuild and inspect prompt sets."""
+"""``essaybench curate`` and ``essaybench promptset``: rebuild and inspect prompt sets.
+
+``curate`` is a group: without a subcommand it runs the curation (``essaybench curate
+[options]``, as it always did); ``essaybench curate review`` reviews what classification
+left undecided (``cli.review``)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from essaybench.cli.common import (
     reader,
 )
 from essaybench.cli.progress import progress_display
+from essaybench.cli.review import review
 from essaybench.core.errors import NotFoundError
 from essaybench.core.settings import (
     DEFAULT_CURATE_CONFIG,
@@ -33,22 +38,52 @@ if TYPE_CHECKING:
     from essaybench.store import Store
 
 app = typer.Typer()
+curate_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
 promptset_app = typer.Typer(help="Inspect and export published prompt sets.",
                             no_args_is_help=True)
+app.add_typer(curate_app, name="curate")
 app.add_typer(promptset_app, name="promptset")
+curate_app.command("review")(review)
 
 
-@app.command()
+FromStageOpt = Annotated[str, typer.Option(
+    "--from-stage", help=f"Start at this stage: {', '.join(CURATE_STAGES)}.")]
+BaseRunOpt = Annotated[str | None, typer.Option(
+    "--run", help="With --from-stage: read upstream snapshots of this run.")]
+
+
+@curate_app.callback()
+def _curate_command(
+    ctx: typer.Context,
+    config: ConfigOpt = Path(DEFAULT_CURATE_CONFIG),
+    store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    from_stage: FromStageOpt = "collect",
+    base_run: BaseRunOpt = None,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
+) -> None:
+    """Rebuild the prompt set from raw sources (or rerun from one stage).
+
+    Review what classification left undecided with: essaybench curate review"""
+    if ctx.invoked_subcommand is None:
+        curate(config, store, from_stage, base_run, lock_timeout)
+        return
+    given = [param.opts[0] for param in ctx.command.params if param.name is not None
+             and getattr(ctx.get_parameter_source(param.name), "name", "DEFAULT") != "DEFAULT"]
+    if given:  # they would silently not apply to the subcommand
+        raise typer.BadParameter(
+            f"{', '.join(given)} given before {ctx.invoked_subcommand!r} applies to the "
+            f"curation run, not to it; put the subcommand's options after its name "
+            f"(essaybench curate {ctx.invoked_subcommand} --help)")
+
+
 def curate(
     config: ConfigOpt = Path(DEFAULT_CURATE_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
-    from_stage: Annotated[str, typer.Option(
-        "--from-stage", help=f"Start at this stage: {', '.join(CURATE_STAGES)}.")] = "collect",
-    base_run: Annotated[str | None, typer.Option(
-        "--run", help="With --from-stage: read upstream snapshots of this run.")] = None,
+    from_stage: FromStageOpt = "collect",
+    base_run: BaseRunOpt = None,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """Rebuild the prompt set from raw sources (or rerun from one stage)."""
+    """Rebuild the prompt set (``essaybench curate`` without a subcommand; ``demo``)."""
     if from_stage not in CURATE_STAGES:
         raise typer.BadParameter(f"{from_stage!r}; choose one of {', '.join(CURATE_STAGES)}",
                                  param_hint="--from-stage")

@@ -1,0 +1,175 @@
+"""What needs review in a classify snapshot, decisions as typed, and the to-fill review file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from essaybench.curate.labeler import Genre, PromptSetLabel
+from essaybench.curate.overrides import OverrideEntry
+from essaybench.curate.review import (
+    Labels,
+    ReviewInputError,
+    parse_decision,
+    parse_labels,
+    read_review_file,
+    review_file_text,
+    review_items,
+    still_needs,
+    unknown_ids,
+)
+
+NO_GENRE, NO_SET, BY_LLM, BY_RULE = ("p" + c * 15 for c in "abcd")
+
+
+def classified() -> pl.DataFrame:
+    """Four classify rows: genre undecided, set undecided, kept by the LLM, kept by rules."""
+    return pl.DataFrame({
+        "prompt_id": [NO_GENRE, NO_SET, BY_LLM, BY_RULE],
+        "text": ["请以“门”为题写一篇文章。", "写一篇记叙文，讲讲你的外婆。", "谈谈你对规则的理解。",
+                 "写一篇议论文。"],
+        "decision": ["unclassified", "unclassified", "kept", "kept"],
+        "reason": ["genre_undecided", "set_undecided", None, None],
+        "genre": [None, "narrative", "argumentative", "argumentative"],
+        "genre_source": [None, "rule", "llm", "rule"],
+        "genre_evidence": ["rule: undecided, no genre word or cue", "rule:记叙文",
+                           "llm: 谈谈你对规则的理解", "rule:议论文"],
+        "prompt_set": ["open", None, "open", "open"],
+        "set_source": ["rule", None, "rule", "rule"],
+        "set_evidence": ["rule: no constraint found", "rule: undecided, long prompt",
+                         "rule: no constraint found", "rule: no constraint found"],
+        "source": ["chat", "chat", "exam", "exam"],
+        "locator": ["line 1", "line 2", "row 1 (line 2)", "row 2 (line 3)"],
+    })
+
+
+@pytest.mark.parametrize("typed,genre,pset", [
+    ("narrative", Genre.NARRATIVE, None),
+    ("Narrative, OPEN", Genre.NARRATIVE, PromptSetLabel.OPEN),
+    ("记叙文，限制式", Genre.NARRATIVE, PromptSetLabel.CONSTRAINED),
+    ("e,c", Genre.EXPOSITORY, PromptSetLabel.CONSTRAINED),
+    ("constrained", None, PromptSetLabel.CONSTRAINED),
+    ("o d", Genre.DESCRIPTIVE, PromptSetLabel.OPEN),
+])
+def test_labels_in_english_chinese_or_by_first_letter(
+    typed: str, genre: Genre | None, pset: PromptSetLabel | None,
+) -> None:
+    assert parse_labels(typed) == Labels(genre, pset)
+
+
+@pytest.mark.parametrize("typed,problem", [
+    ("poem", "'poem' is neither a genre nor a set"),
+    ("narrative,argumentative", "'argumentative' gives a second genre"),
+    ("open,c", "'c' gives a second set"),
+    (" , ", "no label given"),
+])
+def test_bad_labels_say_which_word(typed: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_labels(typed)
+
+
+def test_a_decision_is_prompt_id_equals_labels() -> None:
+    assert parse_decision(f"{NO_GENRE}=a") == (NO_GENRE, Labels(Genre.ARGUMENTATIVE, None))
+    with pytest.raises(ValueError, match="expected PROMPT_ID=LABELS"):
+        parse_decision(NO_GENRE)
+    with pytest.raises(ValueError, match=f"'{NO_GENRE}=x'.*'x' is neither"):
+        parse_decision(f"{NO_GENRE}=x")
+
+
+def test_unclassified_rows_are_listed_with_what_they_need_and_why() -> None:
+    items = review_items(classified(), {})
+    assert [(i.prompt_id, i.needs, i.why) for i in items] == [
+        (NO_GENRE, ("genre",), "genre_undecided"), (NO_SET, ("prompt_set",), "set_undecided")]
+    first = items[0]
+    assert first.genre_evidence == "rule: undecided, no genre word or cue"
+    assert first.where == "chat line 1" and first.prompt_set == "open" and first.decided is None
+
+
+def test_llm_labels_are_listed_on_request() -> None:
+    items = review_items(classified(), {}, include_llm=True)
+    assert [i.prompt_id for i in items] == [NO_GENRE, NO_SET, BY_LLM]
+    assert items[2].needs == () and items[2].why == "labelled by the LLM"
+
+
+def test_decided_prompts_are_left_out_unless_asked_for() -> None:
+    decided = {NO_GENRE: OverrideEntry(genre=Genre.NARRATIVE),
+               NO_SET: OverrideEntry(genre=Genre.NARRATIVE)}  # the set is still missing
+    items = review_items(classified(), decided)
+    assert [i.prompt_id for i in items] == [NO_SET]
+    assert still_needs(items[0], decided[NO_SET]) == ["prompt_set"]
+    every = review_items(classified(), decided, include_decided=True)
+    assert [(i.prompt_id, i.decided) for i in every] == [
+        (NO_GENRE, decided[NO_GENRE]), (NO_SET, decided[NO_SET])]
+
+
+def test_a_table_that_is_not_a_classify_snapshot_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"lacks the columns \['genre', 'prompt_set'\]"):
+        review_items(classified().drop("genre", "prompt_set"), {})
+
+
+def test_unknown_ids() -> None:
+    assert unknown_ids([NO_GENRE, "p" + "f" * 15, "nope"], classified()) == ["nope",
+                                                                           "p" + "f" * 15]
+
+
+def _filled(tmp_path: Path, fill: dict[str, dict[str, str]]) -> Path:
+    path = tmp_path / "review.yaml"
+    text = review_file_text(review_items(classified(), {}, include_llm=True), "classify-x", path)
+    doc = yaml.safe_load(text)
+    for item in doc["items"]:
+        item.update(fill.get(item["prompt_id"], {}))
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def test_review_file_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "review.yaml"
+    text = review_file_text(review_items(classified(), {}), "classify-x", path)
+    assert f"essaybench curate review --apply {path}" in text  # says what to do with it
+    doc = yaml.safe_load(text)
+    assert doc["snapshot_id"] == "classify-x"
+    assert [(i["prompt_id"], i["needs"], i["genre"]) for i in doc["items"]] == [
+        (NO_GENRE, ["genre"], None), (NO_SET, ["prompt_set"], None)]
+    assert doc["items"][0]["text"] == "请以“门”为题写一篇文章。"
+    filled = _filled(tmp_path, {NO_GENRE: {"genre": "记叙文", "note": "题目只给了一个字",
+                                           "reviewer": "li"},
+                                BY_LLM: {"genre": "argumentative", "prompt_set": "open"}})
+    assert read_review_file(filled) == {
+        NO_GENRE: OverrideEntry(genre=Genre.NARRATIVE, note="题目只给了一个字", reviewer="li"),
+        BY_LLM: OverrideEntry(genre=Genre.ARGUMENTATIVE, prompt_set=PromptSetLabel.OPEN),
+    }  # NO_SET was left blank: skipped
+
+
+def test_a_multi_line_prompt_is_written_as_a_block(tmp_path: Path) -> None:
+    material = "阅读下面的材料。\n材料……\n要求：自拟题目。"
+    table = classified().with_columns(pl.Series("text", [material, "b", "c", "d"]))
+    text = review_file_text(review_items(table, {}), "classify-x", tmp_path / "r.yaml")
+    assert "  text: |-\n    阅读下面的材料。\n    材料……\n    要求：自拟题目。\n" in text
+
+
+@pytest.mark.parametrize("fill,problem", [
+    ({"genre": "poem"}, "'poem' is neither a genre nor a set"),
+    ({"genre": "open"}, "genre 'open' is not a genre"),
+    ({"prompt_set": "narrative"}, "prompt_set 'narrative' is not open or constrained"),
+    ({"mood": "x"}, "Extra inputs are not permitted"),
+])
+def test_a_wrong_filled_item_names_the_file_line_and_item(
+    tmp_path: Path, fill: dict[str, str], problem: str,
+) -> None:
+    path = _filled(tmp_path, {NO_SET: fill})
+    with pytest.raises(ReviewInputError, match=problem) as caught:
+        read_review_file(path)
+    assert str(path) in str(caught.value) and ":" in str(caught.value)
+    if "mood" not in fill:
+        assert NO_SET in str(caught.value)
+
+
+def test_an_item_given_twice_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "review.yaml"
+    path.write_text(f"items:\n- {{prompt_id: {NO_GENRE}, genre: n}}\n"
+                    f"- {{prompt_id: {NO_GENRE}, genre: a}}\n", encoding="utf-8")
+    with pytest.raises(ReviewInputError, match=rf"review.yaml:3: .*{NO_GENRE}' appears twice"):
+        read_review_file(path)

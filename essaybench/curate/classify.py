@@ -4,13 +4,21 @@ Order of authority, lowest first: rules, then (mode ``rules+llm``) the labeler
 for what the rules left open, then the manual override file. Each label keeps
 its source (``rule``, ``llm``, ``manual``) and evidence.
 
-Genre rules: an explicit genre word (议论文, 记叙文, 描写文, 说明文 and a few
-compounds such as 写景散文, 科普文章, 驳论文) decides, unless negated (不要写成
-议论文, 除记叙文外) or contradicted by another genre word, which leaves the genre
-undecided. Bare 散文 names a form, not one of the four genres, and decides
-nothing. Without a genre word, cue groups are scored per genre (one point per
-group present); a unique top score decides, a tie or no cue leaves the genre
-undecided.
+Genre rules (``genre_rules``): the prompt is split into material, task and
+requirements (``prompt_parts``); the genre is read from the task and requirements,
+material counts only as weak evidence. A prompt may leave the genre open (文体不限:
+``allowed_genres`` ``["any"]``, ``genre_open``) or offer a choice ("写一篇议论文或记叙文":
+``allowed_genres`` lists them); ``genre`` is then null. Such a prompt is kept only with
+``keep_genre_choice`` (generation and judging must then pick the rubric of the genre
+the essay chose); otherwise it is unclassified with reason ``genre_open`` or
+``genre_multi`` and waits for an override like any undecided prompt. Every row records
+the deciding evidence's span (``genre_span``, the passage itself) and its segment
+(``genre_segment``: task, requirements or material).
+
+Labels: ``genre`` is the single decided genre or null; ``allowed_genres`` is a list:
+``[genre]`` for a decided genre, several genres for a choice, ``["any"]`` for an open
+genre, ``[]`` when undecided. A labeler's genre is accepted only if its evidence is a
+passage of the task or requirements, not of the material alone.
 
 Set rules: a binding constraint (essaybench.constraints) makes the prompt
 constrained. Otherwise it is open, except in ``rules+llm`` mode for a prompt
@@ -28,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -38,9 +45,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
+from essaybench.curate.genre_rules import RuleGenre, genre_by_rules
 from essaybench.curate.labeler import (
     BatchLabeler,
-    Genre,
     LabelRequest,
     LabelResult,
     LabelStatus,
@@ -67,87 +74,14 @@ class ClassifyParams(BaseModel):
     llm_concurrency: int = Field(
         default=8, ge=1, le=256, description="Labeler calls in flight at once (a batch "
         "labeler, like the gateway's, is bounded by the model's registry limits instead).")
+    keep_genre_choice: bool = Field(
+        default=False,
+        description="Keep prompts that leave the genre open or offer a choice (genre null, "
+        "allowed_genres set); off: they are unclassified (genre_open / genre_multi).")
     open_rule_max_chars: int | None = Field(
         default=100, ge=1,
         description="rules+llm: longest prompt without a found constraint that rules call "
         "open; longer ones go to the labeler (None: rules call every such prompt open).")
-
-
-# --- genre rules ------------------------------------------------------------------
-
-_EXPLICIT: dict[Genre, re.Pattern[str]] = {
-    Genre.ARGUMENTATIVE: re.compile(r"议论文|议论性的?(?:文章|散文|短文)|驳论文|立论文|杂文|时评"),
-    Genre.NARRATIVE: re.compile(r"记叙文|叙事散文|叙事文|记叙性的?(?:文章|散文|短文)"),
-    Genre.DESCRIPTIVE: re.compile(
-        r"描写文|写景(?:散文|作文|短文|文)|抒情散文|状物散文|描写性的?(?:文章|短文)"),
-    Genre.EXPOSITORY: re.compile(
-        r"说明文(?![字件])|说明性的?(?:文章|短文)|科普(?:说明)?(?:文章|短文|小品|文)"),
-}
-_NEGATED_BEFORE = re.compile(
-    r"(?:不要|不得|不能|不可|不宜|切勿|别|禁止|避免|而非|不是)(?:写成|写作|写|采用|用)?(?:一篇)?$|除$")
-_NEGATED_AFTER = re.compile(r"除外|以外")
-_NOT_TECHNIQUE = "".join(f"(?<!{w})" for w in ("细节", "心理", "外貌", "动作", "语言", "神态",
-                                                "肖像"))
-_CUES: dict[Genre, tuple[str, ...]] = {
-    Genre.ARGUMENTATIVE: (
-        r"谈谈|说说|谈一谈", r"看法|观点|见解|主张|立场", r"辩证|思辨", r"启示|道理",
-        r"评价|评论|点评|书评|影评", r"论述|论证|论点|论据|阐述|阐明", r"议论|议一议",
-        r"辩论|辩题|驳斥|反驳", r"利弊|利与弊|利大于弊|弊大于利",
-        r"怎么看|如何看待|怎样看待|是否", r"演讲稿|读后感|观后感|倡议", r"赞成|反对|认同|同意",
-        r"思考|认识|理解", r"(?:^|[《“\"「：:\s])论(?![文语\s，。])"),
-    Genre.NARRATIVE: (
-        r"讲述|讲讲|叙述|记叙|记述|叙事", r"经历", r"故事", r"那一(?:刻|次|天|年|瞬间)",
-        r"难忘|难以忘怀", r"成长", r"记一(?:次|件|个)|一件事", r"回忆|往事|童年|第一次",
-        r"感动", r"传记|日记|童话|寓言|小说", r"发生"),
-    Genre.DESCRIPTIVE: (
-        rf"{_NOT_TECHNIQUE}描写(?!方法)", r"描绘|刻画", r"景色|景物|风景|风光|美景|景象|景致",
-        r"写景|状物|即景", r"[春夏秋冬]天的|[春夏秋冬]日|四季", r"一角|角落",
-        r"感官|视觉|听觉|嗅觉|触觉|味觉", r"色彩|画面|氛围|意境",
-        r"月色|夜色|晚霞|朝霞|日出|日落|雪景|雨景|夜景", r"场面|场景", r"游记"),
-    Genre.EXPOSITORY: (
-        r"介绍", r"说明(?!理由|原因|你的)", r"原理|成因", r"科普|科学",
-        r"是怎样|怎样(?:制作|做|形成|产生|工作)|如何(?:制作|形成|产生|使用|工作)|为什么会",
-        r"制作方法|使用方法|做法|步骤", r"构造|功能|用途|种类|分类",
-        r"指南|攻略|说明书"),
-}
-_CUE_RXS = {genre: [re.compile(c) for c in cues] for genre, cues in _CUES.items()}
-
-
-@dataclass(frozen=True)
-class RuleGenre:
-    genre: Genre | None
-    evidence: str
-
-
-def genre_by_rules(text: str) -> RuleGenre:
-    found: dict[Genre, list[str]] = {}
-    negated: list[str] = []
-    masked = text
-    for genre, rx in _EXPLICIT.items():
-        for m in rx.finditer(text):
-            if (_NEGATED_BEFORE.search(text[max(0, m.start() - 6): m.start()])
-                    or _NEGATED_AFTER.match(text, m.end())):
-                negated.append(m[0])
-            else:
-                found.setdefault(genre, []).append(m[0])
-            # a genre word must not also count as a cue (议论文 holds 议论, 说明文 holds 说明)
-            masked = masked[: m.start()] + " " * len(m[0]) + masked[m.end():]
-    note = f"; ignored negated {', '.join(negated)}" if negated else ""
-    if len(found) == 1:
-        genre, words = next(iter(found.items()))
-        return RuleGenre(genre, f"rule:{words[0]}{note}")
-    if found:
-        listed = ", ".join(f"{w[0]} ({g.value})" for g, w in found.items())
-        return RuleGenre(None, f"rule: undecided, conflicting genre words {listed}{note}")
-    scores = {g: [hit[0] for rx in rxs if (hit := rx.search(masked))]
-              for g, rxs in _CUE_RXS.items()}
-    scored = sorted(((len(c), g) for g, c in scores.items() if c), key=lambda x: -x[0])
-    detail = "; ".join(f"{g.value}={n} [{', '.join(scores[g])}]" for n, g in scored)
-    if not scored:
-        return RuleGenre(None, f"rule: undecided, no genre word or cue{note}")
-    if len(scored) > 1 and scored[0][0] == scored[1][0]:
-        return RuleGenre(None, f"rule: undecided, tied cues {detail}{note}")
-    return RuleGenre(scored[0][1], f"rule cues: {detail}{note}")
 
 
 # --- the stage --------------------------------------------------------------------
@@ -165,7 +99,21 @@ class _Row:
     set_evidence: str
     constraints: str
     binding_kinds: frozenset[str]
+    allowed: tuple[str, ...] = ()
+    genre_open: bool = False
+    genre_segment: str | None = None
+    genre_span: str | None = None
+    rule: RuleGenre | None = None
     llm_note: str = ""
+
+    @property
+    def allowed_genres(self) -> list[str]:
+        return list(self.allowed)
+
+    @property
+    def genre_choice(self) -> bool:
+        """The rules found an open genre or a choice: nothing for a labeler to decide."""
+        return self.genre is None and bool(self.allowed)
 
 
 @dataclass(frozen=True)
@@ -193,9 +141,10 @@ def _rule_row(prompt_id: str, text: str, params: ClassifyParams) -> _Row:
         set_evidence = "rule: no constraint found" + (
             f" (not binding: {'; '.join(ignored)})" if ignored else "")
     return _Row(prompt_id, text, rule.genre.value if rule.genre else None,
-                "rule" if rule.genre else None, rule.evidence, pset,
+                "rule" if rule.decided else None, rule.evidence, pset,
                 "rule" if pset else None, set_evidence, constraints_json(found),
-                frozenset(c.kind for c in bound))
+                frozenset(c.kind for c in bound), rule.allowed, rule.open_genre,
+                rule.segment, text[rule.span[0]:rule.span[1]] if rule.span else None, rule)
 
 
 def _plan(table: pl.DataFrame, params: ClassifyParams,
@@ -211,9 +160,10 @@ def _plan(table: pl.DataFrame, params: ClassifyParams,
     requests: dict[str, LabelRequest] = {}
     if params.mode == "rules+llm":
         for row in rows:
-            if (row.genre is None or row.prompt_set is None) and row.prompt_id not in requests:
+            need_genre = row.genre is None and not row.genre_choice
+            if (need_genre or row.prompt_set is None) and row.prompt_id not in requests:
                 requests[row.prompt_id] = LabelRequest(
-                    prompt_id=row.prompt_id, text=row.text, need_genre=row.genre is None,
+                    prompt_id=row.prompt_id, text=row.text, need_genre=need_genre,
                     need_set=row.prompt_set is None)
     return _Plan(rows, list(requests.values()), overrides)
 
@@ -269,12 +219,20 @@ def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
     """Fill what the request asked for; False if the labeler left something asked unanswered."""
     if result is None:
         return True
-    asked_genre, asked_set = row.genre is None, row.prompt_set is None
+    asked_genre = row.genre is None and not row.genre_choice
+    asked_set = row.prompt_set is None
     if result.status != LabelStatus.OK:
         row.llm_note = f"llm {result.status.value}: {result.error or ''}".strip()
         return True
     if asked_genre and result.genre is not None:
+        where = _evidence_segment(row, result.evidence)
+        if where == "material":
+            row.llm_note = (f"llm genre {result.genre.value} rejected: its evidence "
+                            f"{result.evidence[:60]!r} is in the material, not the task")
+            return False
         row.genre, row.genre_source = result.genre.value, "llm"
+        row.allowed, row.genre_open = (result.genre.value,), False
+        row.genre_segment, row.genre_span = where, result.evidence
         row.genre_evidence = f"llm: {result.evidence} | {row.genre_evidence}"
     if asked_set and result.prompt_set is not None:
         row.prompt_set, row.set_source = result.prompt_set.value, "llm"
@@ -285,12 +243,30 @@ def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
     return complete
 
 
+def _evidence_segment(row: _Row, evidence: str) -> str | None:
+    """The segment of the prompt the labeler's evidence quote sits in (its first
+    occurrence); None if it cannot be located verbatim (normalisation differences)."""
+    if row.rule is None or row.rule.parts is None:
+        return None
+    quote = evidence.strip()
+    if len(quote) >= 2 and quote[0] in "“\"'‘「『" and quote[-1] in "”\"'’」』":
+        quote = quote[1:-1].strip()
+    at = row.text.find(quote) if quote else -1
+    if at < 0:
+        return None
+    segments = {row.rule.parts.segment_at(i) for i in range(at, at + len(quote))}
+    return "material" if segments == {"material"} else next(
+        (s for s in ("task", "requirements") if s in segments), None)
+
+
 def _apply_override(row: _Row, entry: OverrideEntry) -> None:
     who = f"manual ({entry.reviewer})" if entry.reviewer else "manual"
     note = f": {entry.note}" if entry.note else ""
     if entry.genre is not None:
         was = f"{row.genre_source}:{row.genre}" if row.genre else "undecided"
         row.genre, row.genre_source = entry.genre.value, "manual"
+        row.allowed, row.genre_open = (entry.genre.value,), False
+        row.genre_segment, row.genre_span = None, None
         row.genre_evidence = f"{who}{note} | was {was}; {row.genre_evidence}"
     if entry.prompt_set is not None:
         was = f"{row.set_source}:{row.prompt_set}" if row.prompt_set else "undecided"
@@ -298,17 +274,29 @@ def _apply_override(row: _Row, entry: OverrideEntry) -> None:
         row.set_evidence = f"{who}{note} | was {was}; {row.set_evidence}"
 
 
-def _decide(row: _Row, overrides_path: str | None) -> tuple[str, str | None, str]:
-    if row.genre is not None and row.prompt_set is not None:
+def _decide(row: _Row, params: ClassifyParams) -> tuple[str, str | None, str]:
+    choice = row.genre_choice and params.keep_genre_choice
+    if (row.genre is not None or choice) and row.prompt_set is not None:
+        genre = row.genre or f"one of {', '.join(row.allowed)}"
         return (Decision.KEPT.value, None,
-                f"genre {row.genre} ({row.genre_source}); set {row.prompt_set} ({row.set_source})")
-    missing, evidence, example = (
-        ("genre", row.genre_evidence, "genre: <argumentative|narrative|descriptive|expository>")
-        if row.genre is None else ("set", row.set_evidence, "prompt_set: <open|constrained>"))
-    where = overrides_path or "an override file (e.g. data/overrides.yaml, set as overrides_path)"
+                f"genre {genre} ({row.genre_source}); set {row.prompt_set} ({row.set_source})")
+    example = "genre: <argumentative|narrative|descriptive|expository>"
+    if row.genre_choice:
+        reason = "genre_open" if row.genre_open else "genre_multi"
+        missing = ("genre open to the writer" if row.genre_open
+                   else f"genre a choice of {', '.join(row.allowed)}")
+        missing += " (kept only with keep_genre_choice)"
+        evidence = row.genre_evidence
+    elif row.genre is None:
+        reason, missing, evidence = "genre_undecided", "genre undecided", row.genre_evidence
+    else:
+        reason, missing, evidence = "set_undecided", "set undecided", row.set_evidence
+        example = "prompt_set: <open|constrained>"
+    where = (params.overrides_path
+             or "an override file (e.g. data/overrides.yaml, set as overrides_path)")
     llm = f"; {row.llm_note}" if row.llm_note else ""
-    return (Decision.UNCLASSIFIED.value, f"{missing}_undecided",
-            f"{missing} undecided ({evidence}{llm}); to resolve, add to {where} under "
+    return (Decision.UNCLASSIFIED.value, reason,
+            f"{missing} ({evidence}{llm}); to resolve, add to {where} under "
             f"overrides: '{row.prompt_id}: {{{example}}}'")
 
 
@@ -319,14 +307,15 @@ def _finish(table: pl.DataFrame, params: ClassifyParams, plan: _Plan,
         incomplete += not _apply_llm(row, results.get(row.prompt_id))
         if row.prompt_id in plan.overrides:
             _apply_override(row, plan.overrides[row.prompt_id])
-    decisions = [_decide(row, params.overrides_path) for row in plan.rows]
+    decisions = [_decide(row, params) for row in plan.rows]
     columns: dict[str, list[Any]] = {
         name: [getattr(row, name) for row in plan.rows] for name in CLASSIFY_COLUMNS}
     columns["decision"] = [d[0] for d in decisions]
     columns["reason"] = [d[1] for d in decisions]
     columns["detail"] = [d[2] for d in decisions]
     out = ensure_columns(table, CLASSIFY_COLUMNS).with_columns(
-        pl.Series(name, values, dtype=pl.Utf8) for name, values in columns.items())
+        pl.Series(name, values, dtype=CLASSIFY_COLUMNS.get(name, pl.Utf8))
+        for name, values in columns.items())
     unused = unused_overrides(plan.overrides, (row.prompt_id for row in plan.rows))
     if unused:
         log.warning("classify: %d override(s) match no prompt: %s", len(unused), ", ".join(unused))
@@ -345,6 +334,10 @@ def _finish(table: pl.DataFrame, params: ClassifyParams, plan: _Plan,
         "llm": {"requests": len(plan.requests),
                 "status": dict(Counter(r.status.value for r in results.values())),
                 "incomplete": incomplete},
+        "genre_choice": {"open": sum(r.genre_choice and r.genre_open for r in plan.rows),
+                         "multi": sum(r.genre_choice and not r.genre_open for r in plan.rows),
+                         "kept": params.keep_genre_choice},
+        "genre_segments": dict(Counter(r.genre_segment or "none" for r in plan.rows)),
         "constraint_kinds": dict(Counter(k for r in plan.rows for k in sorted(r.binding_kinds))),
         "overrides": {"path": params.overrides_path, "entries": len(plan.overrides),
                       "applied": sum(r.prompt_id in plan.overrides for r in plan.rows)},

@@ -45,4 +45,10 @@ CLASSIFY_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "set_source": pl.Utf8,  # rule | llm | manual
     "set_evidence": pl.Utf8,
     "constraints": pl.Utf8,  # JSON list of {"kind", "text", ...} found in the prompt
+    # genres the prompt allows: [genre] when decided, several for a choice ("议论文或记叙文"),
+    # ["any"] when it leaves the genre to the writer (文体不限), [] when undecided
+    "allowed_genres": pl.List(pl.Utf8),
+    "genre_open": pl.Boolean,  # the genre is the writer's choice (allowed_genres == ["any"])
+    "genre_segment": pl.Utf8,  # task | requirements | material: where genre_span was found
+    "genre_span": pl.Utf8,  # the passage of the prompt that decided the genre
 }

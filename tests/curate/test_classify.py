@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from essaybench.core.hashing import prompt_id
-from essaybench.curate.classify import ClassifyParams, arun_classify, genre_by_rules, run_classify
+from essaybench.curate.classify import ClassifyParams, arun_classify, run_classify
+from essaybench.curate.genre_rules import genre_by_rules
 from essaybench.curate.labeler import (
     FakeLabeler,
     Genre,
@@ -61,10 +62,10 @@ def test_explicit_genre_word_decides(text: str, genre: Genre, evidence: str) -> 
     assert rule.genre == genre and rule.evidence == evidence
 
 
-def test_conflicting_genre_words_leave_genre_open() -> None:
+def test_two_genre_words_are_a_choice_not_a_conflict() -> None:
     rule = genre_by_rules("写一篇记叙文或者议论文")
-    assert rule.genre is None
-    assert "conflicting" in rule.evidence and "记叙文" in rule.evidence
+    assert rule.genre is None and rule.allowed == ("argumentative", "narrative")
+    assert rule.evidence == "rule: choice of genres 记叙文 (narrative), 议论文 (argumentative)"
 
 
 @pytest.mark.parametrize(("text", "genre", "cues"), [

@@ -2,23 +2,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from essaybench.curate.funnel import compute_funnel
 from essaybench.curate.promptset import EXPORT_COLUMNS, export_prompt_set, freeze_prompt_set
+from essaybench.curate.table import CLASSIFY_COLUMNS
 
 
 def _classified(rows: list[tuple[str, str, str | None, str | None, str]]) -> pl.DataFrame:
-    data = {c: [None] * len(rows) for c in EXPORT_COLUMNS}
+    data: dict[str, list[Any]] = {c: [None] * len(rows) for c in EXPORT_COLUMNS}
     data["prompt_id"] = [r[0] for r in rows]
     data["text"] = [r[1] for r in rows]
     data["genre"] = [r[2] for r in rows]
     data["prompt_set"] = [r[3] for r in rows]
     data["decision"] = [r[4] for r in rows]
     data["constraints"] = ['[{"kind": "length"}]'] * len(rows)
-    return pl.DataFrame(data, schema={c: pl.Utf8 for c in data})
+    data["allowed_genres"] = [[r[2]] if r[2] else [] for r in rows]
+    schema = {c: CLASSIFY_COLUMNS.get(c, pl.Utf8) for c in data}
+    return pl.DataFrame(data, schema=schema)
 
 
 ROWS = [

@@ -1,0 +1,211 @@
+"""Genre of a prompt by rules, read from its task and requirements (``prompt_parts``).
+
+Decision, in order:
+
+1. **Open genre**: the task or requirements leave the genre to the writer (文体不限,
+   体裁不限, 自选文体, 自定文体, 明确文体 …): allowed genres ``["any"]``, no single genre.
+2. **Explicit genre words** (议论文, 记叙文, 描写文, 说明文 and a few compounds such as
+   写景散文, 科普文章, 驳论文) in the task or requirements, unless negated (不要写成议论文,
+   除记叙文外): one genre decides; two or more ("写一篇议论文或记叙文", "任选一题" with a
+   genre per item) are a choice: allowed genres = those, no single genre.
+   Bare 散文 names a form, not one of the four genres, and decides nothing.
+3. **The requested product** (the head noun after 写/撰写/创作/起草 in the task, "写一封
+   感谢信", "写一段点评", "写一个童话故事"): when every product the task names is a
+   non-essay form (a letter, a poem, a comment, a summary, a script, a plan …) there is
+   no essay genre to decide; the prompt stays undecided and goes to review, whatever
+   genre words it quotes ("给一篇议论文写一段点评").
+4. **Cue groups** (one point per group present) in the task and requirements: a unique
+   top score decides. A tie is broken only by cue groups in the material, and only
+   between the tied genres; cues found only in the material never decide
+   ("他讲述了自己的成长经历" in a story is about the story, not the essay asked for).
+
+Matching reads ``core.matching.matching_text`` (traditional characters as simplified),
+offset for offset; evidence spans index the prompt as given.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from essaybench.core.matching import matching_text
+from essaybench.curate.labeler import Genre
+from essaybench.curate.prompt_parts import PromptParts, Segment, split_prompt
+
+ANY_GENRE = "any"  # allowed_genres of a prompt that leaves the genre to the writer
+
+_EXPLICIT: dict[Genre, re.Pattern[str]] = {
+    Genre.ARGUMENTATIVE: re.compile(r"议论文|议论性的?(?:文章|散文|短文)|驳论文|立论文|杂文|时评"),
+    Genre.NARRATIVE: re.compile(r"记叙文|叙事散文|叙事文|记叙性的?(?:文章|散文|短文)"),
+    Genre.DESCRIPTIVE: re.compile(
+        r"描写文|写景(?:散文|作文|短文|文)|抒情散文|状物散文|描写性的?(?:文章|短文)"),
+    Genre.EXPOSITORY: re.compile(
+        r"说明文(?![字件])|说明性的?(?:文章|短文)|科普(?:说明)?(?:文章|短文|小品|文)"),
+}
+_OPEN_GENRE = re.compile(
+    r"(?:文体|体裁)(?:不限|自选|自定|自拟|任选|自由|均可|不作要求|不做要求)|"
+    r"(?:不限|自选|自定|任选)(?:文体|体裁)|明确文体|文体明确")
+_NEGATED_BEFORE = re.compile(
+    r"(?:不要|不得|不能|不可|不宜|切勿|别|禁止|避免|而非|不是)(?:写成|写作|写|采用|用)?(?:一篇)?$|除$")
+_NEGATED_AFTER = re.compile(r"除外|以外")
+_NOT_TECHNIQUE = "".join(f"(?<!{w})" for w in ("细节", "心理", "外貌", "动作", "语言", "神态",
+                                                "肖像", "环境", "感官"))
+_CUES: dict[Genre, tuple[str, ...]] = {
+    Genre.ARGUMENTATIVE: (
+        r"谈谈|说说|谈一谈", r"看法|观点|见解|主张|立场", r"辩证|思辨", r"启示|道理",
+        r"评价|评论|点评|书评|影评", r"论述|论证|论点|论据|阐述|阐明", r"议论|议一议",
+        r"辩论|辩题|驳斥|反驳", r"利弊|利与弊|利大于弊|弊大于利",
+        r"怎么看|如何看待|怎样看待|是否", r"演讲稿|读后感|观后感|倡议", r"赞成|反对|认同|同意",
+        r"思考|认识|理解|感悟", r"(?:^|[《“\"「：:\s])论(?![文语\s，。])"),
+    Genre.NARRATIVE: (
+        r"讲述|讲讲|叙述|记叙|记述|叙事", r"经历", r"故事", r"那一(?:刻|次|天|年|瞬间)",
+        r"难忘|难以忘怀", r"成长", r"记一(?:次|件|个)|一件事", r"回忆|往事|童年|第一次",
+        r"感动", r"传记|日记|周记|童话|寓言|小说", r"发生"),
+    Genre.DESCRIPTIVE: (
+        rf"{_NOT_TECHNIQUE}描写(?!方法)", r"描绘|刻画", r"景色|景物|风景|风光|美景|景象|景致",
+        r"写景|状物|即景", r"[春夏秋冬]天的|[春夏秋冬]日|四季", r"一角|角落",
+        r"感官|视觉|听觉|嗅觉|触觉|味觉", r"色彩|画面|氛围|意境",
+        r"月色|夜色|晚霞|朝霞|日出|日落|雪景|雨景|夜景", r"场面|场景", r"游记"),
+    Genre.EXPOSITORY: (
+        r"介绍", r"说明(?!理由|原因|你的)", r"原理|成因", r"科普|科学",
+        r"是怎样|怎样(?:制作|做|形成|产生|工作)|如何(?:制作|形成|产生|使用|工作)|为什么会",
+        r"制作方法|使用方法|做法|步骤", r"构造|功能|用途|种类|分类",
+        r"指南|攻略|说明书"),
+}
+_CUE_RXS = {genre: [re.compile(c) for c in cues] for genre, cues in _CUES.items()}
+# What the task asks to be written: the noun phrase after the verb up to a clause break;
+# its head (last word) says whether it is an essay.
+_PRODUCT = re.compile(r"(?:写|撰写|创作|起草|拟|编写|设计)"
+                      r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下)*(?P<np>[^，。；！？!?;,\n]{1,30})")
+_ESSAY_HEAD = re.compile(
+    r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|演讲稿|发言稿|"
+    r"辩论稿|周记|日记|随笔|游记|征文|文)\s*(?:吗|吧|呢)?\s*$")
+_NON_ESSAY_HEAD = re.compile(
+    r"(?:信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|报告|总结|纪要|评语|点评|短评|"
+    r"影评|摘要|简介|文案|广告语?|标语|口号|诗|词|歌词|剧本|脚本|童话(?:故事)?|小说|寓言故事|"
+    r"致辞|主持词|颁奖词|开场白|申请书|合同|简历|说明书|攻略|模板|大纲|推文|帖子|海报|祝福语?|"
+    r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品)\s*(?:吗|吧|呢)?\s*$")
+
+_STRONG: set[Segment] = {"task", "requirements"}
+
+
+@dataclass(frozen=True)
+class RuleGenre:
+    """What the rules found: a single genre, a choice, an open genre, or nothing.
+
+    ``allowed`` is ``()`` when undecided, ``(genre,)`` for one genre, several genre values
+    for a choice, ``("any",)`` for an open genre. ``span``/``segment`` locate the deciding
+    evidence in the prompt (for a choice or an open genre: the first word that made it so).
+    """
+
+    genre: Genre | None
+    evidence: str
+    allowed: tuple[str, ...] = ()
+    open_genre: bool = False
+    span: tuple[int, int] | None = None
+    segment: Segment | None = None
+    parts: PromptParts | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def decided(self) -> bool:
+        return bool(self.allowed)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    genre: Genre
+    word: str
+    span: tuple[int, int]
+    segment: Segment | None
+
+
+def _explicit(text: str, scan: str, parts: PromptParts) -> tuple[list[_Hit], list[str], str]:
+    """Non-negated genre words, the negated ones, and ``scan`` with all of them blanked."""
+    hits: list[_Hit] = []
+    negated: list[str] = []
+    masked = scan
+    for genre, rx in _EXPLICIT.items():
+        for m in rx.finditer(scan):
+            if (_NEGATED_BEFORE.search(scan[max(0, m.start() - 6): m.start()])
+                    or _NEGATED_AFTER.match(scan, m.end())):
+                negated.append(text[m.start():m.end()])
+            else:
+                hits.append(_Hit(genre, text[m.start():m.end()], m.span(),
+                                 parts.segment_at(m.start())))
+            # a genre word must not also count as a cue (议论文 holds 议论, 说明文 holds 说明)
+            masked = masked[: m.start()] + " " * len(m[0]) + masked[m.end():]
+    hits.sort(key=lambda h: h.span)
+    return hits, negated, masked
+
+
+def _cues(text: str, view: str) -> dict[Genre, list[tuple[str, tuple[int, int]]]]:
+    found: dict[Genre, list[tuple[str, tuple[int, int]]]] = {}
+    for genre, rxs in _CUE_RXS.items():
+        for rx in rxs:
+            if (hit := rx.search(view)) is not None:
+                found.setdefault(genre, []).append((text[hit.start():hit.end()], hit.span()))
+    return found
+
+
+def _detail(cues: dict[Genre, list[tuple[str, tuple[int, int]]]]) -> str:
+    ranked = sorted(cues.items(), key=lambda kv: -len(kv[1]))
+    return "; ".join(f"{g.value}={len(c)} [{', '.join(w for w, _ in c)}]" for g, c in ranked)
+
+
+def genre_by_rules(text: str) -> RuleGenre:
+    parts = split_prompt(text)
+    scan = matching_text(text)
+    hits, negated, masked = _explicit(text, scan, parts)
+    note = f"; ignored negated {', '.join(negated)}" if negated else ""
+    strong_hits = [h for h in hits if h.segment in _STRONG]
+    if len(hits) > len(strong_hits):
+        note += "; ignored in the material " + ", ".join(
+            h.word for h in hits if h.segment not in _STRONG)
+    strong_view = parts.keep(_STRONG, masked)
+    heads = [(m["np"].strip(), m.start("np"), m.end("np"))
+             for m in _PRODUCT.finditer(parts.keep({"task"}, scan))]
+    products = [(a, b) for np, a, b in heads if _NON_ESSAY_HEAD.search(np)]
+    if products and not any(_ESSAY_HEAD.search(np) for np, _, _ in heads):
+        a, b = products[0]
+        return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, "
+                         f"not an essay{note}", parts=parts)
+    open_word = _OPEN_GENRE.search(strong_view)
+    if open_word is not None:
+        lean = _detail(_cues(text, strong_view))
+        return RuleGenre(None, f"rule: open genre, {text[open_word.start():open_word.end()]}"
+                         + (f" (cues: {lean})" if lean else "") + note,
+                         (ANY_GENRE,), True, open_word.span(),
+                         parts.segment_at(open_word.start()), parts)
+    genres = list(dict.fromkeys(h.genre for h in strong_hits))
+    if len(genres) == 1:
+        first = strong_hits[0]
+        return RuleGenre(first.genre, f"rule:{first.word}{note}", (first.genre.value,), False,
+                         first.span, first.segment, parts)
+    if genres:
+        first_of = {h.genre: h for h in reversed(strong_hits)}
+        listed = ", ".join(f"{first_of[g].word} ({g.value})" for g in genres)
+        ordered = tuple(g.value for g in Genre if g in genres)
+        return RuleGenre(None, f"rule: choice of genres {listed}{note}", ordered, False,
+                         strong_hits[0].span, strong_hits[0].segment, parts)
+    strong = _cues(text, strong_view)
+    weak = _cues(text, parts.keep({"material"}, masked))
+    weak_note = f"; material (weak, never decides alone): {_detail(weak)}" if weak else ""
+    if not strong:
+        return RuleGenre(None, f"rule: undecided, no genre word or cue{weak_note}{note}",
+                         parts=parts)
+    top = max(len(c) for c in strong.values())
+    tied = [g for g, c in strong.items() if len(c) == top]
+    detail = _detail(strong)
+    if len(tied) > 1:
+        support = {g: len(weak.get(g, [])) for g in tied}
+        best = max(support.values())
+        leaders = [g for g, n in support.items() if n == best]
+        if best == 0 or len(leaders) > 1:
+            return RuleGenre(None, f"rule: undecided, tied cues {detail}{weak_note}{note}",
+                             parts=parts)
+        winner, how = leaders[0], " (tie broken by the material)"
+    else:
+        winner, how = tied[0], ""
+    span = strong[winner][0][1]
+    return RuleGenre(winner, f"rule cues: {detail}{how}{weak_note}{note}", (winner.value,),
+                     False, span, parts.segment_at(span[0]), parts)

@@ -1,0 +1,104 @@
+"""Issue 15, item 1: genre read from the task and requirements, not from the material."""
+
+from __future__ import annotations
+
+import pytest
+
+from essaybench.curate.genre_rules import ANY_GENRE, genre_by_rules
+from essaybench.curate.labeler import Genre
+
+INTRO = "阅读下面的材料，根据要求写作。\n"
+
+
+@pytest.mark.parametrize(("material", "cue"), [
+    ("一位老木匠回忆了自己四十年来的成长，他说每一块木板都要刨平。", "成长"),
+    ("课后服务中发生了许多新鲜事：有的学校开设了非遗课堂。", "发生"),
+    ("伊索讲过一个寓言：狐狸吃不到葡萄，就说葡萄是酸的。", "寓言"),
+    ("升旗的场面庄严肃穆，晨光洒在每一张稚嫩的脸上。", "场面"),
+])
+def test_a_cue_inside_the_material_never_decides_alone(material: str, cue: str) -> None:
+    rule = genre_by_rules(f"{INTRO}{material}\n请写一篇文章，不少于800字。")
+    assert rule.genre is None and not rule.decided
+    assert "no genre word or cue" in rule.evidence
+    assert "material (weak, never decides alone)" in rule.evidence and cue in rule.evidence
+
+
+@pytest.mark.parametrize(("material", "cue"), [
+    ("一位老木匠回忆了自己四十年来的成长经历，讲述了许多故事。", "成长"),
+    ("课后服务中发生了许多新鲜事，有人描绘了热闹的场面。", "发生"),
+])
+def test_the_task_decides_over_cues_in_the_material(material: str, cue: str) -> None:
+    text = f"{INTRO}{material}\n对此，你有怎样的看法？请写一篇文章。"
+    rule = genre_by_rules(text)
+    assert rule.genre == Genre.ARGUMENTATIVE and rule.allowed == ("argumentative",)
+    assert rule.segment == "task" and rule.span is not None
+    assert text[rule.span[0]:rule.span[1]] == "看法"
+    assert rule.evidence.startswith("rule cues: argumentative=1 [看法]")
+
+
+def test_a_genre_word_in_the_material_is_ignored() -> None:
+    text = f"{INTRO}老师说：“记叙文要写出真情实感。”\n请以“真”为题写一篇议论文。"
+    rule = genre_by_rules(text)
+    assert rule.genre == Genre.ARGUMENTATIVE and rule.segment == "task"
+    assert "ignored in the material 记叙文" in rule.evidence
+
+
+@pytest.mark.parametrize("words", ["文体不限", "除诗歌外，文体不限", "明确文体", "自选文体",
+                                   "文体自选", "体裁不限", "自定文体"])
+def test_open_genre_is_recognised(words: str) -> None:
+    text = (f"{INTRO}一个小男孩在海边把小鱼扔回大海。\n请写一篇文章。"
+            f"要求：自拟标题，{words}，不少于800字。")
+    rule = genre_by_rules(text)
+    assert (rule.genre, rule.allowed, rule.open_genre) == (None, (ANY_GENRE,), True)
+    assert rule.decided and rule.segment == "requirements"
+    assert rule.span is not None and text[rule.span[0]:rule.span[1]] in words
+
+
+@pytest.mark.parametrize(("text", "allowed"), [
+    ("写一篇议论文或记叙文，题目是《坚持》，不少于800字。", ("argumentative", "narrative")),
+    ("下面两题任选一题作文。\n（一）以“家乡的味道”为题，写一篇记叙文。\n"
+     "（二）以“我眼中的科技生活”为题，写一篇说明文。", ("narrative", "expository")),
+    ("以“修剪”为话题写一篇文章，可以写成记叙文，也可以写成议论文。",
+     ("argumentative", "narrative")),
+])
+def test_two_genres_are_a_choice(text: str, allowed: tuple[str, ...]) -> None:
+    rule = genre_by_rules(text)
+    assert rule.genre is None and not rule.open_genre
+    assert rule.allowed == allowed and rule.decided
+    assert rule.evidence.startswith("rule: choice of genres")
+
+
+def test_a_negated_genre_is_not_part_of_a_choice() -> None:
+    rule = genre_by_rules("不要写成议论文，写一篇记叙文，讲述一次难忘的经历")
+    assert rule.genre == Genre.NARRATIVE and rule.allowed == ("narrative",)
+
+
+def test_material_breaks_a_tie_between_task_cues_only() -> None:
+    # task: 谈谈 (argumentative) vs 成长 (narrative), one each; the material's 故事 and
+    # 经历 side with narrative
+    text = f"{INTRO}他讲述了自己的故事和许多难忘的经历。\n请谈谈你的成长。"
+    rule = genre_by_rules(text)
+    assert rule.genre == Genre.NARRATIVE and "tie broken by the material" in rule.evidence
+    assert rule.segment == "task"
+
+
+@pytest.mark.parametrize("text", [
+    "给一篇800字的议论文写一段点评，指出论证上的不足",
+    "写一个关于小兔子的睡前童话故事，讲给五岁孩子听",
+    "帮我写一封300字左右的祝福信，内容需包含对课程的回忆",
+])
+def test_a_task_asking_for_a_non_essay_decides_no_genre(text: str) -> None:
+    rule = genre_by_rules(text)
+    assert not rule.decided and "not an essay" in rule.evidence
+
+
+def test_an_essay_product_is_not_mistaken_for_a_non_essay() -> None:
+    rule = genre_by_rules("写一篇关于诗歌的议论文，谈谈你的看法")
+    assert rule.genre == Genre.ARGUMENTATIVE
+
+
+def test_traditional_characters_match_and_the_span_quotes_the_original() -> None:
+    text = "寫一篇記敘文，講述你的童年往事，不少於600字"
+    rule = genre_by_rules(text)
+    assert rule.genre == Genre.NARRATIVE and rule.span is not None
+    assert text[rule.span[0]:rule.span[1]] == "記敘文"

@@ -31,10 +31,11 @@ Kinds (``Constraint.kind``) and the decisions behind them:
   requirement: it is recorded with ``value`` = X for later compliance checks but
   does not count for the set, unless it has a blank to fill (半命题, "我的____同桌").
 - ``audience``: 面向小学生, 写给妈妈的信, 给小学生看, 读者是…, 向外国朋友介绍.
-- ``material``: 阅读下面的材料, 根据/结合材料, 引用名言/诗句, 续写下面的故事.
+- ``material``: 阅读下面的材料, 根据/结合材料, 引用名言/诗句, and any rewriting of a
+  given text: 续写, 扩写, 缩写, 改写, 仿写 (not 改写了历史).
 - ``style``: language register (语言生动, 幽默的语言), rhetoric and techniques
   (运用比喻, 运用插叙, 至少两种说明方法), person and voice (第一人称, 以…的口吻),
-  文言, structure (并列式结构, 按空间顺序, 以…为线索) and evidence counts
+  文言 (用文言文写, 写一篇文言文), structure (并列式结构, 按空间顺序, 以…为线索) and evidence counts
   (不少于三个论据, 一两件典型事例).
 - ``content``: what the essay must contain (必须包含…, 结合自己的经历).
 - ``format``: exam boilerplate — 不得抄袭/套作, 不得泄露个人信息, 不得出现真实

@@ -13,6 +13,15 @@ a drop is explained by the most basic problem the text has):
                       e-mail address, landline written 0xx(x)-xxxxxxx(x)
 6. ``offensive``      a term of the (small, conservative) lexicon in the rules YAML
 7. ``not_essay:<kind>`` / ``no_essay_cue``  wording rules, see ``filter_rules``
+8. ``not_essay:short_text``  kept by a weak cue only (一篇, 800字 …, no genre named), yet
+                      asking for short non-essay writing: a list of short pieces
+                      (写十条评语, 五句口号) or a body length whose upper end is below
+                      ``short_max_chars`` (a 100字 student evaluation). The lengths
+                      are the prompt's body requirement (``essaybench.constraints``),
+                      so a title's or a summary's length never counts here.
+
+The wording rules (6–8) read ``matching_text(text)``: traditional characters match as
+simplified ones (寫一篇記敘文 is 写一篇记叙文), while ``text`` keeps what the source wrote.
 
 ``detail`` holds the evidence: the measured length or ratio, the masked
 personal datum, the matched term or pattern, and any markup normalisation
@@ -33,8 +42,11 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from essaybench.constraints import extract_constraints
+from essaybench.constraints.requirement import combine_lengths
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
 from essaybench.core.hashing import prompt_id
+from essaybench.core.matching import matching_text
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
 from essaybench.curate.markup import markup_found
@@ -42,7 +54,8 @@ from essaybench.curate.normalize import normalize_text
 from essaybench.curate.table import FILTER_COLUMNS
 
 CHECK_ORDER = ("empty", "too_short", "too_long", "not_chinese", "personal_data", "offensive",
-               "not_essay", "no_essay_cue")
+               "not_essay", "no_essay_cue", "not_essay:short_text")
+SHORT_TEXT = "not_essay:short_text"
 
 
 class FilterParams(BaseModel):
@@ -53,7 +66,12 @@ class FilterParams(BaseModel):
     max_chars: int = Field(default=2000, ge=1, description="Maximum length of the normalised text.")
     min_cjk_ratio: float = Field(default=0.3, ge=0.0, le=1.0,
                                  description="Minimum share of Han characters among letters.")
-    rules_version: str = Field(default="v1", pattern=r"^v\d+$",
+    short_max_chars: int = Field(
+        default=150, ge=0,
+        description="A request kept by a weak cue only whose body length tops out below this, "
+                    "or that asks for a list of short pieces, is short non-essay writing "
+                    "(0: no such check).")
+    rules_version: str = Field(default="v2", pattern=r"^v\d+$",
                                description="Shipped rules: rubrics/filters/filter_rules.<v>.yaml.")
     rules_path: str | None = Field(default=None,
                                    description="Explicit rules YAML; overrides rules_version.")
@@ -119,6 +137,32 @@ def is_han(ch: str) -> bool:
             or 0x20000 <= cp <= 0x323AF)
 
 
+# 条/句 count short pieces (十条评语, 五句口号); 首 is a poem (poem_only), 篇 an essay.
+_LIST_UNITS = frozenset("条句")
+_ONE_PROSE_PIECE = re.compile(r"一篇|篇文章|一封")
+
+
+def short_request(text: str, max_chars: int) -> str | None:
+    """Why ``text`` asks for short non-essay writing (rule 8), or None."""
+    matched = matching_text(text)
+    if max_chars <= 0 or not any(ch in matched for ch in "字条句"):
+        return None  # switched off, or neither a length nor a list: skip the extraction
+    found = extract_constraints(text)
+    body = combine_lengths(c for c in found if c.kind == "length" and c.target == "body")
+    lo, hi = body.bounds() if body else (None, None)
+    top = hi if hi is not None else lo
+    if top is not None and top >= max_chars:
+        return None  # an essay-sized body, whatever else it lists
+    if not _ONE_PROSE_PIECE.search(matched):  # 写一篇文章，列出三条理由 is one essay
+        for c in found:
+            if c.kind == "count" and c.unit in _LIST_UNITS:
+                return f"a list of short pieces 「{c.evidence}」"
+    if top is not None:
+        shown = "、".join(body.evidence) if body else ""
+        return f"body length 「{shown}」 tops out at {top} < short_max_chars {max_chars}"
+    return None
+
+
 @dataclass(frozen=True)
 class Verdict:
     reason: str | None  # None = kept
@@ -144,10 +188,15 @@ def judge(text: str, params: FilterParams, rules: CompiledRules) -> Verdict:
     if personal:
         shown = ", ".join(f"{kind} {masked}" for kind, masked in personal[:3])
         return Verdict("personal_data", f"{len(personal)} found: {shown}")
-    slur = rules.offensive.search(text)
+    matched = matching_text(text)
+    slur = rules.offensive.search(matched)
     if slur:
-        return Verdict("offensive", f"lexicon term 「{slur.group()}」")
-    request = rules.classify_request(text)
+        return Verdict("offensive", f"lexicon term 「{text[slur.start():slur.end()]}」")
+    request = rules.classify_request(matched, text)
+    if request.reason is None and request.cue == "weak":
+        short = short_request(text, params.short_max_chars)
+        if short is not None:
+            return Verdict(SHORT_TEXT, f"{short}; beats {request.detail}")
     return Verdict(request.reason, request.detail)
 
 
@@ -184,6 +233,8 @@ def run_filter(table: pl.DataFrame, params: FilterParams) -> StageOutput:
     )
     counts = Counter(v.reason for v in verdicts if v.reason is not None)
     order = [*CHECK_ORDER[:6], *(f"not_essay:{k}" for k in rules.kinds), "no_essay_cue"]
+    if SHORT_TEXT not in order:
+        order.insert(-1, SHORT_TEXT)
     return StageOutput(table, {
         "params": params.model_dump(mode="json"),
         "rules": _rules_meta(rules),

@@ -110,6 +110,7 @@ def _lexicon(rules: OffensiveRules) -> re.Pattern[str]:
 class RequestVerdict:
     reason: str | None  # None = kept
     detail: str
+    cue: Literal["genre", "weak"] | None = None  # the strongest essay cue found
 
 
 @dataclass(frozen=True)
@@ -123,12 +124,22 @@ class CompiledRules:
     weak_cue: re.Pattern[str]
     patterns: dict[tuple[Level, str], re.Pattern[str]]
 
-    def classify_request(self, text: str) -> RequestVerdict:
-        """Is ``text`` a request to write an essay? (see the module docstring)."""
+    def classify_request(self, text: str, original: str | None = None) -> RequestVerdict:
+        """Is ``text`` a request to write an essay? (see the module docstring).
+
+        ``original``: the text ``text`` was read from, offset for offset (``text`` is its
+        ``matching_text``); the evidence in ``detail`` quotes it, not ``text``."""
+        quoted = original if original is not None else text
+
+        def q(m: re.Match[str]) -> str:
+            return quoted[m.start():m.end()]
+
         genre = self.genre_cue.search(text)
         weak = self.weak_cue.search(text)
-        cue = (f"genre cue 「{genre.group()}」" if genre
-               else f"weak cue 「{weak.group()}」" if weak else None)
+        cue_level: Literal["genre", "weak"] | None = ("genre" if genre else "weak" if weak
+                                                       else None)
+        cue = (f"genre cue 「{q(genre)}」" if genre
+               else f"weak cue 「{q(weak)}」" if weak else None)
         overridden: list[str] = []
         for level in LEVELS:
             for kind in self.kinds:
@@ -138,15 +149,15 @@ class CompiledRules:
                     continue
                 beaten = (level == "strong" and genre) or (level == "weak" and (genre or weak))
                 if beaten:
-                    overridden.append(f"{level} {kind} 「{m.group()}」")
+                    overridden.append(f"{level} {kind} 「{q(m)}」")
                     continue
                 against = f"; beats {cue}" if cue else ""
                 return RequestVerdict(f"not_essay:{kind}",
-                                      f"{level} {kind} pattern 「{m.group()}」{against}")
+                                      f"{level} {kind} pattern 「{q(m)}」{against}", cue_level)
         if cue is None:
             return RequestVerdict("no_essay_cue", "no essay-writing cue found")
         return RequestVerdict(None, cue + (f"; overrides {', '.join(overridden)}"
-                                           if overridden else ""))
+                                           if overridden else ""), cue_level)
 
 
 def default_rules_path(version: str) -> Path:

@@ -58,16 +58,17 @@ def test_every_row_comes_out_in_order_with_text_and_prompt_id() -> None:
 
 def test_meta_counts_match_the_table() -> None:
     texts = ["", "写作文", "写一篇关于春天的作文，不少于600字。", "帮我写一份年终工作总结",
-             "帮我写一份述职报告，1000字", "写一首关于秋天的七言绝句"]
+             "帮我写一份述职报告，1000字", "写一首关于秋天的七言绝句", "写一段100字的学生评价"]
     output = run_filter(pl.DataFrame({"raw_text": texts}), FilterParams())
     meta = output.meta
     assert meta["reasons"] == {"empty": 1, "too_short": 1, "not_essay:poem_only": 1,
-                               "not_essay:professional_document": 2}
+                               "not_essay:professional_document": 2, "not_essay:short_text": 1}
     assert list(meta["reasons"]) == [r for r in meta["check_order"] if r in meta["reasons"]]
-    assert meta["kept"] == 1 and meta["filtered"] == 5 and meta["rows"] == 6
-    assert meta["params"]["max_chars"] == 2000 and meta["params"]["rules_version"] == "v1"
-    assert meta["rules"]["version"] == "v1"
-    assert meta["rules"]["path"] == "rubrics/filters/filter_rules.v1.yaml"
+    assert meta["kept"] == 1 and meta["filtered"] == 6 and meta["rows"] == 7
+    assert meta["params"]["max_chars"] == 2000 and meta["params"]["rules_version"] == "v2"
+    assert meta["params"]["short_max_chars"] == 150
+    assert meta["rules"]["version"] == "v2"
+    assert meta["rules"]["path"] == "rubrics/filters/filter_rules.v2.yaml"
     assert len(meta["rules"]["sha256"]) == 64
     json.dumps(meta)
     counted = Counter(r for r in output.table["reason"].to_list() if r)
@@ -274,10 +275,75 @@ def test_params_are_strict() -> None:
         params.min_chars = 3
 
 
-def test_shipped_rules_load() -> None:
-    rules = load_rules(default_rules_path("v1"), "v1")
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_shipped_rules_load(version: str) -> None:
+    rules = load_rules(default_rules_path(version), version)
     assert rules.kinds == ("code", "translation", "editing", "chitchat", "other_task",
                            "poem_only", "fiction", "professional_document")
+
+
+# --- issue 15: false drops, leaks, traditional characters -------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "写一篇演讲稿，在班会上发言",  # v1: professional_document (班会)
+    "读了上述材料，你有什么感悟？",  # v1: other_task (a bare question)
+    "阅读下面的材料：有人说，失败是成功之母。读了上述材料，你有什么感想？",
+])
+def test_issue15_false_drops_are_kept(text: str) -> None:
+    row = _row(text)
+    assert row["decision"] == Decision.KEPT.value, row["detail"]
+    assert _reason(text, rules_version="v1") is not None  # what v1 did
+
+
+@pytest.mark.parametrize("text", [
+    "召开班会的流程设计", "写一份家长会主持稿",  # the teacher's documents still are
+    "读了上面这段文字，作者想表达什么？",  # a reading question, not a personal response
+])
+def test_issue15_fixes_stay_narrow(text: str) -> None:
+    assert _reason(text) is not None
+
+
+@pytest.mark.parametrize(("text", "evidence"), [
+    ("写十条关于诚信的评论，每条10个字", "写十条关于诚信的评论"),
+    ("帮我写10句10个字以内的毕业赠言", "写10句10个字以内的毕业赠言"),
+    ("写一段100字的学生评价", "100字"),
+    ("帮我写一个100字左右的自我介绍", "100字左右"),
+    ("给同学写一段留言，不超过80字", "不超过80字"),
+])
+def test_issue15_short_non_essay_writing_is_filtered_with_a_reason(text: str,
+                                                                   evidence: str) -> None:
+    row = _row(text)
+    assert row["reason"] == "not_essay:short_text", row["detail"]
+    assert f"「{evidence}」" in row["detail"] and "beats weak cue" in row["detail"]
+    # the leak: the wording rules alone keep it on the bare N字 cue
+    assert load_rules(default_rules_path("v1"), "v1").classify_request(text).reason is None
+
+
+@pytest.mark.parametrize("text", [
+    "写一篇100字的记叙文",  # a genre is named: a (short) essay
+    "写一篇200字左右的短文，描写秋天",  # at the threshold or above
+    "写一篇文章，列出三条理由说明为什么要读书",  # one essay listing reasons
+    "写一篇600字的文章，并拟一个10字以内的标题",  # a title's length is not the body's
+    "不少于800字，并附50字以内的摘要，题目自拟",
+])
+def test_issue15_short_rule_keeps_essays(text: str) -> None:
+    row = _row(text)
+    assert row["decision"] == Decision.KEPT.value, row["detail"]
+
+
+def test_short_text_check_can_be_switched_off() -> None:
+    assert _reason("写一段100字的学生评价", short_max_chars=0) is None
+    assert _reason("写十条关于诚信的评论，每条10个字", short_max_chars=0) is None
+    assert _reason("写一段100字的学生评价", short_max_chars=100) is None  # 110 allowed
+
+
+def test_traditional_characters_match_but_the_text_is_kept() -> None:
+    row = _row("寫一篇記敘文，題目自擬，不少於八百字")
+    assert row["decision"] == Decision.KEPT.value
+    assert row["text"] == "寫一篇記敘文，題目自擬，不少於八百字"  # never converted
+    assert row["detail"] == "genre cue 「記敘文」"  # quoted as written
+    assert _row("請用Python寫一個排序函數")["reason"] == "not_essay:code"
+    assert _row("幫我寫一份年終工作總結")["reason"] == "not_essay:professional_document"
 
 
 def test_custom_rules_path(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@
   on every item: items with another count are left out and *counted*
   (:attr:`FleissKappa.n_items_dropped`), never silently.
 * Two raters on an ordinal scale: exact agreement, agreement within ±1,
-  Cohen's κ with linear and quadratic weights (sklearn), Spearman ρ and
-  Kendall τ-b with two-sided p-values (scipy).
+  Cohen's κ unweighted (every disagreement counts the same) and with linear and
+  quadratic weights (sklearn), Spearman ρ and Kendall τ-b with two-sided p-values
+  (scipy).
 
 Weighted κ measures disagreement by the distance between category *indices*.
 For integer scores every integer from the lowest to the highest observed value
@@ -57,6 +58,7 @@ class RaterAgreement:
     n: int
     exact: float
     within_one: float
+    kappa: float  # unweighted
     kappa_linear: float
     kappa_quadratic: float
     spearman: Correlation
@@ -124,14 +126,15 @@ def rater_agreement(a: ArrayLike, b: ArrayLike) -> RaterAgreement:
     x, y = _pair(a, b)
     return RaterAgreement(
         n=int(x.size), exact=exact_agreement(x, y), within_one=within_one(x, y),
-        kappa_linear=weighted_kappa(x, y, "linear"),
+        kappa=weighted_kappa(x, y, None), kappa_linear=weighted_kappa(x, y, "linear"),
         kappa_quadratic=weighted_kappa(x, y, "quadratic"),
         spearman=spearman(x, y), kendall=kendall(x, y))
 
 
 def agreement_row(label: str, agreement: RaterAgreement) -> dict[str, object]:
     return {"group": label, "n": agreement.n, "exact": agreement.exact,
-            "within_one": agreement.within_one, "kappa_linear": agreement.kappa_linear,
+            "within_one": agreement.within_one, "kappa": agreement.kappa,
+            "kappa_linear": agreement.kappa_linear,
             "kappa_quadratic": agreement.kappa_quadratic,
             "spearman": agreement.spearman.statistic, "spearman_p": agreement.spearman.p_value,
             "kendall": agreement.kendall.statistic, "kendall_p": agreement.kendall.p_value}

@@ -12,6 +12,12 @@ Per length measure (Chinese characters, the source's word count, …):
   length within each prompt (Frisch–Waugh–Lovell: the same slope as the
   regression with one dummy per prompt, without its n × n_prompts design),
   with classical errors on n − n_prompts − 1 degrees of freedom.
+* Within-prompt Spearman: Spearman ρ between score and length among the rows of each
+  prompt (e.g. the ~20 models' answers to it), averaged over the prompts where it is
+  defined (at least 3 rows, neither score nor length constant; ``within_spearman_n``
+  counts them), with a two-sided one-sample t-test of the per-prompt ρ against 0
+  (``within_spearman_p``; prompts taken as independent). Unlike the pooled ρ it cannot
+  be moved by prompts that ask for long answers and get high scores.
 
 Rows with a null length or score are left out and counted (``n_excluded``).
 """
@@ -46,6 +52,9 @@ class LengthBias:
     within_se: float
     within_p: float
     n_groups: int
+    within_spearman: float
+    within_spearman_p: float
+    within_spearman_n: int
 
 
 def _fit(y: np.ndarray, design: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -74,6 +83,24 @@ def _within_slope(y: np.ndarray, x: np.ndarray, index: np.ndarray,
     return slope, se, p
 
 
+def within_spearman(y: np.ndarray, x: np.ndarray,
+                    index: np.ndarray) -> tuple[float, float, int]:
+    """Mean over groups of the per-group Spearman ρ of (x, y), its one-sample t-test p,
+    and how many groups have a defined ρ (≥ 3 rows, neither side constant)."""
+    order = np.argsort(index, kind="stable")
+    bounds = np.flatnonzero(np.diff(index[order])) + 1
+    rhos = []
+    for rows in np.split(order, bounds):
+        if rows.size >= 3 and np.ptp(x[rows]) > 0 and np.ptp(y[rows]) > 0:
+            rhos.append(spearman(x[rows], y[rows]).statistic)
+    if not rhos:
+        return np.nan, np.nan, 0
+    values = np.asarray(rhos)
+    p = (float(stats.ttest_1samp(values, 0.0).pvalue)
+         if values.size > 1 and np.ptp(values) > 0 else np.nan)
+    return float(values.mean()), p, int(values.size)
+
+
 def length_bias(df: pl.DataFrame, *, score: str, length: str, group: str | None = None,
                 per: float = 1000.0) -> LengthBias:
     """Length bias of ``score`` against ``length``; ``group`` (e.g. the prompt id) enables
@@ -90,6 +117,7 @@ def length_bias(df: pl.DataFrame, *, score: str, length: str, group: str | None 
     rho = spearman(x, y)
     slope, se, p, lo, hi = _fit(y, np.column_stack([x, np.ones_like(x)]))
     within = (np.nan, np.nan, np.nan)
+    ranks: tuple[float, float, int] = (np.nan, np.nan, 0)
     n_groups = 0
     if group is not None:
         codes = usable[group].cast(pl.Utf8).to_numpy()
@@ -97,12 +125,14 @@ def length_bias(df: pl.DataFrame, *, score: str, length: str, group: str | None 
         n_groups = int(index.max()) + 1
         if x.size > n_groups + 1:
             within = _within_slope(y, x, index, n_groups)
+        ranks = within_spearman(y, x, index)
     return LengthBias(length=length, per=per, n=usable.height,
                       n_excluded=df.height - usable.height,
                       spearman=rho.statistic, spearman_p=rho.p_value,
                       slope=slope, slope_se=se, slope_p=p, slope_lo=lo, slope_hi=hi,
                       within_slope=within[0], within_se=within[1], within_p=within[2],
-                      n_groups=n_groups)
+                      n_groups=n_groups, within_spearman=ranks[0],
+                      within_spearman_p=ranks[1], within_spearman_n=ranks[2])
 
 
 def length_bias_table(df: pl.DataFrame, *, score: str, lengths: list[str],

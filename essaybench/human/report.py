@@ -10,7 +10,9 @@ polars tables for export.
 * Human ranking: models by mean score, paired prompt-level bootstrap CIs and,
   for each neighbour pair, whether the paired-difference CI contains 0.
 * Length bias of the human scores: against Chinese characters of the response
-  (counted from predict0) and the source's ``word_len``.
+  (counted from predict0; see :data:`LENGTH_COUNTED`) and the source's ``word_len``:
+  pooled Spearman ρ, OLS slope, within-prompt slope and within-prompt Spearman (the
+  mean over prompts of each prompt's ρ across models).
 * Tier separation (high = 3, medium = 2, low = 0–1) by response length alone:
   a baseline any judge's scores should beat; :func:`tier_items` gives the
   tiered rows so a judge's score column can be joined on and passed to
@@ -32,6 +34,11 @@ from essaybench.human.wpb import WpbData, load_wpb
 
 LENGTHS = ["cjk_chars", "word_len"]
 LEVEL = 0.95
+LENGTH_COUNTED = (
+    "`cjk_chars` counts the Chinese characters of the response text (predict0): CJK "
+    "ideographs (U+4E00–U+9FFF, Extensions A–I, compatibility ideographs, and 〇); "
+    "punctuation, digits, Latin letters, spaces and line breaks are not counted. "
+    "`word_len` is the source's own count, taken as given")
 
 
 @dataclass(frozen=True)
@@ -68,14 +75,19 @@ class WpbReport:
             f"{self.n_prompts} Chinese prompts; {self.n_with_text:,} responses have text.",
             f"**Inter-annotator agreement** ({overall['n']:,} responses scored twice, "
             f"{self.agreement.height - 1} models): exact {_pct(overall['exact'])}, "
-            f"within ±1 {_pct(overall['within_one'])}, weighted κ "
-            f"{overall['kappa_linear']:.3f} (linear) / {overall['kappa_quadratic']:.3f} "
-            f"(quadratic), Spearman ρ {overall['spearman']:.3f}, Fleiss κ {self.fleiss.kappa:.3f}.",
+            f"within ±1 {_pct(overall['within_one'])}, Cohen κ {overall['kappa']:.3f} "
+            f"(unweighted) / {overall['kappa_linear']:.3f} (linear) / "
+            f"{overall['kappa_quadratic']:.3f} (quadratic), Spearman ρ "
+            f"{overall['spearman']:.3f}, Fleiss κ {self.fleiss.kappa:.3f}.",
             f"**Human ranking**: first {top['model']} {_ci(top)}, last {bottom['model']} "
             f"{_ci(bottom)}; {int(ties.sum())} of {ties.len()} neighbouring pairs are "
             f"indistinguishable (paired-difference 95% CI contains 0).",
-            f"**Length bias**: score vs Chinese characters Spearman ρ {chars['spearman']:.3f} "
-            f"(p {_p(chars['spearman_p'])}); OLS slope {chars['slope']:+.3f} points per 1,000 "
+            f"**Length bias** (length = Chinese ideographs of the response; punctuation, "
+            f"digits and Latin letters not counted): score vs length Spearman ρ "
+            f"{chars['spearman']:.3f} pooled (p {_p(chars['spearman_p'])}), "
+            f"{chars['within_spearman']:.3f} within prompt (mean of "
+            f"{chars['within_spearman_n']} prompts' ρ across models, p "
+            f"{_p(chars['within_spearman_p'])}); OLS slope {chars['slope']:+.3f} points per 1,000 "
             f"characters [{chars['slope_lo']:+.3f}, {chars['slope_hi']:+.3f}], within prompt "
             f"{chars['within_slope']:+.3f} (p {_p(chars['within_p'])}); "
             f"{chars['n_excluded']} rows without text excluded.",
@@ -99,7 +111,9 @@ class WpbReport:
             "", "## Inter-annotator agreement (score vs score_alt)", "",
             _table(self.agreement), "",
             f"Fleiss κ over the same rows (2 annotators): {self.fleiss.kappa:.3f} "
-            f"({self.fleiss.n_items:,} items). Weighted κ uses the 0–3 scale; p-values two-sided.",
+            f"({self.fleiss.n_items:,} items). `kappa` = Cohen's κ unweighted (any disagreement "
+            "counts fully); `kappa_linear` / `kappa_quadratic` weight it by the distance on the "
+            "0–3 scale; p-values two-sided.",
             "", "## Human ranking (mean score 0–3)", "",
             _table(self.ranking.select("rank", "model", "mean", "lo", "hi", "n", "diff",
                                        "diff_lo", "diff_hi", "tied_with_next")), "",
@@ -108,8 +122,10 @@ class WpbReport:
             "## Length bias of the human scores", "",
             _table(self.length_bias), "",
             "Slopes in score points per 1,000 length units; `within_*` = with one intercept "
-            "per prompt. `cjk_chars` = Chinese characters counted from predict0; `word_len` "
-            f"= the source's count. Across models, mean score vs mean Chinese characters: "
+            "per prompt. `within_spearman` = the mean over prompts of Spearman ρ between score "
+            "and length among that prompt's responses (`within_spearman_n` prompts where it is "
+            "defined; `within_spearman_p` a one-sample t-test of those ρ against 0). "
+            f"{LENGTH_COUNTED}. Across models, mean score vs mean Chinese characters: "
             f"Spearman ρ {rho:.3f} (p {_p(p)}, {n} models with text).", "",
             "## Tier separation by response length (high = 3, medium = 2, low = 0–1)", "",
             _table(self.sensitivity), "",

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
 from essaybench.human.agreement import (
     agreement_table,
@@ -173,9 +174,30 @@ def test_agreement_table_per_group_then_overall() -> None:
     assert overall["exact"] == pytest.approx(4 / 7)
     assert overall["within_one"] == pytest.approx(6 / 7)
     assert overall["kappa_quadratic"] == pytest.approx(textbook_weighted_kappa(a, b, 2))
+    assert overall["kappa"] == pytest.approx(textbook_kappa(a, b), abs=1e-12)
     assert rater_agreement(a, b).spearman.statistic == pytest.approx(overall["spearman"])
     with pytest.raises(ValueError, match="missing column"):
         agreement_table(df, "a", "c")
+
+
+def textbook_kappa(a: list[int], b: list[int]) -> float:
+    """Cohen's unweighted κ = (p_o − p_e) / (1 − p_e) from the marginal shares."""
+    n = len(a)
+    p_o = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    p_e = sum((a.count(c) / n) * (b.count(c) / n) for c in set(a) | set(b))
+    return (p_o - p_e) / (1 - p_e)
+
+
+def test_unweighted_kappa_by_hand_and_by_sklearn() -> None:
+    """Issue 16: the unweighted κ beside the weighted ones; a 0-vs-3 disagreement costs
+    as much as a 2-vs-3 one."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, 200).tolist()
+    b = [int(np.clip(x + rng.integers(-1, 2), 0, 3)) for x in a]
+    result = rater_agreement(a, b)
+    assert result.kappa == pytest.approx(textbook_kappa(a, b), abs=1e-12)
+    assert result.kappa == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
+    assert result.kappa < result.kappa_linear < result.kappa_quadratic  # near misses
 
 
 def test_annotator_pairs_over_shared_items() -> None:

@@ -62,3 +62,27 @@ def test_table_and_errors() -> None:
         length_bias(df.head(2), score="score", length="chars")
     with pytest.raises(ValueError, match="missing column"):
         length_bias(df, score="score", length="tokens")
+
+
+def test_within_prompt_spearman_is_the_mean_of_per_prompt_scipy_rhos() -> None:
+    """Issue 16: the within-prompt rank correlation beside the within-prompt slope."""
+    df = data().with_columns(  # one prompt with a constant score: no ρ there
+        pl.when(pl.col("q") == "q3").then(2.0).otherwise(pl.col("score")).alias("score"))
+    result = length_bias(df, score="score", length="chars", group="q")
+    rhos = []
+    for _, part in df.drop_nulls().group_by("q"):
+        if part["score"].n_unique() > 1 and part["chars"].n_unique() > 1 and part.height >= 3:
+            rhos.append(stats.spearmanr(part["chars"], part["score"]).statistic)
+    assert result.within_spearman_n == len(rhos) < 12  # q3 (at least) has no ρ
+    assert result.within_spearman == pytest.approx(np.mean(rhos), abs=1e-12)
+    t = np.mean(rhos) / (np.std(rhos, ddof=1) / np.sqrt(len(rhos)))
+    assert result.within_spearman_p == pytest.approx(2 * stats.t.sf(abs(t), len(rhos) - 1))
+    # A prompt-level confounder: long answers to some prompts, high scores to the same
+    # ones, and no length effect inside any prompt. Pooled ρ is high, within-prompt ≈ 0.
+    rng = np.random.default_rng(1)
+    q = np.repeat(np.arange(40), 10)
+    confounded = pl.DataFrame({"q": q, "len": 1000.0 * q + rng.normal(0, 50, q.size),
+                               "score": q / 10 + rng.normal(0, 0.5, q.size)})
+    both = length_bias(confounded, score="score", length="len", group="q")
+    assert both.spearman > 0.8 and abs(both.within_spearman) < 0.1
+    assert np.isnan(length_bias(df, score="score", length="chars").within_spearman)

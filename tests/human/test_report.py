@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
 
 from essaybench.human import build_wpb_report
 from essaybench.human.report import WpbReport, tier_items
@@ -43,6 +45,18 @@ def test_synthetic_report(make_wpb: MakeWpb) -> None:
     assert sections[0] == "## Headline"
     assert len(sections) == 6
     assert f"exact {100 * np.mean(a == b):.1f}%" in md
+    # Issue 16: unweighted Cohen κ, the within-prompt Spearman, and what length counts.
+    kappa = cohen_kappa_score(a, b)
+    assert overall["kappa"] == pytest.approx(kappa, abs=1e-12)
+    assert f"Cohen κ {kappa:.3f} (unweighted)" in md
+    chars = report.length_bias.row(0, named=True)
+    per_prompt = [stats.spearmanr(g["cjk_chars"], g["score"]).statistic
+                  for _, g in rows.group_by("question_id")
+                  if g["score"].n_unique() > 1 and g["cjk_chars"].n_unique() > 1]
+    assert chars["within_spearman"] == pytest.approx(np.mean(per_prompt), abs=1e-12)
+    assert chars["within_spearman_n"] == len(per_prompt)
+    assert f"{chars['within_spearman']:.3f} within prompt" in md
+    assert "punctuation, digits, Latin letters, spaces and line breaks are not counted" in md
     assert "seed 7" in md and "300 replicates" in md
     assert build_wpb_report(folder, seed=7, n_boot=300).to_markdown() == md  # seeded
 
@@ -67,6 +81,8 @@ def test_real_agreement_matches_readme(real_report: WpbReport) -> None:
     assert round(100 * overall["within_one"], 1) == 90.0  # README: 90.0%
     md = real_report.to_markdown()
     assert "exact 58.8%, within ±1 90.0%" in md
+    assert round(overall["kappa"], 3) == 0.422  # issue 16: unweighted Cohen κ
+    assert "Cohen κ 0.422 (unweighted)" in md
 
 
 @pytest.mark.slow
@@ -79,6 +95,18 @@ def test_real_ranking_and_length(real_report: WpbReport) -> None:
     assert real_report.n_rows == 4079 and real_report.n_with_text == 3875
     assert real_report.length_bias["n_excluded"].to_list() == [204, 204]
     assert real_report.length_bias["n_groups"].to_list() == [204, 204]
+
+
+@pytest.mark.slow
+def test_real_within_prompt_spearman_against_scipy(real_wpb: Path,
+                                                   real_report: WpbReport) -> None:
+    rows = load_wpb(real_wpb).responses.filter(pl.col("cjk_chars").is_not_null())
+    rhos = [stats.spearmanr(g["cjk_chars"], g["score"]).statistic
+            for _, g in rows.group_by("question_id")
+            if g["score"].n_unique() > 1 and g["cjk_chars"].n_unique() > 1]
+    chars = real_report.length_bias.row(0, named=True)
+    assert chars["within_spearman_n"] == len(rhos) >= 200
+    assert chars["within_spearman"] == pytest.approx(np.mean(rhos), abs=1e-12)
 
 
 @pytest.mark.slow

@@ -61,8 +61,8 @@ def test_ignore_unknown_drops_and_counts(tmp_path: Path) -> None:
 
 
 def test_pairwise_rows_are_checked_on_both_models(tmp_path: Path) -> None:
-    pair = {"prompt_id": "p1", "model_a": "m1", "model_b": "m2", "annotator": "a",
-            "verdict": "A"}
+    pair: dict[str, object] = {"prompt_id": "p1", "model_a": "m1", "model_b": "m2",
+                               "annotator": "a", "verdict": "A"}
     path = _write(tmp_path, [pair, {**pair, "model_b": "m9"}, {**pair, "model_a": "m8",
                                                                  "annotator": "b"}])
     with pytest.raises(AnnotationFileError,
@@ -88,8 +88,8 @@ def test_scores_are_checked_against_the_default_scale_when_none_is_declared(
 
 
 def test_checked_rows_written_back_load_equal(tmp_path: Path) -> None:
-    pair = {"prompt_id": "p1", "model_a": "m1", "model_b": "m2", "annotator": "a",
-            "verdict": "tie", "genre": "narrative"}
+    pair: dict[str, object] = {"prompt_id": "p1", "model_a": "m1", "model_b": "m2",
+                               "annotator": "a", "verdict": "tie", "genre": "narrative"}
     table = load_pairwise(_write(tmp_path, [pair, {**pair, "annotator": "b", "genre": None}]))
     again = load_pairwise(write_jsonl(table, tmp_path / "out" / "checked.jsonl"))
     assert again.equals(table)

@@ -30,6 +30,19 @@ replicate is warm-started at the point estimate).
 Intervals. A replicate resamples prompts with replacement (all comparisons of
 a prompt, both orders included, stay together) and refits; bounds are
 percentiles of the replicate ratings.
+
+Separation. The maximum-likelihood ratings are finite only when the "beat or tied"
+digraph (an edge i → j when i beat or tied j at least once) is strongly connected
+(Zermelo 1929; Hunter 2004, condition A; a tie is half a win for each side). Otherwise
+some group of models never loses to (or never beats) the rest: their rating difference
+is infinite, and the ridge would print a finite number with a narrow interval that only
+reflects the prior. :func:`bradley_terry` therefore finds the strongly connected
+components (scipy's ``connected_components(connection="strong")``), rates only the
+reference component — the anchor's, else the largest — on the comparisons among its
+members (their mean rating is 1000 when there is no anchor), and reports every other
+model with null rating and bounds, ``estimable = False`` and a note saying whether its
+rating is unbounded above or below. Ranks still follow the ridge fit of all models,
+which orders separated groups correctly.
 """
 
 from __future__ import annotations
@@ -40,6 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from essaybench.stats.bootstrap import (
     as_generator,
@@ -60,8 +75,12 @@ _MAX_STEP = 2.0
 RANKING_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "rank": pl.Int64, "model": pl.Utf8, "rating": pl.Float64, "ci_lo": pl.Float64,
     "ci_hi": pl.Float64, "wins": pl.Int64, "losses": pl.Int64, "ties": pl.Int64,
-    "n": pl.Int64,
+    "n": pl.Int64, "estimable": pl.Boolean, "note": pl.Utf8,
 }
+NOTE_ABOVE = "not estimable: never loses to the rated models (separation), unbounded above"
+NOTE_BELOW = "not estimable: never beats the rated models (separation), unbounded below"
+NOTE_APART = "not estimable: no comparison links it to the rated models"
+NOTE_NONE = "not estimable: no two models the data can rate against each other"
 
 
 def sum_zero_basis(k: int) -> FloatArray:
@@ -203,7 +222,8 @@ def to_rating(theta: FloatArray, anchor_index: int | None = None) -> FloatArray:
 
 @dataclass(frozen=True)
 class BradleyTerry:
-    """Point ratings, percentile CIs and replicate ratings (n_boot, n_models)."""
+    """Point ratings, percentile CIs and replicate ratings (n_boot, n_models); NaN for a
+    model whose rating the data cannot estimate (``notes[i]`` says why, "" when rated)."""
 
     models: tuple[str, ...]
     theta: FloatArray
@@ -217,16 +237,70 @@ class BradleyTerry:
     level: float
     n_boot: int
     anchor: str | None
+    notes: tuple[str, ...] = ()
+    order: FloatArray | None = None  # ranking key (the ridge fit when some are not rated)
 
     def table(self) -> pl.DataFrame:
-        """Ranking: rank, model, rating, ci_lo, ci_hi, wins, losses, ties, n."""
-        order = sorted(range(len(self.models)), key=lambda i: (-self.rating[i],
-                                                               self.models[i]))
-        rows = [{"rank": r + 1, "model": self.models[i], "rating": float(self.rating[i]),
-                 "ci_lo": float(self.lo[i]), "ci_hi": float(self.hi[i]),
-                 **{key: int(values[i]) for key, values in self.record.items()}}
+        """Ranking: rank, model, rating, ci_lo, ci_hi, wins, losses, ties, n, estimable,
+        note (null rating and bounds for a model that is not estimable)."""
+        key = self.rating if self.order is None else self.order
+        notes = self.notes or ("",) * len(self.models)
+        order = sorted(range(len(self.models)), key=lambda i: (-key[i], self.models[i]))
+        rows = [{"rank": r + 1, "model": self.models[i], "rating": _opt(self.rating[i]),
+                 "ci_lo": _opt(self.lo[i]), "ci_hi": _opt(self.hi[i]),
+                 **{key: int(values[i]) for key, values in self.record.items()},
+                 "estimable": not notes[i], "note": notes[i] or None}
                 for r, i in enumerate(order)]
         return pl.DataFrame(rows, schema=RANKING_SCHEMA)
+
+
+def _opt(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def _beat_or_tied(enc: EncodedOutcomes) -> csr_array:
+    """Digraph with an edge i → j when i beat or tied j at least once."""
+    k = len(enc.models)
+    adj = np.zeros((k, k), dtype=np.int8)
+    for (i, j), (first, second, tie) in zip(enc.pairs, enc.totals(), strict=True):
+        adj[i, j] |= int(first > 0 or tie > 0)
+        adj[j, i] |= int(second > 0 or tie > 0)
+    return csr_array(adj)
+
+
+def separation_notes(enc: EncodedOutcomes, anchor_index: int | None = None) -> list[str]:
+    """Per model: "" when its rating is estimable, else why not (see the module doc)."""
+    k = len(enc.models)
+    graph = _beat_or_tied(enc)
+    n_comp, labels = connected_components(graph, directed=True, connection="strong")
+    if n_comp == 1:
+        return [""] * k
+    sizes = np.bincount(labels)
+    ref = labels[anchor_index] if anchor_index is not None else \
+        labels[min(range(k), key=lambda i: (-sizes[labels[i]], i))]
+    members = labels == ref
+    if members.sum() < 2:
+        return [NOTE_NONE] * k
+    start = int(np.flatnonzero(members)[0])
+    beaten_by_rated = set(breadth_first_order(graph, start, return_predecessors=False).tolist())
+    beats_rated = set(breadth_first_order(graph.T.tocsr(), start,
+                                          return_predecessors=False).tolist())
+    return ["" if members[i] else NOTE_ABOVE if i in beats_rated and i not in beaten_by_rated
+            else NOTE_BELOW if i in beaten_by_rated and i not in beats_rated else NOTE_APART
+            for i in range(k)]
+
+
+def _subset(enc: EncodedOutcomes, keep: NDArray[np.bool_]) -> EncodedOutcomes:
+    """The comparisons among the kept models, on the prompts that hold any of them."""
+    index = np.full(len(enc.models), -1, dtype=np.int64)
+    index[keep] = np.arange(int(keep.sum()))
+    inside = keep[enc.pairs[:, 0]] & keep[enc.pairs[:, 1]]
+    counts = enc.counts[:, inside]
+    used = counts.sum(axis=(1, 2)) > 0
+    return EncodedOutcomes(models=tuple(m for m, k in zip(enc.models, keep, strict=True) if k),
+                           prompts=tuple(p for p, u in zip(enc.prompts, used, strict=True) if u),
+                           pairs=index[enc.pairs[inside]], counts=counts[used],
+                           n_failed=enc.n_failed)
 
 
 def bradley_terry(outcomes: pl.DataFrame, *, n_boot: int = 2000, level: float = 0.95,
@@ -246,17 +320,41 @@ def bradley_terry_encoded(enc: EncodedOutcomes, *, n_boot: int = 2000, level: fl
                           ridge: float = 1e-3) -> BradleyTerry:
     """:func:`bradley_terry` on already-encoded counts (what simulations build directly)."""
     level, n_boot = check_level(level), check_n_boot(n_boot)
-    fit, design, phi = _fit_encoded(enc, ridge)
     if anchor is not None and anchor not in enc.models:
         raise ValueError(f"anchor {anchor!r} is not among the models {list(enc.models)}")
     a_idx = None if anchor is None else enc.models.index(anchor)
-    theta_boot = bootstrap_theta(enc, design, phi, ridge, n_boot, as_generator(seed))
-    boot = to_rating(theta_boot, a_idx)
-    lo, hi = percentile_bounds(boot, level)
-    return BradleyTerry(models=enc.models, theta=fit.theta, nu=fit.nu,
-                        rating=to_rating(fit.theta, a_idx), lo=lo, hi=hi, boot=boot,
-                        record=enc.record(), n_failed=enc.n_failed, level=level,
-                        n_boot=n_boot, anchor=anchor)
+    if len(enc.models) < 2 or not len(enc.pairs):
+        raise ValueError("Bradley–Terry needs ok comparisons between at least two models")
+    notes = separation_notes(enc, a_idx)
+    rated = np.array([not note for note in notes])
+    rng = as_generator(seed)
+    if rated.all():
+        fit, design, phi = _fit_encoded(enc, ridge)
+        boot = to_rating(bootstrap_theta(enc, design, phi, ridge, n_boot, rng), a_idx)
+        lo, hi = percentile_bounds(boot, level)
+        return BradleyTerry(models=enc.models, theta=fit.theta, nu=fit.nu,
+                            rating=to_rating(fit.theta, a_idx), lo=lo, hi=hi, boot=boot,
+                            record=enc.record(), n_failed=enc.n_failed, level=level,
+                            n_boot=n_boot, anchor=anchor, notes=tuple(notes))
+    # Separation: the ridge fit of everyone only orders the groups; ratings and intervals
+    # come from the reference component alone.
+    ordering = _fit_encoded(enc, max(ridge, 1e-3))[0]
+    k = len(enc.models)
+    theta, rating = np.full(k, np.nan), np.full(k, np.nan)
+    lo, hi, boot = np.full(k, np.nan), np.full(k, np.nan), np.full((n_boot, k), np.nan)
+    nu = ordering.nu
+    if rated.any():
+        sub = _subset(enc, rated)
+        sub_anchor = None if anchor is None else sub.models.index(anchor)
+        fit, design, phi = _fit_encoded(sub, ridge)
+        sub_boot = to_rating(bootstrap_theta(sub, design, phi, ridge, n_boot, rng), sub_anchor)
+        theta[rated], rating[rated], nu = fit.theta, to_rating(fit.theta, sub_anchor), fit.nu
+        boot[:, rated] = sub_boot
+        lo[rated], hi[rated] = percentile_bounds(sub_boot, level)
+    return BradleyTerry(models=enc.models, theta=theta, nu=nu, rating=rating, lo=lo, hi=hi,
+                        boot=boot, record=enc.record(), n_failed=enc.n_failed, level=level,
+                        n_boot=n_boot, anchor=anchor, notes=tuple(notes),
+                        order=to_rating(ordering.theta))
 
 
 def bootstrap_theta(enc: EncodedOutcomes, design: _Design, start: FloatArray, ridge: float,

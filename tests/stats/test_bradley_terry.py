@@ -169,3 +169,58 @@ def test_sum_zero_basis_is_orthonormal() -> None:
     basis = sum_zero_basis(5)
     np.testing.assert_allclose(basis.T @ basis, np.eye(4), atol=1e-12)
     np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-12)
+
+
+def test_a_model_winning_every_comparison_is_flagged_unbounded() -> None:
+    """Issue 16: one model beats everyone on every prompt. Its rating is +∞ at the maximum
+    likelihood, so it gets no rating and no interval, not the ridge's narrow finite one."""
+    theta = np.array([0.3, 0.0, -0.3])
+    rest = _outcomes(theta, 0.6, 40, seed=8)  # m0–m2 among themselves: connected
+    top = pl.DataFrame([(f"p{p:03d}", "champ", f"m{i}", "A", "ok") for p in range(40)
+                        for i in range(3)], schema=rest.schema, orient="row")
+    res = bradley_terry(pl.concat([rest, top]), n_boot=200, seed=3)
+    table = res.table()
+    champ = table.row(0, named=True)
+    assert champ["model"] == "champ" and champ["rank"] == 1
+    assert champ["estimable"] is False
+    assert champ["rating"] is None and champ["ci_lo"] is None and champ["ci_hi"] is None
+    assert "unbounded above" in champ["note"] and (champ["wins"], champ["losses"]) == (120, 0)
+    # The others are rated among themselves exactly as without the champion (mean 1000).
+    alone = bradley_terry(rest, n_boot=200, seed=3)
+    rated = table.filter(pl.col("estimable")).sort("model")
+    assert rated["model"].to_list() == ["m0", "m1", "m2"] and rated["note"].is_null().all()
+    np.testing.assert_allclose(rated["rating"].to_numpy(), alone.rating, rtol=1e-9)
+    np.testing.assert_allclose(rated["ci_lo"].to_numpy(), alone.lo, rtol=1e-9)
+    np.testing.assert_allclose(rated["ci_hi"].to_numpy(), alone.hi, rtol=1e-9)
+    assert rated["rating"].mean() == pytest.approx(1000.0)
+    # Before issue 16 the ridge gave the champion a finite rating with a narrow interval.
+    assert res.order is not None and res.order[res.models.index("champ")] > 1500
+
+
+def test_a_model_losing_everything_and_a_group_never_losing_to_the_rest() -> None:
+    rows = [("p1", "a", "b", "A"), ("p2", "b", "a", "A"), ("p1", "b", "c", "tie"),
+            ("p2", "c", "a", "B"), ("p3", "a", "c", "tie"),  # a, b, c: connected
+            ("p1", "d", "e", "A"), ("p2", "e", "d", "A"),  # d, e: connected, ...
+            ("p1", "d", "a", "A"), ("p2", "b", "e", "B"), ("p3", "e", "c", "A"),  # ... above
+            ("p1", "z", "a", "B"), ("p2", "c", "z", "A"), ("p3", "z", "d", "B")]  # z: below
+    df = pl.DataFrame(rows, schema=["prompt_id", "model_a", "model_b", "verdict"],
+                      orient="row")
+    table = bradley_terry(df, n_boot=50, seed=0).table()
+    by = {r["model"]: r for r in table.iter_rows(named=True)}
+    assert {m for m, r in by.items() if r["estimable"]} == {"a", "b", "c"}
+    assert "unbounded above" in by["d"]["note"] and "unbounded above" in by["e"]["note"]
+    assert "unbounded below" in by["z"]["note"] and by["z"]["rank"] == 6
+    assert {by["d"]["rank"], by["e"]["rank"]} == {1, 2}
+    # The anchor picks the rated group.
+    anchored = bradley_terry(df, n_boot=50, seed=0, anchor="d").table()
+    assert set(anchored.filter(pl.col("estimable"))["model"].to_list()) == {"d", "e"}
+    assert anchored.filter(pl.col("model") == "d")["rating"][0] == 1000.0
+
+
+def test_connected_design_keeps_finite_intervals() -> None:
+    df = _outcomes(np.array([1.5, 0.0, -1.5]), 0.2, 30, seed=9)
+    res = bradley_terry(df, n_boot=200, seed=2)
+    table = res.table()
+    assert table["estimable"].all() and table["note"].is_null().all()
+    assert np.isfinite(res.lo).all() and np.isfinite(res.hi).all()
+    assert (table["ci_lo"] < table["rating"]).all() and (table["rating"] < table["ci_hi"]).all()

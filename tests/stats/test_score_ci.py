@@ -8,6 +8,7 @@ import pytest
 
 from essaybench.bench.aggregate import table5
 from essaybench.bench.judge.judgments import JUDGMENT_SCHEMA
+from essaybench.stats.cluster_t import MIN_PROMPTS, NOTE_TOO_FEW
 from essaybench.stats.score_ci import score_cis
 
 GENRES = [("argumentative", "open"), ("narrative", "constrained"), ("expository", "open")]
@@ -53,10 +54,10 @@ def test_means_and_n_equal_table5(score: str) -> None:
     assert checked == 2 * 3 * (1 + len(GENRES))
 
 
-def test_cis_equal_naive_prompt_resampling() -> None:
+def test_percentile_cis_equal_naive_prompt_resampling() -> None:
     judgments = _judgments(seed=3)
     n_boot = 200
-    res = score_cis(judgments, n_boot=n_boot, seed=7)
+    res = score_cis(judgments, n_boot=n_boot, seed=7, method="percentile")
     # Judge j1 is processed first, from a fresh default_rng(7).
     ok = judgments.filter((pl.col("judge") == "j1") & (pl.col("status") == "ok"))
     prompts = sorted(set(ok["prompt_id"].to_list()) | set(
@@ -112,16 +113,16 @@ def test_all_failed_cell_is_null_and_seed_reproducible() -> None:
         score_cis(judgments, level=95)
 
 
-def test_pair_bounds_equal_difference_ci_on_each_pair() -> None:
+def test_percentile_pair_bounds_equal_difference_ci_on_each_pair() -> None:
     """The pairs' bounds come from one vectorised quantile call: the same numbers, bit for
     bit, as difference_ci on each pair's replicate columns (NaN replicates included)."""
     from essaybench.stats.bootstrap import difference_ci, paired_bootstrap_ratio
     from essaybench.stats.score_ci import _judge_matrices
 
-    judgments = _judgments(seed=7, n_prompts=12).with_columns(  # m-c fails a whole cell
+    judgments = _judgments(seed=7, n_prompts=30).with_columns(  # m-c fails a whole cell
         status=pl.when((pl.col("model") == "m-c") & (pl.col("genre") == "narrative"))
         .then(pl.lit("api_error")).otherwise(pl.col("status")))
-    res = score_cis(judgments, n_boot=300, seed=4)
+    res = score_cis(judgments, n_boot=300, seed=4, method="percentile")
     rng = np.random.default_rng(4)
     cell_names = ["overall", *sorted(f"{g}/{p}" for g, p in GENRES)]
     for judge in ("j1", "j2"):
@@ -134,9 +135,12 @@ def test_pair_bounds_equal_difference_ci_on_each_pair() -> None:
             a, b = (["m-a", "m-b", "m-c"].index(row[k]) for k in ("model_a", "model_b"))
             c = cell_names.index(row["cell"])
             lo, hi = difference_ci(boot, a * len(cell_names) + c, b * len(cell_names) + c)
-            assert (row["diff_lo"], row["diff_hi"]) == (
-                None if np.isnan(lo) else lo, None if np.isnan(hi) else hi)
+            if row["diff_note"] is None:
+                assert (row["diff_lo"], row["diff_hi"]) == (lo, hi)
+            else:  # a side with no ok score, or fewer than MIN_PROMPTS prompts
+                assert row["diff_lo"] is None and row["diff_hi"] is None
     assert got.filter(pl.col("diff_lo").is_null()).height > 0  # the NaN case was exercised
+    assert got.filter(pl.col("diff_lo").is_not_null()).height > 0
 
 
 def test_a_cell_with_one_prompt_has_a_mean_but_no_interval() -> None:
@@ -146,6 +150,7 @@ def test_a_cell_with_one_prompt_has_a_mean_but_no_interval() -> None:
     assert ok_cells.height > 0
     assert ok_cells["mean"].null_count() == 0
     assert ok_cells["ci_lo"].null_count() == ok_cells.height == ok_cells["ci_hi"].null_count()
+    assert (ok_cells["ci_note"] == NOTE_TOO_FEW).all()
     # and no pair of them can be told apart
     assert res.pairs["indistinguishable"].all()
     assert res.pairs["diff_lo"].null_count() == res.pairs.height
@@ -181,3 +186,52 @@ def test_judge_matrices_equal_a_row_by_row_loop_bit_for_bit() -> None:
     assert n_prompts == len(prompts)
     np.testing.assert_array_equal(sums, want_sums)
     np.testing.assert_array_equal(counts, want_counts)
+
+
+def test_default_intervals_are_cluster_t_on_the_raw_rows() -> None:
+    """The default method, recomputed from the ok rows of each cell by hand: pooled mean,
+    delta-method variance over prompts n/(n−1)·Σ_p (s_p − R·c_p)²/N², t with n−1 df; a
+    paired difference uses the per-prompt difference of those terms."""
+    from scipy import stats
+
+    judgments = _judgments(seed=4, n_prompts=30)
+    res = score_cis(judgments)
+    ok = judgments.filter(pl.col("status") == "ok")
+
+    def terms(rows: pl.DataFrame) -> tuple[float, dict[str, float], int]:
+        mean = float(rows["score_weighted"].mean())  # type: ignore[arg-type]
+        per = rows.group_by("prompt_id").agg(
+            (pl.col("score_weighted") - mean).sum().alias("dev"))
+        return mean, {p: d / rows.height for p, d in per.iter_rows()}, per.height
+
+    checked = 0
+    for judge, cell in (("j1", "overall"), ("j2", "narrative/constrained")):
+        mine = ok.filter(pl.col("judge") == judge)
+        if cell != "overall":
+            mine = mine.filter(pl.format("{}/{}", "genre", "prompt_set") == cell)
+        for model in ("m-a", "m-c"):
+            mean, z, n = terms(mine.filter(pl.col("model") == model))
+            se = np.sqrt(n / (n - 1) * sum(v * v for v in z.values()))
+            q = stats.t.ppf(0.975, n - 1)
+            row = res.cells.filter((pl.col("judge") == judge) & (pl.col("model") == model)
+                                   & (pl.col("cell") == cell)).row(0, named=True)
+            assert (row["ci_lo"], row["ci_hi"]) == pytest.approx((mean - q * se, mean + q * se),
+                                                                 rel=1e-10)
+            assert row["ci_note"] is None and row["n_prompts"] == n >= MIN_PROMPTS
+            checked += 1
+        ma, za, _ = terms(mine.filter(pl.col("model") == "m-a"))
+        mc, zc, _ = terms(mine.filter(pl.col("model") == "m-c"))
+        prompts = set(za) | set(zc)
+        d = [za.get(p, 0.0) - zc.get(p, 0.0) for p in prompts]
+        se = np.sqrt(len(d) / (len(d) - 1) * sum(v * v for v in d))
+        q = stats.t.ppf(0.975, len(d) - 1)
+        row = res.pairs.filter((pl.col("judge") == judge) & (pl.col("cell") == cell)
+                               & (pl.col("model_a") == "m-a") & (pl.col("model_b") == "m-c")
+                               ).row(0, named=True)
+        assert (row["diff_lo"], row["diff_hi"]) == pytest.approx(
+            (ma - mc - q * se, ma - mc + q * se), rel=1e-10)
+    assert checked == 4
+    # Deterministic: the seed only matters to the percentile bootstrap.
+    assert score_cis(judgments, seed=99).cells.equals(res.cells)
+    with pytest.raises(ValueError, match="method"):
+        score_cis(judgments, method="bca")  # type: ignore[arg-type]

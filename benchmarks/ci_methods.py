@@ -1,0 +1,131 @@
+"""Candidate 95% intervals for ratio means and paired differences, compared by ci_coverage.
+
+Every candidate takes a cell as essaybench holds it — per prompt (row) and model
+(column) the sum and count of ok scores —, the index pairs (first, second) of the
+differences and one prompt-resampling count matrix shared by the bootstrap candidates
+(so they are compared on the same replicates; resampling is of prompts, jointly for all
+models: paired), and returns (lo, hi) for the means and for the differences.
+
+* ``cluster_t``: production (:mod:`essaybench.stats.cluster_t`), no resampling.
+* ``percentile``: the prompt bootstrap's percentile bounds (production before issue 16).
+* ``bca``: bias-corrected and accelerated percentile bounds, acceleration from the
+  leave-one-prompt-out jackknife (Efron 1987).
+* ``student``: studentized (bootstrap-t) bounds, each replicate studentized by its own
+  linearised cluster standard error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from essaybench.stats.bootstrap import percentile_bounds
+from essaybench.stats.cluster_t import cluster_t_differences, cluster_t_means
+
+FloatArray = NDArray[np.float64]
+Bounds = tuple[FloatArray, FloatArray]
+# (sums, counts, first, second, resample counts (B, n_prompts), level) -> bounds
+Method = Callable[[FloatArray, FloatArray, NDArray[np.intp], NDArray[np.intp], FloatArray,
+                   float], tuple[Bounds, Bounds]]
+
+
+def _ratio(weights: FloatArray, sums: FloatArray, counts: FloatArray) -> FloatArray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((weights @ sums) / (weights @ counts), dtype=np.float64)
+
+
+def cluster_t(sums: FloatArray, counts: FloatArray, first: NDArray[np.intp],
+              second: NDArray[np.intp], w: FloatArray,
+              level: float) -> tuple[Bounds, Bounds]:
+    # min_prompts=2: the benchmark measures coverage wherever a t-interval exists.
+    cells = cluster_t_means(sums, counts, level=level, min_prompts=2)
+    diffs = cluster_t_differences(sums, counts, first, second, level=level, min_prompts=2)
+    return (cells.lo, cells.hi), (diffs.lo, diffs.hi)
+
+
+def percentile(sums: FloatArray, counts: FloatArray, first: NDArray[np.intp],
+               second: NDArray[np.intp], w: FloatArray,
+               level: float) -> tuple[Bounds, Bounds]:
+    boot = _ratio(w, sums, counts)
+    return (percentile_bounds(boot, level),
+            percentile_bounds(boot[:, first] - boot[:, second], level))
+
+
+def _bca_bounds(boot: FloatArray, estimate: FloatArray, jack: FloatArray,
+                level: float) -> Bounds:
+    """Column-wise BCa bounds from replicates (B, m), estimates (m,), jackknife (n, m)."""
+    valid = ~np.isnan(boot)
+    below = np.where(valid, boot < estimate, False).sum(axis=0)
+    equal = np.where(valid, boot == estimate, False).sum(axis=0)
+    share = (below + 0.5 * equal) / np.maximum(valid.sum(axis=0), 1)
+    z0 = stats.norm.ppf(np.clip(share, 1e-6, 1 - 1e-6))
+    dev = np.nanmean(jack, axis=0) - jack
+    num = np.nansum(dev**3, axis=0)
+    den = 6.0 * np.nansum(dev**2, axis=0) ** 1.5
+    acc = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    lo, hi = np.empty(boot.shape[1]), np.empty(boot.shape[1])
+    for side, z in ((lo, stats.norm.ppf((1 - level) / 2)), (hi, stats.norm.ppf((1 + level) / 2))):
+        adj = stats.norm.cdf(z0 + (z0 + z) / (1 - acc * (z0 + z)))
+        for k in range(boot.shape[1]):
+            column = boot[valid[:, k], k]
+            side[k] = np.quantile(column, adj[k]) if column.size else np.nan
+    return lo, hi
+
+
+def bca(sums: FloatArray, counts: FloatArray, first: NDArray[np.intp],
+        second: NDArray[np.intp], w: FloatArray,
+        level: float) -> tuple[Bounds, Bounds]:
+    n = sums.shape[0]
+    boot = _ratio(w, sums, counts)
+    estimate = _ratio(np.ones((1, n)), sums, counts)[0]
+    jack = _ratio(1.0 - np.eye(n), sums, counts)  # row p: every prompt but p
+    return (_bca_bounds(boot, estimate, jack, level),
+            _bca_bounds(boot[:, first] - boot[:, second], estimate[first] - estimate[second],
+                        jack[:, first] - jack[:, second], level))
+
+
+def student(sums: FloatArray, counts: FloatArray, first: NDArray[np.intp],
+            second: NDArray[np.intp], w: FloatArray,
+            level: float) -> tuple[Bounds, Bounds]:
+    n = sums.shape[0]
+    est = _ratio(np.ones((1, n)), sums, counts)[0]
+    tot = counts.sum(axis=0)
+    z = (sums - est * counts) / tot  # observed influences (n, m)
+    se = np.sqrt(n / (n - 1) * (z * z).sum(axis=0))
+    zd = z[:, first] - z[:, second]
+    se_d = np.sqrt(n / (n - 1) * (zd * zd).sum(axis=0))
+    r = _ratio(w, sums, counts)  # (B, m)
+    c_star = w @ counts  # (B, m)
+    # Replicate influences z*_p = (s_p − R*·c_p)/C*, weighted by how often p was drawn:
+    # Σ_p w_p z*_pa z*_pb expands into weighted cross-moments of sums and counts.
+    def cross(i: NDArray[np.intp], j: NDArray[np.intp]) -> FloatArray:
+        ss = w @ (sums[:, i] * sums[:, j])
+        sc = w @ (sums[:, i] * counts[:, j])
+        cs = w @ (counts[:, i] * sums[:, j])
+        cc = w @ (counts[:, i] * counts[:, j])
+        ri, rj = r[:, i], r[:, j]
+        return np.asarray((ss - rj * sc - ri * cs + ri * rj * cc)
+                          / (c_star[:, i] * c_star[:, j]), dtype=np.float64)
+
+    every = np.arange(sums.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se_star = np.sqrt(n / (n - 1) * cross(every, every))
+        var_d = cross(first, first) + cross(second, second) - 2.0 * cross(first, second)
+        se_d_star = np.sqrt(n / (n - 1) * np.maximum(var_d, 0.0))
+        t_cell = (r - est) / se_star
+        t_diff = ((r[:, first] - r[:, second]) - (est[first] - est[second])) / se_d_star
+    t_cell[~np.isfinite(t_cell)] = np.nan
+    t_diff[~np.isfinite(t_diff)] = np.nan
+    q_lo, q_hi = percentile_bounds(t_cell, level)
+    d_lo, d_hi = percentile_bounds(t_diff, level)
+    diff = est[first] - est[second]
+    return (est - q_hi * se, est - q_lo * se), (diff - d_hi * se_d, diff - d_lo * se_d)
+
+
+BOOTSTRAP = frozenset({"percentile", "bca", "student"})  # the ones that need replicates
+CANDIDATES: dict[str, Method] = {"cluster_t": cluster_t, "percentile": percentile,
+                                 "bca": bca, "student": student}
+PRODUCTION = "cluster_t"

@@ -83,9 +83,12 @@ _RULES: tuple[_Rule, ...] = (
                    rf"引用)(?:{_DETERMINER})的?(?:一?[则段篇幅组])?(?:文字)?(?:{_MATERIAL})"),
     _r("material", r"(?:必须|须|需|要)?(?:根据|结合|依据|引用|运用|围绕)材料|材料作文|看图作文"
                    r"|材料(?:是|为|：|:)|观察(?:下面|这幅|这)?的?(?:画面|图画|漫画|图片)|参考资料[:：]"),
-    # rewriting a given text is working from material, however it is named: 续写这个故事,
-    # 根据这句诗扩写一篇短文, 把《背影》改写成…, 仿写 (but 他改写了历史 is a narration)
-    _r("material", r"(?:续写|改写|扩写|缩写|仿写)(?![了着过])"),
+    # rewriting a given text is working from material: 续写这个故事, 根据这句诗扩写一篇短文,
+    # 把《背影》改写成…, 请仿写 — a verb with its object or asked for (not 可以改写算法的
+    # 一代, 黑话和缩写)
+    _r("material", rf"(?:续写|改写|扩写|缩写|仿写)(?:成|为|{_DETERMINER}|一?[篇段个则首]|《|“"
+                   r"|故事|课文|文章|短文|片段|段落|结尾|结局|诗)"
+                   r"|(?:请|要求|试|尝试|根据|依据)你?(?:续写|改写|扩写|缩写|仿写)"),
     _r("material", rf"(?:引用|援引|引述|运用|化用){_UNTIL_PUNCT}{{0,8}}?"
                    r"(?:名言|名句|诗句|古诗|诗词|典故|谚语|俗语|格言|警句)"),
     # style: register, techniques, person and voice, structure

@@ -244,11 +244,11 @@ def test_argument_counts() -> None:
     # issue 15: classical Chinese and rewriting a given text make a prompt Constrained
     ("写一篇文言文", "style", "写一篇文言文"),
     ("写一篇文言短文，记叙你的一次旅行", "style", "写一篇文言短文"),
-    ("根据这句诗扩写一篇短文", "material", "扩写"),
-    ("续写《皇帝的新装》", "material", "续写"),
-    ("把《背影》改写成一篇记叙文", "material", "改写"),
-    ("仿写一段景物描写", "material", "仿写"),
-    ("請續寫這個故事", "material", "續寫"),  # traditional characters, quoted as written
+    ("根据这句诗扩写一篇短文", "material", "扩写一篇"),
+    ("续写《皇帝的新装》", "material", "续写《"),
+    ("把《背影》改写成一篇记叙文", "material", "改写成"),
+    ("仿写一段景物描写", "material", "仿写一段"),
+    ("請續寫這個故事", "material", "請續寫"),  # traditional characters, quoted as written
     ("寫一篇文言文", "style", "寫一篇文言文"),
 ])
 def test_classical_chinese_and_rewriting_are_constraints(text: str, kind: str,
@@ -258,7 +258,8 @@ def test_classical_chinese_and_rewriting_are_constraints(text: str, kind: str,
 
 
 @pytest.mark.parametrize("text", [
-    "写一篇文言文的读后感", "写一篇关于文言文的议论文", "他改写了中国航天的历史，写一篇记叙文"])
+    "写一篇文言文的读后感", "写一篇关于文言文的议论文", "他改写了中国航天的历史，写一篇记叙文",
+    "“我们是可以改写算法的一代。”读了这段话，写一篇议论文", "穿插一些粉丝才懂的黑话和缩写"])
 def test_not_classical_chinese_nor_rewriting(text: str) -> None:
     assert binding(extract_constraints(text)) == []
 

@@ -62,7 +62,8 @@ def test_a_second_length_for_something_else_leaves_the_body_alone(text: str) -> 
     ("正文字数不少于800", "body"), ("写一篇800字的作文", "body"), ("全文不少于600字", "body"),
     ("写一封300字左右的信", "body"), ("写两篇作文，每篇不少于600字", "body"),
     ("用五十字以内概括", "summary"), ("摘要要求控制在100字以内", "summary"),
-    ("写一则20字以内的广告语", "other"), ("每条10个字", "other"), ("开头不超过100字", "other"),
+    ("写一则20字以内的广告语", "other"), ("每条10个字", "other"), ("每一条在15字以内", "other"),
+    ("开头不超过100字", "other"),
     ("副标题不超过15字", "other"),
 ])
 def test_named_targets(text: str, target: str) -> None:

@@ -319,6 +319,13 @@ def test_issue15_short_non_essay_writing_is_filtered_with_a_reason(text: str,
     assert load_rules(default_rules_path("v1"), "v1").classify_request(text).reason is None
 
 
+def test_issue15_ten_ten_character_comments_are_not_essays() -> None:
+    # 评语 is a teacher's document already (professional_document); 评论 is not, and is
+    # caught as a list of short pieces
+    assert _reason("帮我写10条10个字的评语") == "not_essay:professional_document"
+    assert _reason("帮我写10条10个字的评论") == "not_essay:short_text"
+
+
 @pytest.mark.parametrize("text", [
     "写一篇100字的记叙文",  # a genre is named: a (short) essay
     "写一篇200字左右的短文，描写秋天",  # at the threshold or above

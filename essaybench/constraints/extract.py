@@ -39,14 +39,15 @@ def _in_original(c: Constraint, text: str) -> Constraint:
     evidence = text[a:b]
     if evidence == c.evidence:
         return c
-    def original(part: str | None) -> str | None:  # a given title, a counted thing
-        if part is None:
-            return None
-        at = c.evidence.rindex(part)
+
+    def original(at: int, part: str) -> str:
         return evidence[at:at + len(part)]
 
-    target = original(c.target) if c.kind == "count" else c.target
-    return dataclasses.replace(c, evidence=evidence, value=original(c.value), target=target)
+    # a given title opens its evidence (以《X》为题), a counted thing closes it (写十条评语)
+    value = None if c.value is None else original(c.evidence.index(c.value), c.value)
+    target = (original(c.evidence.rindex(c.target), c.target)
+              if c.kind == "count" and c.target is not None else c.target)
+    return dataclasses.replace(c, evidence=evidence, value=value, target=target)
 
 
 def extract_constraints(text: str) -> list[Constraint]:

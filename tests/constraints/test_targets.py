@@ -136,3 +136,5 @@ def test_traditional_characters_are_read_and_quoted_as_written() -> None:
                              ("不少於八百字", "body", 800, None, None)]
     [c] = counts("寫十條評語")
     assert c == ("寫十條評語", "条", "評語", 10, 10)
+    [title] = extract_constraints("以“題”為題寫一篇記敘文")
+    assert (title.evidence, title.value) == ("以“題”為題", "題")

@@ -63,7 +63,7 @@ def test_a_second_length_for_something_else_leaves_the_body_alone(text: str) -> 
     ("写一封300字左右的信", "body"), ("写两篇作文，每篇不少于600字", "body"),
     ("用五十字以内概括", "summary"), ("摘要要求控制在100字以内", "summary"),
     ("写一则20字以内的广告语", "other"), ("每条10个字", "other"), ("每一条在15字以内", "other"),
-    ("开头不超过100字", "other"),
+    ("开头不超过100字", "other"), ("写一首20字以内的小诗", "other"),
     ("副标题不超过15字", "other"),
 ])
 def test_named_targets(text: str, target: str) -> None:
@@ -73,7 +73,7 @@ def test_named_targets(text: str, target: str) -> None:
 
 @pytest.mark.parametrize("text", [
     "不少于800字", "作文题目：我的妈妈 800字", "以成长为题目写800字", "自拟题目，不少于800字",
-    "写一篇800字的信息技术作文",
+    "写一篇800字的信息技术作文", "写一篇800字的诗歌鉴赏",
 ])
 def test_unnamed_lengths_are_the_body(text: str) -> None:
     assert [t for _, t, *_ in lengths(text)] == ["body"]

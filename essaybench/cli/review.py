@@ -241,10 +241,19 @@ def _short(text: str, limit: int = LISTED_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+def _genre_line(item: ReviewItem) -> str:
+    label = item.genre or "undecided"
+    if item.genre is None and item.allowed_genres:
+        label += f" (the prompt allows {', '.join(item.allowed_genres)})"
+    found = (f" [from the {item.genre_segment}: {item.genre_span}]"
+             if item.genre_span and item.genre_segment else "")
+    return f"{label}{found}: {item.genre_evidence}"
+
+
 def _evidence(item: ReviewItem) -> str:
     parts = []
     if "genre" in item.needs or not item.needs:
-        parts.append(f"genre {item.genre or 'undecided'}: {item.genre_evidence}")
+        parts.append(f"genre {_genre_line(item)}")
     if "prompt_set" in item.needs or not item.needs:
         parts.append(f"set {item.prompt_set or 'undecided'}: {item.set_evidence}")
     return _short(" | ".join(parts), 2 * LISTED_CHARS)
@@ -289,8 +298,7 @@ def review_interactively(items: list[ReviewItem], write: Writer, out: Console, *
         out.rule(f"{n}/{len(items)}  {item.prompt_id}  ({escape(item.where)})")
         out.print(escape(item.text))
         out.print(f"[bold]needs[/]: {', '.join(item.needs) or 'a check'} — {escape(item.why)}")
-        out.print(f"[bold]genre[/]: {item.genre or 'undecided'} — "
-                  f"{escape(item.genre_evidence)}")
+        out.print(f"[bold]genre[/]: {escape(_genre_line(item))}")
         out.print(f"[bold]set[/]: {item.prompt_set or 'undecided'} — "
                   f"{escape(item.set_evidence)}")
         if item.decided is not None:

@@ -64,6 +64,9 @@ class ReviewItem:
     set_evidence: str
     where: str  # source and locator of the first raw record
     decided: OverrideEntry | None  # what the override file already says about it
+    allowed_genres: tuple[str, ...] = ()  # a choice of genres, or ("any",) for 文体不限
+    genre_span: str | None = None  # the passage the genre evidence came from
+    genre_segment: str | None = None  # and its segment: task, requirements or material
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,9 @@ def review_items(table: pl.DataFrame, overrides: Mapping[str, OverrideEntry], *,
             genre=row["genre"], genre_source=row.get("genre_source"),
             genre_evidence=row.get("genre_evidence") or "", prompt_set=row["prompt_set"],
             set_source=row.get("set_source"), set_evidence=row.get("set_evidence") or "",
-            where=_where(row), decided=overrides.get(pid))
+            where=_where(row), decided=overrides.get(pid),
+            allowed_genres=tuple(row.get("allowed_genres") or ()),
+            genre_span=row.get("genre_span"), genre_segment=row.get("genre_segment"))
         settled = item.decided is not None and (
             not still_needs(item, item.decided) if needs else True)
         if include_decided or not settled:
@@ -178,6 +183,7 @@ class ReviewFileItem(BaseModel):
     needs: list[str] = Field(default_factory=list)
     why: str | None = None
     current: str | None = None
+    allowed_genres: list[str] = Field(default_factory=list)
     text: str | None = None
     genre_evidence: str | None = None
     set_evidence: str | None = None
@@ -229,7 +235,8 @@ def review_file_text(items: list[ReviewItem], snapshot_id: str, path: Path) -> s
         prompt_set=i.decided.prompt_set.value if i.decided and i.decided.prompt_set else None,
         note=i.decided.note if i.decided else None,
         reviewer=i.decided.reviewer if i.decided else None,
-        needs=list(i.needs), why=i.why, current=_current(i), text=i.text,
+        needs=list(i.needs), why=i.why, current=_current(i),
+        allowed_genres=list(i.allowed_genres), text=i.text,
         genre_evidence=i.genre_evidence, set_evidence=i.set_evidence, where=i.where)
         for i in items])
     body = yaml.dump(doc.model_dump(mode="json"), Dumper=_ReviewDumper, allow_unicode=True,

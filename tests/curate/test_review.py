@@ -173,3 +173,17 @@ def test_an_item_given_twice_is_an_error(tmp_path: Path) -> None:
                     f"- {{prompt_id: {NO_GENRE}, genre: a}}\n", encoding="utf-8")
     with pytest.raises(ReviewInputError, match=rf"review.yaml:3: .*{NO_GENRE}' appears twice"):
         read_review_file(path)
+
+
+def test_a_prompt_that_leaves_the_genre_open_shows_what_it_allows(tmp_path: Path) -> None:
+    table = classified().with_columns(
+        pl.Series("reason", ["genre_open", "set_undecided", None, None]),
+        pl.Series("allowed_genres", [["any"], ["narrative"], ["argumentative"],
+                                     ["argumentative"]], dtype=pl.List(pl.Utf8)),
+        pl.Series("genre_segment", ["requirements", "task", None, "task"]),
+        pl.Series("genre_span", ["文体不限", "记叙文", None, "议论文"]))
+    first = review_items(table, {})[0]
+    assert (first.why, first.allowed_genres, first.genre_segment, first.genre_span) == (
+        "genre_open", ("any",), "requirements", "文体不限")
+    doc = yaml.safe_load(review_file_text([first], "classify-x", tmp_path / "r.yaml"))
+    assert doc["items"][0]["allowed_genres"] == ["any"]

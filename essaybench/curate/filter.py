@@ -54,8 +54,8 @@ from essaybench.curate.normalize import normalize_text
 from essaybench.curate.table import FILTER_COLUMNS
 
 CHECK_ORDER = ("empty", "too_short", "too_long", "not_chinese", "personal_data", "offensive",
-               "not_essay", "no_essay_cue", "not_essay:short_text")
-SHORT_TEXT = "not_essay:short_text"
+               "not_essay", "no_essay_cue")
+SHORT_TEXT = "not_essay:short_text"  # rule 8: decided after the wording rules kept a row
 
 
 class FilterParams(BaseModel):

@@ -159,7 +159,8 @@ def short_request(text: str, max_chars: int) -> str | None:
                 return f"a list of short pieces 「{c.evidence}」"
     if top is not None:
         shown = "、".join(body.evidence) if body else ""
-        return f"body length 「{shown}」 tops out at {top} < short_max_chars {max_chars}"
+        span = f"{'' if lo is None else lo}–{'' if hi is None else hi}"
+        return f"body length 「{shown}」 ({span} characters) under short_max_chars {max_chars}"
     return None
 
 

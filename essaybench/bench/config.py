@@ -51,6 +51,12 @@ class BenchmarkConfig(BaseModel):
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")
 
+    def judges(self) -> list[str]:
+        """Every model this run asks to judge (rubric, second judge, pairwise), once each."""
+        pairwise = self.pairwise.judges if self.pairwise is not None else []
+        second = [self.judge.second_judge] if self.judge.second_judge else []
+        return list(dict.fromkeys([*self.judge.judges, *second, *pairwise]))
+
     def models(self) -> list[str]:
         pairwise = self.pairwise.judges if self.pairwise is not None else []
         second = [self.judge.second_judge] if self.judge.second_judge else []

@@ -39,6 +39,7 @@ import polars as pl
 from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import STAGE as GENERATE
+from essaybench.bench.generate import system_prompts
 from essaybench.bench.judge.request import STAGE as JUDGE
 from essaybench.bench.judge.request import load_scoring, make_renderer
 from essaybench.bench.pairwise.design import STAGE as PAIRWISE
@@ -252,7 +253,7 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         return tallies[key]
 
     # The essays, per prompt and writer: (prompt characters sent, expected reply tokens).
-    system = len(gen.system_prompt or "")
+    system = {m: len(text or "") for m, text in system_prompts(gen, specs).items()}
     essays: list[dict[str, float]] = []
     unrequested = 0
     for _, text in rows:
@@ -269,7 +270,7 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
             else:
                 lengths[writer] = float(cap or DEFAULT_ESSAY_CHARS * TOKENS_PER_CHAR)
             if GENERATE in stages:
-                tally(writer, GENERATE).add(gen.samples, system + len(text), lengths[writer],
+                tally(writer, GENERATE).add(gen.samples, system[writer] + len(text), lengths[writer],
                                             cap)
         essays.append(lengths)
 

@@ -4,8 +4,10 @@ The essay prompt is sent verbatim as the single user message. The benchmark
 measures a model on the user's own request, as a chatbot user would type it;
 a system prompt or a wrapping template of ours would be a confound (models
 differ in how much they heed system prompts) and would make results depend on
-wording that is not part of the prompt set. ``system_prompt`` exists for
-deliberate experiments and is recorded in the params when set.
+wording that is not part of the prompt set. ``system_prompt`` (for every writer)
+and a registry entry's ``writer_system_prompt`` (one writer configuration, e.g.
+to compare two ways of instructing the same model) exist for deliberate
+experiments; the one each writer got is recorded in the stage meta.
 
 Every (prompt, model, sample) call ends as one row with a status; nothing is
 dropped. Only an ``ok`` row has ``essay_text``: a reply cut at ``max_tokens``
@@ -122,23 +124,35 @@ def check_prompts(prompts: pl.DataFrame) -> None:
                          f"{prompts.filter(dup)['prompt_id'][0]!r}")
 
 
-def build_requests(prompts: pl.DataFrame, params: GenerateParams) -> list[ChatRequest]:
-    """prompts × models × samples, in that nesting order."""
+def system_prompts(params: GenerateParams,
+                   specs: Mapping[str, ModelSpec] | None = None) -> dict[str, str | None]:
+    """The system message each writer gets: its registry entry's ``writer_system_prompt``,
+    else the run's ``generate.system_prompt`` (None: the prompt alone)."""
+    specs = specs or {}
+    return {m: (specs[m].writer_system_prompt if m in specs else None) or params.system_prompt
+            for m in params.models}
+
+
+def build_requests(prompts: pl.DataFrame, params: GenerateParams,
+                   specs: Mapping[str, ModelSpec] | None = None) -> list[ChatRequest]:
+    """prompts × models × samples, in that nesting order. ``specs`` (registry entries by
+    name) supply writer configurations' system prompts."""
     check_prompts(prompts)
+    systems = system_prompts(params, specs)
     requests: list[ChatRequest] = []
     for pid, text in prompts.select("prompt_id", "text").iter_rows():
-        messages: list[Message] = []
-        if params.system_prompt is not None:
-            messages.append(Message(role="system", content=params.system_prompt))
-        messages.append(Message(role="user", content=str(text)))
+        user = Message(role="user", content=str(text))
         seeds = [sample_seed(params.seed_base, pid, sample) for sample in range(params.samples)]
         for model in params.models:
+            system = systems[model]
+            messages = (user,) if system is None else (
+                Message(role="system", content=system), user)
             for sample, seed in enumerate(seeds):
                 call: dict[str, Any] = {"temperature": params.temperature, "seed": seed}
                 if params.max_tokens is not None:
                     call["max_tokens"] = params.max_tokens
                 requests.append(ChatRequest(
-                    model=model, messages=tuple(messages), params=call, sample_index=sample,
+                    model=model, messages=messages, params=call, sample_index=sample,
                     stage=STAGE, tag=_tag(pid, sample)))
     return requests
 
@@ -231,7 +245,7 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
     come back; they are sent in the same batch, not returned: they land in the ledger, and
     the gateway holds their results for its next batch."""
     specs = {m: session.gateway.spec(m) for m in params.models}  # unknown names fail here
-    requests = build_requests(prompts, params)
+    requests = build_requests(prompts, params, specs)
     results = session.run(requests, follow_up=follow_up)
     table = essays_table(prompts, requests, results, prompt_set_version, specs=specs,
                          min_chinese_share=params.min_chinese_share)
@@ -240,6 +254,7 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
         "stage": STAGE,
         "prompt_set_version": prompt_set_version,
         "params": json.loads(params.model_dump_json()),
+        "system_prompts": system_prompts(params, specs),
         "n_prompts": prompts.height,
         "n_rows": table.height,
         "from_ledger": int(table["from_ledger"].sum()),

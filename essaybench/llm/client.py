@@ -10,6 +10,7 @@ of attempts (and, apart, how many were transport retries and how many re-asks).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import ssl
@@ -28,6 +29,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
+from essaybench.llm.replicas import ReplicaPool, affinity_of
 from essaybench.llm.retry import (
     Backoff,
     classify_http_error,
@@ -107,13 +109,16 @@ class _Totals:
         self.output_tokens += int(usage.get("completion_tokens") or 0)
 
 
+COMPLETIONS = "/chat/completions"
+
+
 class OpenAICompatBackend:
     """Chat completions over HTTP, for any OpenAI-compatible endpoint."""
 
     def __init__(
         self,
         spec: ModelSpec,
-        base_url: str | None = None,
+        base_url: str | ReplicaPool | None = None,
         *,
         limiter: EndpointLimiter | None = None,
         backoff: Backoff | None = None,
@@ -121,10 +126,13 @@ class OpenAICompatBackend:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.spec = spec
-        # The URL actually dialled; the configured one (spec.base_url) stays in the key,
-        # so an embedded server on a new port still hits the same ledger entries.
-        self.url = (base_url or spec.base_url).rstrip("/") + "/chat/completions"
-        self._where = _host_port(self.url)  # what transport errors name (never the path)
+        # The URL actually dialled (or, for several replicas, chosen per request); the
+        # configured one (spec.base_url) stays in the key, so an embedded server on a new
+        # port still hits the same ledger entries.
+        self.pool = base_url if isinstance(base_url, ReplicaPool) else None
+        first = self.pool.urls[0] if self.pool is not None else (base_url or spec.base_url)
+        assert isinstance(first, str)
+        self.url = first.rstrip("/") + COMPLETIONS
         self.limiter = limiter or EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm)
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
@@ -161,28 +169,33 @@ class OpenAICompatBackend:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    async def _send(self, data: bytes, estimated: int) -> _Attempt:
+    async def _send(self, data: bytes, estimated: int, affinity: str) -> _Attempt:
         async with self.limiter.slot(estimated):
-            started = time.perf_counter()
+            with (self.pool.lease(affinity) if self.pool is not None
+                  else contextlib.nullcontext(self.url.removesuffix(COMPLETIONS))) as base:
+                return await self._post(base + COMPLETIONS, data)
+
+    async def _post(self, url: str, data: bytes) -> _Attempt:
+        started = time.perf_counter()
+        try:
+            request = httpx.Request("POST", url, content=data,
+                                    headers=self._headers(),
+                                    extensions={"timeout": self._timeouts})
+            response = await self._transport().handle_async_request(request)
             try:
-                request = httpx.Request("POST", self.url, content=data,
-                                        headers=self._headers(),
-                                        extensions={"timeout": self._timeouts})
-                response = await self._transport().handle_async_request(request)
-                try:
-                    content = await response.aread()
-                finally:
-                    await response.aclose()
-                status, reason = response.status_code, response.reason_phrase
-                retry_after = response.headers.get("retry-after")
-            except (httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-                elapsed = time.perf_counter() - started
-                failure = classify_transport_error(
-                    exc, elapsed, self._where, connect_timeout_s=self.spec.connect_timeout_s,
-                    read_timeout_s=self.spec.timeout_s)
-                return _Attempt(transient=failure.transient, error_kind=failure.kind,
-                                error=failure.message[:ERROR_TEXT_LIMIT], latency_s=elapsed)
-            latency = time.perf_counter() - started
+                content = await response.aread()
+            finally:
+                await response.aclose()
+            status, reason = response.status_code, response.reason_phrase
+            retry_after = response.headers.get("retry-after")
+        except (httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            elapsed = time.perf_counter() - started
+            failure = classify_transport_error(
+                exc, elapsed, _host_port(url), connect_timeout_s=self.spec.connect_timeout_s,
+                read_timeout_s=self.spec.timeout_s)
+            return _Attempt(transient=failure.transient, error_kind=failure.kind,
+                            error=failure.message[:ERROR_TEXT_LIMIT], latency_s=elapsed)
+        latency = time.perf_counter() - started
         if status != 200:
             code, message = _error_fields(content, reason)
             transient, kind = classify_http_error(status, code, message)
@@ -209,6 +222,7 @@ class OpenAICompatBackend:
         params = spec.effective_params(request.params)
         totals = _Totals()
         retries = reasks = 0
+        affinity = affinity_of(messages) if self.pool is not None else ""
         last: _Attempt | None = None
         text: str | None = None
 
@@ -228,7 +242,7 @@ class OpenAICompatBackend:
             body = spec.request_json(messages, request.params, request.response_schema)
             estimated = estimate_tokens(messages, int(params.get("max_tokens") or 0))
             totals.attempts += 1
-            last = await self._send(body, estimated)
+            last = await self._send(body, estimated, affinity)
             if last.payload is None:
                 if last.transient and retries < spec.max_retries:
                     if last.retry_after is not None:

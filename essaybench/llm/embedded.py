@@ -58,6 +58,12 @@ N_THREADS = 1  # ~56 tokens/s; two threads collapse when requests or other work 
 # Not 0: llama-cpp-python reads a falsy seed as "random". A request without its own
 # "seed" draws one from the previous request's, so its reply depends on arrival order.
 DEFAULT_SEED = 1234
+# llama.cpp re-reads a prompt only from where it differs from the context it holds, and
+# that context is the previous call's. A judge's rubric (~2,500 tokens, the costly part of
+# a judgment on one thread) is the same for every essay of a genre, but calls alternate
+# genres and writers: a RAM cache of evaluated states (LRU, keyed by token prefix) keeps
+# each rubric's state to restore instead of re-reading it. ~70 MB per judge-sized state.
+CACHE_BYTES = 1 << 30
 
 _PORT_IN_USE = os.strerror(errno.EADDRINUSE).lower()  # "address already in use"
 _LOG_TAIL_CHARS = 3000
@@ -187,6 +193,7 @@ class EmbeddedServer:
         n_ctx: int = N_CTX,
         n_threads: int = N_THREADS,
         seed: int = DEFAULT_SEED,
+        cache_bytes: int | None = CACHE_BYTES,
         startup_timeout_s: float = 60.0,
         stop_grace_s: float = 5.0,
         port_attempts: int = 3,
@@ -198,6 +205,7 @@ class EmbeddedServer:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
+        self.cache_bytes = cache_bytes
         self.startup_timeout_s = startup_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port_attempts = port_attempts
@@ -269,6 +277,9 @@ class EmbeddedServer:
             # logprobs, which the pipeline never asks for.
             "--logits_all", "False",
         ]
+        if self.cache_bytes:
+            args += ["--cache", "True", "--cache_type", "ram",
+                     "--cache_size", str(self.cache_bytes)]
         log_path = self.log_dir / f"llama-server-{port}.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(

@@ -11,7 +11,7 @@ batch is sent once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -24,6 +24,7 @@ from essaybench.llm.progress import Progress, current_progress
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.redact import ResultRedactor
 from essaybench.llm.registry import ModelSpec, Registry
+from essaybench.llm.replicas import ReplicaPool
 from essaybench.llm.retry import Backoff
 from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import ChatRequest, ChatResult, key_of
@@ -61,7 +62,7 @@ class Gateway:
         registry: Registry,
         ledger: Ledger,
         *,
-        base_urls: dict[str, str] | None = None,
+        base_urls: Mapping[str, str | ReplicaPool] | None = None,
         backends: dict[str, ChatBackend] | None = None,
         backoff: Backoff | None = None,
         seed: int | None = None,

@@ -106,6 +106,10 @@ class ModelSpec(BaseModel):
     max_reasks: int = Field(
         default=2, ge=0, description="Re-asks after a reply that fails the schema.")
     enabled: bool = Field(default=True, description="Whether runs use this model by default.")
+    writer_system_prompt: str | None = Field(
+        default=None, min_length=1, description="A writer configuration's system message: "
+        "sent first on this entry's essay-writing requests (never on its judge calls); "
+        "it takes the place of the run's generate.system_prompt.")
 
     @field_validator("name")
     @classmethod
@@ -250,7 +254,34 @@ class ModelSpec(BaseModel):
             "api_key_env": self.api_key_env,
             "price_input_per_mtok": self.price_input_per_mtok,
             "price_output_per_mtok": self.price_output_per_mtok,
+            "writer_system_prompt": self.writer_system_prompt,
         }
+
+
+def request_identity(spec: ModelSpec) -> tuple[str, str, str]:
+    """What a request key hashes of an entry (besides the messages and per-call params)."""
+    return (spec.endpoint.rstrip("/"), spec.model_id, json.dumps(spec.effective_params(),
+                                                                 sort_keys=True))
+
+
+class JudgeClashError(UserError, ValueError):
+    """Two judges of one run would send identical requests."""
+
+
+def check_judges(registry: Registry, judges: Sequence[str]) -> None:
+    """Refuse two judges that would send identical judge requests: entries that differ at
+    most in ``writer_system_prompt`` (judge calls never carry it) cannot be told apart
+    in the ledger, so one run cannot use both as judges."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for name in dict.fromkeys(judges):
+        spec = registry.get(name)
+        ident = request_identity(spec)
+        if ident in seen:
+            raise JudgeClashError(
+                f"judges {seen[ident]!r} and {name!r} would send identical judge requests "
+                "(same base_url, model_id and default_params; writer_system_prompt is never "
+                "sent to a judge): judge with one of them")
+        seen[ident] = name
 
 
 def _compact_json(obj: Any) -> str:
@@ -331,16 +362,18 @@ def load_registry(path: Path | str | None = None) -> Registry:
 
 def _refuse_identical_requests(doc: YamlDocument, specs: Mapping[str, ModelSpec],
                                name: str) -> None:
-    """Two entries that would send the same request (same endpoint, model id and default
-    parameters) have the same request keys: the gateway sends one call for both and the
-    ledger cannot tell whose it was (generation aborted with "results out of order").
-    Refused at load, naming both entries, at the second one's line."""
+    """Two entries that would send the same request (same endpoint, model id, default
+    parameters and writer system prompt) have the same request keys: the gateway sends one
+    call for both and the ledger cannot tell whose it was (generation aborted with "results
+    out of order"). Refused at load, naming both entries, at the second one's line. Entries
+    that differ only in ``writer_system_prompt`` write apart but would judge alike:
+    ``judge_identity_clashes`` refuses them as two judges of one run."""
     spec = specs[name]
     for other, earlier in specs.items():
         if other == name:
             break
-        if (earlier.endpoint.rstrip("/"), earlier.model_id, earlier.effective_params()) == (
-                spec.endpoint.rstrip("/"), spec.model_id, spec.effective_params()):
+        if (*request_identity(earlier), earlier.writer_system_prompt) == (
+                *request_identity(spec), spec.writer_system_prompt):
             raise doc.fail(
                 f"entries {other!r} and {name!r} would send identical requests (same "
                 "base_url, model_id and default_params), so their calls could not be told "

@@ -7,29 +7,34 @@
 the runs whose recorded calls it may serve; the default, ``ANY_RUN``, serves any
 recorded call (a script, a test: nothing benchmark-like).
 
-The embedded model's server is started only when a requested model is the embedded
-one, on a free loopback port, and stopped when the session ends (also on errors and
-Ctrl-C). Its registry entry is pinned to the GGUF file's hash so the ledger never
-mixes two model files.
+The embedded model's servers are started only when a requested model is the embedded
+one, each on a free loopback port, and stopped when the session ends (also on errors and
+Ctrl-C). Every embedded entry (writer configurations, the judge) shares one pool of
+replicas (``llm.replicas``), so two cores do two calls at once. Its registry entry is
+pinned to the GGUF file's hash so the ledger never mixes two model files.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from essaybench.core.errors import UserError
 from essaybench.llm.batching import FollowUp
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import Registry
+from essaybench.llm.replicas import ReplicaPool
 from essaybench.llm.retry import Backoff
 from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import ChatRequest, ChatResult
 
 LEDGER_FILE = "ledger.duckdb"
+REPLICAS_ENV = "ESSAYBENCH_EMBEDDED_REPLICAS"
 
 
 @dataclass
@@ -61,24 +66,38 @@ class GatewaySession:
             self.reuse_failed_since = before
 
 
+def embedded_replica_count() -> int:
+    """Servers of the embedded model to start: $ESSAYBENCH_EMBEDDED_REPLICAS, else one
+    per CPU up to 2 (each runs one thread; more replicas than cores only contend)."""
+    value = os.environ.get(REPLICAS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise UserError(f"{REPLICAS_ENV} must be a whole number ≥ 1, not {value!r}")
+        return int(value)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 @contextlib.contextmanager
 def open_gateway(
     registry: Registry,
     store_root: Path | str,
     models: Sequence[str],
     *,
-    base_urls: dict[str, str] | None = None,
+    base_urls: Mapping[str, str | ReplicaPool] | None = None,
     backoff: Backoff | None = None,
     log_dir: Path | None = None,
     ledger_lock_timeout_s: float = 120.0,
     scope: ReuseScope = ANY_RUN,
+    embedded_replicas: int | None = None,
 ) -> Iterator[GatewaySession]:
+    """``embedded_replicas``: servers of the embedded model, shared by every embedded
+    entry (default ``embedded_replica_count()``)."""
     store_root = Path(store_root)
     with contextlib.ExitStack() as stack:
         ledger = stack.enter_context(Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))
         urls = dict(base_urls or {})
         specs = dict(registry.models)
-        server_url: str | None = None
+        pool: ReplicaPool | None = None
         for name in models:
             spec = registry.get(name)
             if not spec.is_embedded or name in urls:
@@ -86,11 +105,13 @@ def open_gateway(
             from essaybench.llm.embedded import EmbeddedServer, embedded_spec
 
             specs[name] = embedded_spec(spec)
-            if server_url is None:
-                server = stack.enter_context(EmbeddedServer(
+            if pool is None:
+                count = embedded_replicas or embedded_replica_count()
+                servers = [stack.enter_context(EmbeddedServer(
                     log_dir or store_root / "logs", model_alias=specs[name].model_id))
-                server_url = server.base_url
-            urls[name] = server_url
+                    for _ in range(count)]
+                pool = ReplicaPool([server.base_url for server in servers])
+            urls[name] = pool
         gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
                           scope=scope)
         yield GatewaySession(gateway, ledger)

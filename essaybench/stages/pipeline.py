@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from essaybench.bench.config import BenchmarkConfig
-from essaybench.llm.registry import load_registry
+from essaybench.llm.registry import check_judges, load_registry
 from essaybench.llm.session import open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
@@ -48,6 +48,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
             config = rerun_config(store, run_id, config)
         registry = load_registry()
+        check_judges(registry, config.judges())
         with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s) as session:

@@ -17,6 +17,7 @@ from essaybench.bench.generate import (
     essays_table,
     run_generate,
     sample_seed,
+    system_prompts,
 )
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.fake.scenario import FakeScenario
@@ -79,6 +80,21 @@ def test_system_prompt_and_max_tokens_are_opt_in() -> None:
     (request, _) = build_requests(_prompts(), params)
     assert [m.role for m in request.messages] == ["system", "user"]
     assert request.params["max_tokens"] == 900
+
+
+def test_a_writer_configuration_sends_its_own_system_prompt() -> None:
+    """A registry entry's writer_system_prompt replaces the run's for that writer only;
+    the other writer keeps the run's (here none: the prompt alone)."""
+    specs = {"model-a": fake_spec("model-a", model_id="gpt-a"),
+             "model-b": fake_spec("model-b", model_id="gpt-a",
+                                  writer_system_prompt="请用简体中文写作。")}
+    requests = build_requests(_prompts(), GenerateParams(models=MODELS), specs)
+    by_model = {r.model: r for r in requests if r.tag == "p000000000000001#0"}
+    assert [m.role for m in by_model["model-a"].messages] == ["user"]
+    assert [(m.role, m.content) for m in by_model["model-b"].messages][0] == (
+        "system", "请用简体中文写作。")
+    assert system_prompts(GenerateParams(models=MODELS, system_prompt="run"), specs) == {
+        "model-a": "run", "model-b": "请用简体中文写作。"}
 
 
 def test_params_are_validated() -> None:

@@ -14,9 +14,11 @@ from essaybench.llm.registry import (
     EMBEDDED,
     MODELS_ENV,
     ApiKeyMissingError,
+    JudgeClashError,
     ModelSpec,
     Registry,
     RegistryError,
+    check_judges,
     default_models_path,
     load_registry,
 )
@@ -331,3 +333,24 @@ def test_entries_that_would_send_identical_requests_are_refused(tmp_path: Path) 
     path = write_registry(tmp_path, {"qwen": same, "qwen-cool": {
         **same, "default_params": {"temperature": 0.2}}})
     assert load_registry(path).names() == ["qwen", "qwen-cool"]
+
+
+def test_writer_configurations_differ_by_system_prompt_but_never_judge_together(
+        tmp_path: Path) -> None:
+    """Two writer configurations of one model (issue 14): entries that differ only in
+    writer_system_prompt load (their essays are different requests), but their judge calls
+    would be identical, so one run cannot judge with both."""
+    same = entry(model_id="qwen-max")
+    path = write_registry(tmp_path, {"qwen": same,
+                                     "qwen-zh": {**same, "writer_system_prompt": "请用中文写作。"}})
+    registry = load_registry(path)
+    assert registry.get("qwen-zh").writer_system_prompt == "请用中文写作。"
+    check_judges(registry, ["qwen", "qwen"])  # named twice is one judge
+    with pytest.raises(JudgeClashError, match="judges 'qwen' and 'qwen-zh' would send "
+                       "identical judge requests"):
+        check_judges(registry, ["qwen", "qwen-zh"])
+    # The same system prompt twice is the identical-request refusal again.
+    path = write_registry(tmp_path, {"a": {**same, "writer_system_prompt": "x"},
+                                     "b": {**same, "writer_system_prompt": "x"}})
+    with pytest.raises(RegistryError, match="entries 'a' and 'b' would send identical"):
+        load_registry(path)

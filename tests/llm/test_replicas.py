@@ -1,0 +1,103 @@
+"""Replicas: one registry entry served by several equivalent servers (the embedded model
+on two cores). Calls spread over the servers, a rubric goes back to the replica that last
+read it, and the ledger keys do not depend on which replica answered."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from essaybench.core.errors import UserError
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
+from essaybench.llm.gateway import Gateway
+from essaybench.llm.ledger import Ledger
+from essaybench.llm.replicas import ReplicaPool, affinity_of
+from essaybench.llm.retry import Backoff
+from essaybench.llm.session import REPLICAS_ENV, embedded_replica_count
+from essaybench.llm.types import ChatRequest, ChatResult, Message
+from tests.llm.conftest import fake_spec, registry_of
+
+FAST = Backoff(base_s=0.01, cap_s=0.05)
+
+
+def test_least_busy_first_then_the_warm_replica_then_the_longest_idle() -> None:
+    pool = ReplicaPool(["http://a/v1/", "http://b/v1"])
+    assert pool.urls == ["http://a/v1", "http://b/v1"]
+    with pool.lease("rubric-1") as first:
+        assert first == "http://a/v1"
+        with pool.lease("rubric-1") as second:  # a is busy: b, even though a is warm
+            assert second == "http://b/v1"
+            assert pool.busy() == [1, 1]
+        # b is free again (and last read rubric-1): a new rubric goes to the free one
+        with pool.lease("rubric-2") as third:
+            assert third == "http://b/v1"
+    assert pool.busy() == [0, 0]
+    # Both free: a last read rubric-1, b rubric-2; each rubric returns to its replica.
+    with pool.lease("rubric-2") as url:
+        assert url == "http://b/v1"
+    with pool.lease("rubric-1") as url:
+        assert url == "http://a/v1"
+    # A rubric neither holds goes to the replica idle the longest: b (a served last).
+    with pool.lease("rubric-3") as url:
+        assert url == "http://b/v1"
+    with pytest.raises(ValueError, match="at least one"):
+        ReplicaPool([])
+
+
+def test_affinity_is_the_first_message() -> None:
+    rubric = Message(role="system", content="细则")
+    assert affinity_of((rubric, Message(role="user", content="作文一"))) == affinity_of(
+        (rubric, Message(role="user", content="作文二")))
+    assert affinity_of((Message(role="user", content="作文一"),)) != affinity_of((rubric,))
+    assert affinity_of(()) == ""
+
+
+def _requests() -> list[ChatRequest]:
+    rubrics = ("议论文细则", "记叙文细则")
+    return [ChatRequest(model="fake", stage="judge", tag=f"e{i}", params={"temperature": 0.2},
+                        messages=(Message(role="system", content=rubrics[i % 2]),
+                                  Message(role="user", content=f"第{i}篇作文")))
+            for i in range(8)]
+
+
+def _run(pool_or_url: ReplicaPool | str, ledger: Path) -> list[ChatResult]:
+    async def main() -> list[ChatResult]:
+        with Ledger(ledger) as led:
+            gateway = Gateway(registry_of(fake_spec(max_concurrency=2)), led,
+                              base_urls={"fake": pool_or_url}, backoff=FAST, seed=0)
+            try:
+                return await gateway.run(_requests())
+            finally:
+                await gateway.aclose()
+    return asyncio.run(main())
+
+
+def test_calls_spread_over_real_replicas_and_keys_ignore_which_answered(
+        tmp_path: Path) -> None:
+    slow = FakeScenario.model_validate({"models": {"*": {"latency_ms": 150}}})
+    with run_fake_server(slow) as a, run_fake_server(slow) as b:
+        results = _run(ReplicaPool([a.base_url, b.base_url]), tmp_path / "ledger.duckdb")
+        served = [a.stats().totals.received, b.stats().totals.received]
+    assert all(r.ok and not r.from_ledger for r in results)
+    # Two calls in flight at a time, one per replica: the work is shared.
+    assert sorted(served) == [4, 4]
+    # A rerun through a single server finds every call in the ledger: the key is the
+    # entry's configured URL, not the replica's.
+    with run_fake_server() as c:
+        again = _run(c.base_url, tmp_path / "ledger.duckdb")
+        assert c.stats().totals.received == 0
+    assert all(r.from_ledger for r in again)
+    assert [r.text for r in again] == [r.text for r in results]
+
+
+def test_replica_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(REPLICAS_ENV, "3")
+    assert embedded_replica_count() == 3
+    monkeypatch.setenv(REPLICAS_ENV, "zero")
+    with pytest.raises(UserError, match=f"{REPLICAS_ENV} must be a whole number"):
+        embedded_replica_count()
+    monkeypatch.delenv(REPLICAS_ENV)
+    assert 1 <= embedded_replica_count() <= 2

@@ -270,8 +270,8 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
             else:
                 lengths[writer] = float(cap or DEFAULT_ESSAY_CHARS * TOKENS_PER_CHAR)
             if GENERATE in stages:
-                tally(writer, GENERATE).add(gen.samples, system[writer] + len(text), lengths[writer],
-                                            cap)
+                tally(writer, GENERATE).add(gen.samples, system[writer] + len(text),
+                                            lengths[writer], cap)
         essays.append(lengths)
 
     def essay_chars(tokens: float) -> int:

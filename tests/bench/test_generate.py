@@ -91,8 +91,8 @@ def test_a_writer_configuration_sends_its_own_system_prompt() -> None:
     requests = build_requests(_prompts(), GenerateParams(models=MODELS), specs)
     by_model = {r.model: r for r in requests if r.tag == "p000000000000001#0"}
     assert [m.role for m in by_model["model-a"].messages] == ["user"]
-    assert [(m.role, m.content) for m in by_model["model-b"].messages][0] == (
-        "system", "请用简体中文写作。")
+    system, _ = by_model["model-b"].messages
+    assert (system.role, system.content) == ("system", "请用简体中文写作。")
     assert system_prompts(GenerateParams(models=MODELS, system_prompt="run"), specs) == {
         "model-a": "run", "model-b": "请用简体中文写作。"}
 

@@ -16,8 +16,10 @@ from 60 prompts; the studentized bootstrap and the t-interval on prompt clusters
 94–96% at every size, for means and paired differences. essaybench uses the cluster
 t-interval (:mod:`essaybench.stats.cluster_t`): as accurate as the studentized bootstrap
 here, no replicates, no seed, and the textbook paired t-interval when each prompt has
-one score per model. ``--threshold`` sweeps 2–10 prompts and prints the worst model's
-coverage, which is how ``MIN_PROMPTS`` (no interval below it) was chosen.
+one score per model. ``--threshold`` sweeps 2–10 prompts and prints coverage (overall and
+the worst model's), median width and the share of intervals reaching past the 10–100
+scale; ``MIN_PROMPTS`` (no interval below it) is the smallest size where coverage holds
+and fewer than 5% of intervals reach past the scale: 7.
 
 **Gaussian + Bradley–Terry (``--bt``).** The original benchmark: 150–300 prompts,
 Gaussian unbounded equal-variance scores μ_k + d_p + g_kp + e_kps (d ~ N(0, 6²), g ~
@@ -57,11 +59,12 @@ from benchmarks.ci_methods import BOOTSTRAP, CANDIDATES, PRODUCTION  # noqa: E40
 from benchmarks.score_sim import RealisticConfig, simulate_cell, true_means  # noqa: E402
 from essaybench.stats.bootstrap import resample_counts  # noqa: E402
 from essaybench.stats.bradley_terry import SCALE, bradley_terry_encoded  # noqa: E402
-from essaybench.stats.cluster_t import cluster_t_means  # noqa: E402
+from essaybench.stats.cluster_t import MIN_PROMPTS, cluster_t_means  # noqa: E402
 from essaybench.stats.outcomes import EncodedOutcomes  # noqa: E402
 
 TARGET = (0.94, 0.96)
 SCORE_RANGE = (10.0, 100.0)  # every sub-question at 1 … at 10
+BEYOND_MAX = 0.05  # --threshold: at most this share of intervals past the score scale
 
 
 @dataclass(frozen=True)
@@ -351,10 +354,16 @@ def main(argv: list[str] | None = None) -> int:
         cfg = RealisticConfig(fail_rate=args.fail_rate, mnar=args.mnar, samples=args.samples)
         print(f"cluster t-interval, {args.sims} cells per size: worst model's coverage "
               f"(binomial MC SE), all models, median width, share past the 10–100 scale")
+        chosen = None
         for n, worst, se, overall, width, beyond in threshold_sweep(
                 list(range(2, 11)), args.sims, args.seed, cfg, args.workers):
             print(f"  {n:>3} prompts: worst {worst:.2%} ± {se:.2%}; all models {overall:.2%}; "
                   f"width {width:5.1f}; past the scale {beyond:.1%}")
+            if chosen is None and beyond < BEYOND_MAX and overall >= TARGET[0] - 2 * se:
+                chosen = n
+        print(f"smallest size with < {BEYOND_MAX:.0%} of intervals past the scale and "
+              f"coverage ≥ {TARGET[0]:.0%} − 2 SE: {chosen}; essaybench's MIN_PROMPTS = "
+              f"{MIN_PROMPTS}")
         return 0
     return _realistic_main(args)
 

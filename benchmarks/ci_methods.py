@@ -66,12 +66,21 @@ def _bca_bounds(boot: FloatArray, estimate: FloatArray, jack: FloatArray,
     num = np.nansum(dev**3, axis=0)
     den = 6.0 * np.nansum(dev**2, axis=0) ** 1.5
     acc = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-    lo, hi = np.empty(boot.shape[1]), np.empty(boot.shape[1])
-    for side, z in ((lo, stats.norm.ppf((1 - level) / 2)), (hi, stats.norm.ppf((1 + level) / 2))):
+    # np.quantile's linear interpolation at a different level per column, vectorised:
+    # NaN replicates sort last and are left out through each column's own count.
+    ordered = np.sort(boot, axis=0)
+    n_valid = valid.sum(axis=0)
+    cols = np.arange(boot.shape[1])
+    bounds = []
+    for z in (stats.norm.ppf((1 - level) / 2), stats.norm.ppf((1 + level) / 2)):
         adj = stats.norm.cdf(z0 + (z0 + z) / (1 - acc * (z0 + z)))
-        for k in range(boot.shape[1]):
-            column = boot[valid[:, k], k]
-            side[k] = np.quantile(column, adj[k]) if column.size else np.nan
+        pos = adj * np.maximum(n_valid - 1, 0)
+        below_i = np.floor(pos).astype(np.intp)
+        above_i = np.minimum(below_i + 1, np.maximum(n_valid - 1, 0))
+        frac = pos - below_i
+        value = ordered[below_i, cols] + frac * (ordered[above_i, cols] - ordered[below_i, cols])
+        bounds.append(np.where(n_valid > 0, value, np.nan))
+    lo, hi = bounds[0], bounds[1]
     return lo, hi
 
 
@@ -100,20 +109,23 @@ def student(sums: FloatArray, counts: FloatArray, first: NDArray[np.intp],
     r = _ratio(w, sums, counts)  # (B, m)
     c_star = w @ counts  # (B, m)
     # Replicate influences z*_p = (s_p − R*·c_p)/C*, weighted by how often p was drawn:
-    # Σ_p w_p z*_pa z*_pb expands into weighted cross-moments of sums and counts.
-    def cross(i: NDArray[np.intp], j: NDArray[np.intp]) -> FloatArray:
-        ss = w @ (sums[:, i] * sums[:, j])
-        sc = w @ (sums[:, i] * counts[:, j])
-        cs = w @ (counts[:, i] * sums[:, j])
-        cc = w @ (counts[:, i] * counts[:, j])
-        ri, rj = r[:, i], r[:, j]
-        return np.asarray((ss - rj * sc - ri * cs + ri * rj * cc)
-                          / (c_star[:, i] * c_star[:, j]), dtype=np.float64)
-
-    every = np.arange(sums.shape[1])
+    # Σ_p w_p z*_pa z*_pb expands into weighted cross-moments of sums and counts, computed
+    # for every (a, b) at once (m² columns; m = 8 models here).
+    m = sums.shape[1]
+    ii, jj = np.divmod(np.arange(m * m), m)
+    ss, sc, cc = (w @ (x[:, ii] * y[:, jj]) for x, y in ((sums, sums), (sums, counts),
+                                                        (counts, counts)))
+    cs = sc.reshape(-1, m, m).transpose(0, 2, 1).reshape(-1, m * m)
     with np.errstate(invalid="ignore", divide="ignore"):
-        se_star = np.sqrt(n / (n - 1) * cross(every, every))
-        var_d = cross(first, first) + cross(second, second) - 2.0 * cross(first, second)
+        cross = ((ss - r[:, jj] * sc - r[:, ii] * cs + r[:, ii] * r[:, jj] * cc)
+                 / (c_star[:, ii] * c_star[:, jj]))
+
+        def at(i: NDArray[np.intp], j: NDArray[np.intp]) -> FloatArray:
+            return np.asarray(cross[:, i * m + j], dtype=np.float64)
+
+        every = np.arange(m)
+        se_star = np.sqrt(n / (n - 1) * at(every, every))
+        var_d = at(first, first) + at(second, second) - 2.0 * at(first, second)
         se_d_star = np.sqrt(n / (n - 1) * np.maximum(var_d, 0.0))
         t_cell = (r - est) / se_star
         t_diff = ((r[:, first] - r[:, second]) - (est[first] - est[second])) / se_d_star

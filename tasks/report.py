@@ -35,9 +35,10 @@ def summary_markdown(run_id: str, path: Path) -> str:
         overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall").sort(
             "judge", "mean", descending=[False, True])
         rows = [[str(r["judge"]), str(r["model"]), _num(r["mean"]),
-                 f"[{_num(r['ci_lo'])}, {_num(r['ci_hi'])}]", str(r["n"])]
+                 f"[{_num(r['ci_lo'])}, {_num(r['ci_hi'])}]" if r["ci_lo"] is not None
+                 else str(r.get("ci_note") or "—"), str(r["n"])]
                 for r in overall.iter_rows(named=True)]
-        lines += ["Overall weighted score, 95% bootstrap CI:", "",
+        lines += ["Overall weighted score, 95% CI (t-interval, prompts as clusters):", "",
                   markdown_grid(["judge", "model", "mean", "95% CI", "n"], rows)]
     return "\n".join(lines) + "\n"
 

@@ -227,8 +227,9 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
     cis = reports / "stats" / "score_ci_weighted.parquet"
     if cis.is_file():
         overall = pl.read_parquet(cis).filter(pl.col("cell") == "overall")
-        print_frame(overall.select("judge", "model", "mean", "ci_lo", "ci_hi", "n"),
-                    "Overall weighted score, 95% bootstrap CI (prompts resampled, paired)")
+        extra = ["ci_note"] if "ci_note" in overall.columns else []
+        print_frame(overall.select("judge", "model", "mean", "ci_lo", "ci_hi", "n", *extra),
+                    "Overall weighted score, 95% CI (t-interval, prompts as clusters)")
     if result.get("alerts"):
         from essaybench.stages.alerts import run_alerts
 

@@ -122,9 +122,13 @@ def bradley_terry_chart(ids: ChartIds, judge: str, ranking: pl.DataFrame) -> str
     if rows.height == 0:
         return None
     colors = model_colors(rows["model"].to_list())
+    # Separated models (issue 16) have no rating: named, with no dot and no bar.
+    rated = rows["estimable"].to_list() if "estimable" in rows.columns else [True] * rows.height
+    names = [f"{r} {m}" + ("" if ok else " (not estimable)")
+             for (r, m), ok in zip(rows.select("rank", "model").iter_rows(), rated, strict=True)]
     with chart_style():
         fig, ax = _figure(6.5, rows.height)
-        _interval_dots(fig, ax, [f"{r} {m}" for r, m in rows.select("rank", "model").iter_rows()],
+        _interval_dots(fig, ax, names,
                        rows["rating"].to_list(), rows["ci_lo"].to_list(),
                        rows["ci_hi"].to_list(), [colors[m] for m in rows["model"].to_list()])
         ax.set_xlabel("Bradley–Terry rating (400 points = 10:1 odds), 95% CI")

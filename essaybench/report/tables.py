@@ -34,6 +34,7 @@ class LeaderRow:
     n: int
     coverage: float | None
     group: str  # "A", "B", ...; "" without intervals
+    note: str = ""  # why there is no interval (e.g. "n too small (< 7 prompts)")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class DiffRow:
     lo: float | None
     hi: float | None
     indistinguishable: bool
+    note: str = ""  # why there is no interval
 
 
 def judges_of(judgments: pl.DataFrame) -> list[str]:
@@ -61,9 +63,10 @@ def _pair_lookup(diffs: pl.DataFrame | None, judge: str, cell: str = OVERALL
     for r in rows.iter_rows(named=True):
         a, b, d, lo, hi = r["model_a"], r["model_b"], r["diff"], r["diff_lo"], r["diff_hi"]
         same = bool(r["indistinguishable"])
-        out[(a, b)] = DiffRow(a, d, lo, hi, same)
+        note = str(r.get("diff_note") or "")  # stats tables before issue 16 have none
+        out[(a, b)] = DiffRow(a, d, lo, hi, same, note)
         out[(b, a)] = DiffRow(b, None if d is None else -d, None if hi is None else -hi,
-                              None if lo is None else -lo, same)
+                              None if lo is None else -lo, same, note)
     return out
 
 
@@ -91,15 +94,15 @@ def leaderboard(judge: str, judgments: pl.DataFrame, stats: dict[str, pl.DataFra
     cis = stats.get(WEIGHTED_CI)
     if cis is not None:
         mine = cis.filter((pl.col("judge") == judge) & (pl.col("cell") == OVERALL))
-        rows = [(r["model"], r["mean"], r["ci_lo"], r["ci_hi"], r["n"])
-                for r in mine.iter_rows(named=True)]
+        rows = [(r["model"], r["mean"], r["ci_lo"], r["ci_hi"], r["n"],
+                 str(r.get("ci_note") or "")) for r in mine.iter_rows(named=True)]
     else:
-        rows = [(r["model"], r[OVERALL], None, None, r[f"{OVERALL}:n"])
+        rows = [(r["model"], r[OVERALL], None, None, r[f"{OVERALL}:n"], "")
                 for r in t5.iter_rows(named=True)]
     rows.sort(key=lambda r: (r[1] is None, -(r[1] or 0.0), r[0]))
     groups = _groups([r[0] for r in rows], _pair_lookup(stats.get(WEIGHTED_DIFF), judge))
-    return [LeaderRow(i + 1, m, mean, lo, hi, int(n or 0), coverage.get(m), groups[m])
-            for i, (m, mean, lo, hi, n) in enumerate(rows)]
+    return [LeaderRow(i + 1, m, mean, lo, hi, int(n or 0), coverage.get(m), groups[m], note)
+            for i, (m, mean, lo, hi, n, note) in enumerate(rows)]
 
 
 def diffs_to(judge: str, baseline: str, models: list[str], stats: dict[str, pl.DataFrame],

@@ -2,7 +2,7 @@
 
 Reads a run's ``judge`` snapshot (and its essays, for lengths) and, when there is one,
 its ``pairwise`` snapshot; writes one ``stats`` snapshot (every Table 5 cell with its
-seeded, prompt-level paired bootstrap CI, per scoring variant) and the report tables
+t-interval over prompt clusters, per scoring variant) and the report tables
 under ``<store>/reports/<run_id>/stats/`` as Parquet, CSV and Markdown, with
 ``stats.md`` gathering them:
 
@@ -35,9 +35,13 @@ STAGE = "stats"
 def write_report(tables: dict[str, pl.DataFrame], folder: Path) -> Path:
     """Export every table and gather their Markdown into ``stats.md``; returns its path."""
     return gather_report(tables, folder, "Statistics", name="stats.md", render=render_markdown,
-                         intro=["Seeded bootstrap intervals resample prompts (paired across "
-                                "models; the two orders of a pairwise comparison stay "
-                                "together). 'indistinguishable' = the interval of the "
+                         intro=["Score intervals: t-intervals with prompts as clusters "
+                                "(paired across models for differences; ci_note/diff_note "
+                                "say why a cell has none, e.g. too few prompts). Win rates "
+                                "and Bradley–Terry: seeded bootstraps over prompts (the two "
+                                "orders of a pairwise comparison stay together); a "
+                                "Bradley–Terry model that is not estimable (separation) has "
+                                "no rating. 'indistinguishable' = the interval of the "
                                 "difference contains 0 (win rate: 0.5).\n"])
 
 

@@ -21,7 +21,18 @@ def test_summary_lists_the_overall_cis_and_survives_missing_bounds(tmp_path: Pat
         page.parent / "stats" / "score_ci_weighted.parquet")
     text = summary_markdown("r1", page)
     assert str(page) in text
-    assert "| j | b | 70.00 | [—, —] | 1 |" in text
+    assert "| j | b | 70.00 | — | 1 |" in text
     assert "| j | a | 61.25 | [55.00, 66.50] | 8 |" in text
     assert "argumentative" not in text
     assert "95% CI" not in summary_markdown("r2", tmp_path / "nothing" / "report.html")
+
+
+def test_summary_prints_why_a_cell_has_no_interval(tmp_path: Path) -> None:
+    page = tmp_path / "reports" / "r1" / "report.html"
+    (page.parent / "stats").mkdir(parents=True)
+    pl.DataFrame({"cell": ["overall"], "judge": ["j"], "model": ["b"], "mean": [70.0],
+                  "ci_lo": [None], "ci_hi": [None], "n": [3],
+                  "ci_note": ["n too small (< 7 prompts)"]},
+                 schema_overrides={"ci_lo": pl.Float64, "ci_hi": pl.Float64}).write_parquet(
+        page.parent / "stats" / "score_ci_weighted.parquet")
+    assert "| j | b | 70.00 | n too small (< 7 prompts) | 3 |" in summary_markdown("r1", page)

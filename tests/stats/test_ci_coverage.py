@@ -44,3 +44,55 @@ def test_coverage_near_nominal() -> None:
         se = max(cov.se_cluster, cov.se_binomial)
         assert se < 0.02, cov
         assert abs(cov.share - 0.95) <= 3 * se, cov
+
+
+def test_realistic_scores_are_the_projects_rubric_scores() -> None:
+    """The vectorised simulator scores like essaybench.bench.scoring: same weights, same
+    normalisation, bounded 10–100; its exact truth agrees with a large Monte Carlo draw."""
+    from benchmarks.score_sim import RealisticConfig, essay_scores, rubric_layout, true_means
+    from essaybench.bench.judge.judgments import trait_specs
+    from essaybench.bench.rubrics import load_rubric
+    from essaybench.bench.scoring import essay_score
+
+    rubric = load_rubric()
+    specs = trait_specs(rubric, "argumentative")
+    qids = [q for t in specs for q in t.question_ids]
+    weights, _, best = rubric_layout("argumentative")
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        sub = rng.integers(1, 11, size=len(qids))
+        ref = essay_score(specs, dict(zip(qids, sub.tolist(), strict=True)),
+                          alpha=rubric.alpha_default)
+        assert 100.0 * float(sub @ weights) / best == pytest.approx(ref.total, rel=1e-12)
+    cfg = RealisticConfig()
+    draws = essay_scores(np.random.default_rng(6), cfg, 40_000)[:, :, 0]
+    assert draws.min() >= 10.0 and draws.max() <= 100.0
+    se = draws.std(axis=0) / math.sqrt(draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0) - true_means(cfg)) < 4 * se)
+    # Unequal variances, and the best model bunched against the ceiling (left-skewed).
+    assert draws[:, 0].std() > 1.8 * draws[:, -1].std()
+    assert float(((draws[:, -1] - draws[:, -1].mean()) ** 3).mean()) < 0
+
+
+def test_mnar_failures_hit_weak_essays() -> None:
+    from benchmarks.score_sim import RealisticConfig, essay_scores, failed
+
+    cfg = RealisticConfig(fail_rate=0.0, mnar=0.1)
+    rng = np.random.default_rng(2)
+    scores = essay_scores(rng, cfg, 5_000)
+    lost = failed(rng, cfg, scores)
+    assert scores[lost].mean() < scores[~lost].mean() - 5
+    assert not failed(rng, RealisticConfig(fail_rate=0.0), scores).any()
+
+
+@pytest.mark.slow
+def test_realistic_cells_of_15_prompts_cover() -> None:
+    """Issue 16's done-when at the smallest Table 5 size: the production interval covers
+    ≥ 94% (less two Monte Carlo SEs) of cell means and paired differences (~25 s)."""
+    from benchmarks.ci_coverage import run_realistic
+    from benchmarks.score_sim import RealisticConfig
+
+    cov = run_realistic(15, 2000, 20250101, RealisticConfig(), ("cluster_t",))["cluster_t"]
+    for c in cov:
+        assert c.se_cluster < 0.004, c
+        assert 0.94 - 2 * c.se_cluster <= c.share <= 0.96 + 2 * c.se_cluster, c

@@ -22,7 +22,7 @@ def _one_per_prompt(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     return np.asarray(np.minimum(100.0, 10.0 * rng.integers(5, 13, size=(n, k))), dtype=float)
 
 
-@pytest.mark.parametrize("n", [5, 15, 60])
+@pytest.mark.parametrize("n", [MIN_PROMPTS, 15, 60])
 def test_one_score_per_prompt_is_the_one_sample_t_interval(n: int) -> None:
     x = _one_per_prompt(np.random.default_rng(n), n, 3)
     res = cluster_t_means(x, np.ones_like(x), level=0.9)
@@ -93,7 +93,7 @@ def test_too_few_prompts_no_score_and_no_spread_have_no_interval() -> None:
     res = cluster_t_means(np.nan_to_num(x), counts)
     assert res.note == ["", NOTE_TOO_FEW, NOTE_NO_SCORE, NOTE_NO_SPREAD]
     assert np.isfinite(res.lo[0]) and np.isnan(res.lo[1:]).all() and np.isnan(res.hi[1:]).all()
-    assert res.estimate[1] == pytest.approx(61.5) and np.isnan(res.estimate[2])
+    assert res.estimate[1] == pytest.approx(60 + (MIN_PROMPTS - 2) / 2) and np.isnan(res.estimate[2])
     assert "n too small" in NOTE_TOO_FEW
     # A difference needs enough prompts on each side, not just in the union.
     d = cluster_t_differences(np.nan_to_num(x), counts, np.array([0, 0, 0]),

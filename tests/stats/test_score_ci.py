@@ -49,7 +49,10 @@ def test_means_and_n_equal_table5(score: str) -> None:
         ref = t5.filter((pl.col("judge") == row["judge"]) & (pl.col("model") == row["model"]))
         assert row["mean"] == pytest.approx(ref[row["cell"]][0], rel=1e-12)
         assert row["n"] == ref[f"{row['cell']}:n"][0]
-        assert row["ci_lo"] <= row["mean"] <= row["ci_hi"]
+        if row["n_prompts"] >= MIN_PROMPTS:
+            assert row["ci_lo"] <= row["mean"] <= row["ci_hi"] and row["ci_note"] is None
+        else:
+            assert row["ci_lo"] is None and row["ci_note"] == NOTE_TOO_FEW
         checked += 1
     assert checked == 2 * 3 * (1 + len(GENRES))
 

@@ -26,6 +26,8 @@ READ_ONLY = [
     ["llm", "usage"],
     ["llm", "usage", "--markdown", "--stage", "judge"],
     ["estimate"],
+    ["curate", "review", "--list"],  # writes only the override file, and only when deciding
+    ["curate", "review", "--version", "{version}", "--all"],
 ]
 
 
@@ -67,5 +69,6 @@ def test_read_only_commands_change_no_byte_of_a_store(
                         "promptset show no-such-version": 2,
                         "promptset export {version} --to {out}": 0,
                         "compare --run r1": 2, "alerts --run r1": 2, "llm usage": 0,
-                        "llm usage --markdown --stage judge": 0, "estimate": 0}
+                        "llm usage --markdown --stage judge": 0, "estimate": 0,
+                        "curate review --list": 0, "curate review --version {version} --all": 0}
     assert (tmp_path / "out4.jsonl").read_text(encoding="utf-8")

@@ -95,3 +95,41 @@ def test_failures_list_every_essay_and_judgment_not_ok(reported_runs: ReportedRu
     bad_judgments = data.judgments.filter(pl.col("status") != "ok").height
     assert listed.height == bad_essays + bad_judgments > 0
     assert set(listed.filter(pl.col("stage") == "generate")["status"]) == {"api_error"}
+
+
+def test_cells_without_an_interval_carry_their_reason_to_the_report() -> None:
+    """Issue 16: a cell or difference without an interval says why (ci_note/diff_note), and
+    the leaderboard, the differences and the Bradley–Terry table and chart show it."""
+    from jinja2 import Environment
+
+    from essaybench.report.charts import bradley_terry_chart
+    from essaybench.report.svg import ChartIds
+    from essaybench.stats.bradley_terry import NOTE_ABOVE, bradley_terry
+
+    means = {"a": 80.0, "b": 70.0}
+    stats = _stats(means, set())
+    note = "n too small (< 7 prompts)"
+    stats["score_ci_weighted"] = stats["score_ci_weighted"].with_columns(
+        ci_lo=pl.when(pl.col("model") == "b").then(None).otherwise(pl.col("ci_lo")),
+        ci_note=pl.when(pl.col("model") == "b").then(pl.lit(note)))
+    stats["score_diff_weighted"] = stats["score_diff_weighted"].with_columns(
+        diff_lo=pl.lit(None, pl.Float64), diff_hi=pl.lit(None, pl.Float64),
+        indistinguishable=pl.lit(True), diff_note=pl.lit(note))
+    rows = leaderboard("j", _judgments(means), stats)
+    assert [(r.model, r.note) for r in rows] == [("a", ""), ("b", note)]
+    assert [(d.model, d.lo, d.note) for d in diffs_to("j", "a", ["a", "b"], stats)] == [
+        ("b", None, note)]
+    # Bradley–Terry: a model that wins everything has no rating; the report says so.
+    outcomes = pl.DataFrame(
+        [(f"p{p}", "top", m, "A") for p in range(4) for m in ("x", "y")]
+        + [(f"p{p}", "x", "y", v) for p, v in enumerate("ABAB")],
+        schema=["prompt_id", "model_a", "model_b", "verdict"], orient="row")
+    ranking = bradley_terry(outcomes, n_boot=50, seed=0).table().select(
+        pl.lit("j").alias("judge"), pl.all())
+    svg = bradley_terry_chart(ChartIds(), "j", ranking)
+    assert svg is not None and "<svg" in svg
+    template = Environment(autoescape=True).from_string(
+        "{% for b in rows %}{% if b.ci_lo is not none %}[{{ b.ci_lo }}]"
+        "{% else %}{{ b.note or '—' }}{% endif %};{% endfor %}")
+    text = template.render(rows=ranking.to_dicts())
+    assert text.split(";")[0] == NOTE_ABOVE and text.count("[") == 2

@@ -38,6 +38,7 @@ from essaybench.curate.quality import (
     PRED_CLASSES,
     TRUE_CLASSES,
     EvalItem,
+    Evaluation,
     Outcome,
     QualityReport,
     evaluate,
@@ -106,7 +107,7 @@ def _items(args: argparse.Namespace) -> list[EvalItem]:
 
 
 def _with_llm(items: list[EvalItem], args: argparse.Namespace, base: ClassifyParams,
-              filter_params: FilterParams) -> list[Outcome]:
+              filter_params: FilterParams) -> Evaluation:
     from essaybench.curate.llm_labeler import GatewayLabeler
     from essaybench.llm.registry import load_registry
     from essaybench.llm.session import open_gateway
@@ -134,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     items = _items(args)
     base = ClassifyParams(overrides_path=args.overrides)
     started = time.perf_counter()
-    rules = evaluate(items, config.filter, base)
+    rules = evaluate(items, config.filter, base).outcomes
     report = quality_report(rules)
     print(format_report("rules only", report, rules, args.list_undecided))
     print(f"({time.perf_counter() - started:.1f} s)")
@@ -143,11 +144,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{name} {'MET' if ok else 'NOT MET'}" for name, ok in met.items()))
     if args.labeler_model:
         started = time.perf_counter()
-        llm = _with_llm(items, args, base, config.filter)
+        run = _with_llm(items, args, base, config.filter)
+        llm, calls = run.outcomes, run.classify_meta["llm"]
         print()
         print(format_report(f"rules + {args.labeler_model}", quality_report(llm), llm,
                             args.list_undecided))
         changed = sum(a.pred_class != b.pred_class for a, b in zip(rules, llm, strict=True))
+        rejected = sum("in the material, not the task" in o.detail for o in llm)
+        print(f"labeler: {calls['requests']} requests, statuses {calls['status']}, "
+              f"{calls['incomplete']} without every label asked ({rejected} genres rejected: "
+              "evidence only in the material)")
         print(f"({time.perf_counter() - started:.1f} s; {changed} predictions differ from "
               "rules only)")
     return 0 if all(met.values()) else 1

@@ -11,7 +11,9 @@ material counts only as weak evidence. A prompt may leave the genre open (文体
 ``allowed_genres`` lists them); ``genre`` is then null. Such a prompt is kept only with
 ``keep_genre_choice`` (generation and judging must then pick the rubric of the genre
 the essay chose); otherwise it is unclassified with reason ``genre_open`` or
-``genre_multi`` and waits for an override like any undecided prompt. Every row records
+``genre_multi`` and waits for an override like any undecided prompt. A prompt whose
+task asks for a non-essay product (写一封感谢信, 写一段点评) is unclassified with reason
+``genre_not_essay``; the labeler is not asked to find a genre for it. Every row records
 the deciding evidence's span (``genre_span``, the passage itself) and its segment
 (``genre_segment``: task, requirements or material).
 
@@ -111,6 +113,11 @@ class _Row:
         return list(self.allowed)
 
     @property
+    def not_essay(self) -> bool:
+        """The rules found the task asks for a non-essay product: no genre to ask for."""
+        return self.genre is None and self.rule is not None and self.rule.not_essay
+
+    @property
     def genre_choice(self) -> bool:
         """The rules found an open genre or a choice: nothing for a labeler to decide."""
         return self.genre is None and bool(self.allowed)
@@ -160,7 +167,7 @@ def _plan(table: pl.DataFrame, params: ClassifyParams,
     requests: dict[str, LabelRequest] = {}
     if params.mode == "rules+llm":
         for row in rows:
-            need_genre = row.genre is None and not row.genre_choice
+            need_genre = row.genre is None and not (row.genre_choice or row.not_essay)
             if (need_genre or row.prompt_set is None) and row.prompt_id not in requests:
                 requests[row.prompt_id] = LabelRequest(
                     prompt_id=row.prompt_id, text=row.text, need_genre=need_genre,
@@ -219,7 +226,7 @@ def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
     """Fill what the request asked for; False if the labeler left something asked unanswered."""
     if result is None:
         return True
-    asked_genre = row.genre is None and not row.genre_choice
+    asked_genre = row.genre is None and not (row.genre_choice or row.not_essay)
     asked_set = row.prompt_set is None
     if result.status != LabelStatus.OK:
         row.llm_note = f"llm {result.status.value}: {result.error or ''}".strip()
@@ -287,6 +294,9 @@ def _decide(row: _Row, params: ClassifyParams) -> tuple[str, str | None, str]:
                    else f"genre a choice of {', '.join(row.allowed)}")
         missing += " (kept only with keep_genre_choice)"
         evidence = row.genre_evidence
+    elif row.not_essay:
+        reason, evidence = "genre_not_essay", row.genre_evidence
+        missing = "no genre: the task asks for something other than an essay"
     elif row.genre is None:
         reason, missing, evidence = "genre_undecided", "genre undecided", row.genre_evidence
     else:

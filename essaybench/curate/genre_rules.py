@@ -105,6 +105,7 @@ class RuleGenre:
     span: tuple[int, int] | None = None
     segment: Segment | None = None
     parts: PromptParts | None = field(default=None, compare=False, repr=False)
+    not_essay: bool = False  # the task asks for a non-essay product (rule 3)
 
     @property
     def decided(self) -> bool:
@@ -168,7 +169,8 @@ def genre_by_rules(text: str) -> RuleGenre:
     if products and not any(_ESSAY_HEAD.search(np) for np, _, _ in heads):
         a, b = products[0]
         return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, "
-                         f"not an essay{note}", parts=parts)
+                         f"not an essay{note}", span=(a, b), segment="task", not_essay=True,
+                         parts=parts)
     open_word = _OPEN_GENRE.search(strong_view)
     if open_word is not None:
         lean = _detail(_cues(text, strong_view))

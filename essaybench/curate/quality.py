@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -172,9 +172,15 @@ def _pred_class(row: dict[str, object]) -> str:
     return "multi" if allowed else "undecided"
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    outcomes: list[Outcome]
+    classify_meta: dict[str, Any]  # the classify stage's meta (labeler call statuses …)
+
+
 def evaluate(items: Sequence[EvalItem], filter_params: FilterParams,
              classify_params: ClassifyParams,
-             labeler: PromptLabeler | None = None) -> list[Outcome]:
+             labeler: PromptLabeler | None = None) -> Evaluation:
     """Every item through filter then classify, as the curate flow runs them."""
     n = len(items)
     data: dict[str, list[str | None]] = {c: [None] * n for c in RECORD_COLUMNS}
@@ -183,7 +189,8 @@ def evaluate(items: Sequence[EvalItem], filter_params: FilterParams,
     data["raw_text"] = [i.text for i in items]
     data["decision"] = [Decision.KEPT.value] * n
     filtered = run_filter(pl.DataFrame(data, schema=RECORD_COLUMNS), filter_params).table
-    classified = run_classify(kept_rows(filtered), classify_params, labeler).table
+    stage = run_classify(kept_rows(filtered), classify_params, labeler)
+    classified = stage.table
     by_id = {r["record_id"]: r for r in classified.iter_rows(named=True)}
     outcomes = []
     for item, frow in zip(items, filtered.iter_rows(named=True), strict=True):
@@ -198,7 +205,7 @@ def evaluate(items: Sequence[EvalItem], filter_params: FilterParams,
         outcomes.append(Outcome(item, str(row["decision"]), row["reason"], _pred_class(row),
                                 tuple(row["allowed_genres"] or ()), row["prompt_set"], length,
                                 str(row["detail"] or "")))
-    return outcomes
+    return Evaluation(outcomes, stage.meta)
 
 
 @dataclass

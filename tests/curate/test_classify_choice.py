@@ -58,11 +58,16 @@ def test_keep_genre_choice_publishes_open_and_choice_prompts() -> None:
                                  .alias("allowed_genres"))).version
 
 
-def test_labeler_is_not_asked_for_a_genre_the_rules_found_open() -> None:
+def test_labeler_is_not_asked_for_a_genre_the_rules_found_open_or_not_an_essay() -> None:
+    letter = "帮我写一封感谢信，感谢社区志愿者在疫情期间的帮助，讲述他们的故事"
     fake = FakeLabeler(lambda r: LabelResult(status=LabelStatus.OK, genre=Genre.NARRATIVE,
-                                             evidence="请写一篇文章"))
-    run_classify(table([OPEN, CHOICE]), ClassifyParams(mode="rules+llm"), fake)
+                                             evidence="感谢"))
+    t = run_classify(table([OPEN, CHOICE, letter]), ClassifyParams(mode="rules+llm"),
+                     fake).table
     assert all(not call.need_genre for call in fake.calls)
+    assert t["reason"].to_list() == ["genre_open", "genre_multi", "genre_not_essay"]
+    assert (t["genre_segment"][2], t["genre_span"][2]) == ("task", "感谢信")
+    assert "something other than an essay" in t["detail"][2]
 
 
 def test_labeler_genre_with_evidence_only_in_the_material_is_rejected() -> None:

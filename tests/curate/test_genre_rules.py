@@ -89,12 +89,13 @@ def test_material_breaks_a_tie_between_task_cues_only() -> None:
 ])
 def test_a_task_asking_for_a_non_essay_decides_no_genre(text: str) -> None:
     rule = genre_by_rules(text)
-    assert not rule.decided and "not an essay" in rule.evidence
+    assert not rule.decided and rule.not_essay and "not an essay" in rule.evidence
+    assert rule.segment == "task" and rule.span is not None
 
 
 def test_an_essay_product_is_not_mistaken_for_a_non_essay() -> None:
     rule = genre_by_rules("写一篇关于诗歌的议论文，谈谈你的看法")
-    assert rule.genre == Genre.ARGUMENTATIVE
+    assert rule.genre == Genre.ARGUMENTATIVE and not rule.not_essay
 
 
 def test_traditional_characters_match_and_the_span_quotes_the_original() -> None:

@@ -28,7 +28,7 @@ from essaybench.curate.quality import (
 
 def _run(items: list[EvalItem]) -> list[Outcome]:
     config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
-    return evaluate(items, config.filter, ClassifyParams())
+    return evaluate(items, config.filter, ClassifyParams()).outcomes
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def test_read_only_commands_change_no_byte_of_a_store(
     assert version is not None
     before = files_of(store.root)
     assert {"catalog.duckdb", "ledger.duckdb"} <= set(before)
-    outcomes = {}
+    outcomes: dict[str, int] = {}
     for command in READ_ONLY:
         out = tmp_path / f"out{len(outcomes)}.jsonl"
         result = CliRunner().invoke(app, [*_args(command, version, out),

@@ -15,9 +15,11 @@ Decision, in order:
    no essay genre to decide; the prompt stays undecided and goes to review, whatever
    genre words it quotes ("给一篇议论文写一段点评").
 4. **Cue groups** (one point per group present) in the task and requirements: a unique
-   top score decides. A tie is broken only by cue groups in the material, and only
-   between the tied genres; cues found only in the material never decide
-   ("他讲述了自己的成长经历" in a story is about the story, not the essay asked for).
+   top score decides, a tie leaves the genre undecided. The topic of an opinion frame
+   ("谈谈你对成长的看法": 成长) is the topic, not a cue. Cues in the material are weak
+   evidence: they are listed for the reviewer and never decide, not even a tie
+   ("他讲述了自己的成长经历" in a story is about the story, not the essay asked for;
+   breaking ties with them turned reflections on a story into narratives).
 
 Matching reads ``core.matching.matching_text`` (traditional characters as simplified),
 offset for offset; evidence spans index the prompt as given.
@@ -87,6 +89,9 @@ _NON_ESSAY_HEAD = re.compile(
     r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品)\s*(?:吗|吧|呢)?\s*$")
 
 _STRONG: set[Segment] = {"task", "requirements"}
+# 对X的看法: X is what the opinion is about, its words are no genre cues
+_OPINION_TOPIC = re.compile(
+    r"对(?P<topic>[^，。；？！,.;?!\n]{1,20}?)的(?:看法|认识|理解|思考|感悟|见解|观点|态度)")
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,9 @@ def genre_by_rules(text: str) -> RuleGenre:
         ordered = tuple(g.value for g in Genre if g in genres)
         return RuleGenre(None, f"rule: choice of genres {listed}{note}", ordered, False,
                          strong_hits[0].span, strong_hits[0].segment, parts)
+    for m in _OPINION_TOPIC.finditer(strong_view):
+        a, b = m.span("topic")
+        strong_view = strong_view[:a] + " " * (b - a) + strong_view[b:]
     strong = _cues(text, strong_view)
     weak = _cues(text, parts.keep({"material"}, masked))
     weak_note = f"; material (weak, never decides alone): {_detail(weak)}" if weak else ""
@@ -199,15 +207,9 @@ def genre_by_rules(text: str) -> RuleGenre:
     tied = [g for g, c in strong.items() if len(c) == top]
     detail = _detail(strong)
     if len(tied) > 1:
-        support = {g: len(weak.get(g, [])) for g in tied}
-        best = max(support.values())
-        leaders = [g for g, n in support.items() if n == best]
-        if best == 0 or len(leaders) > 1:
-            return RuleGenre(None, f"rule: undecided, tied cues {detail}{weak_note}{note}",
-                             parts=parts)
-        winner, how = leaders[0], " (tie broken by the material)"
-    else:
-        winner, how = tied[0], ""
+        return RuleGenre(None, f"rule: undecided, tied cues {detail}{weak_note}{note}",
+                         parts=parts)
+    winner = tied[0]
     span = strong[winner][0][1]
-    return RuleGenre(winner, f"rule cues: {detail}{how}{weak_note}{note}", (winner.value,),
+    return RuleGenre(winner, f"rule cues: {detail}{weak_note}{note}", (winner.value,),
                      False, span, parts.segment_at(span[0]), parts)

@@ -73,13 +73,21 @@ def test_a_negated_genre_is_not_part_of_a_choice() -> None:
     assert rule.genre == Genre.NARRATIVE and rule.allowed == ("narrative",)
 
 
-def test_material_breaks_a_tie_between_task_cues_only() -> None:
+def test_material_cues_do_not_break_a_tie_between_task_cues() -> None:
     # task: 谈谈 (argumentative) vs 成长 (narrative), one each; the material's 故事 and
-    # 经历 side with narrative
+    # 经历 side with narrative, but the material never decides
     text = f"{INTRO}他讲述了自己的故事和许多难忘的经历。\n请谈谈你的成长。"
     rule = genre_by_rules(text)
-    assert rule.genre == Genre.NARRATIVE and "tie broken by the material" in rule.evidence
-    assert rule.segment == "task"
+    assert rule.genre is None and "tied cues" in rule.evidence
+    assert "material (weak, never decides alone): narrative=" in rule.evidence
+
+
+def test_the_topic_of_an_opinion_is_no_cue_and_naming_the_material_is_material() -> None:
+    text = ("以下是一位同学的日记：“今天我第一次独自坐公交车，心里既紧张又兴奋。”\n"
+            "读了这篇日记，请谈谈你对成长的看法，不少于600字。")
+    rule = genre_by_rules(text)
+    assert rule.genre == Genre.ARGUMENTATIVE
+    assert rule.evidence.startswith("rule cues: argumentative=2 [谈谈, 看法]")
 
 
 @pytest.mark.parametrize("text", [

@@ -98,6 +98,8 @@ def format_report(title: str, report: QualityReport, outcomes: Sequence[Outcome]
 
 def _items(args: argparse.Namespace) -> list[EvalItem]:
     items = load_eval_set(args.eval_set)
+    if args.skip_writingbench:
+        return items
     if WB_QUERIES.is_file():
         items += load_writingbench_labels(WB_LABELS, WB_QUERIES)
     else:
@@ -124,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--eval-set", type=Path, default=EVAL_SET)
+    parser.add_argument("--skip-writingbench", action="store_true",
+                        help="Only the --eval-set, not the labelled WritingBench sample.")
     parser.add_argument("--labeler-model", help="Registry model for the rules+llm run.")
     parser.add_argument("--registry", type=Path,
                         help="Model registry (default: $ESSAYBENCH_MODELS or configs/models.yaml).")

@@ -97,3 +97,39 @@ def test_bad_label_is_one_error_naming_file_and_line(tmp_path: Path, line: str,
     path.write_text(good + "\n" + line + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"set\.jsonl:2: .*{message}"):
         load_eval_set(path)
+
+
+def test_benchmark_measures_a_registry_labeler(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--labeler-model: the rules+LLM run goes through the gateway to that registry model
+    (here the fake server, answering narrative for every prompt it is asked about)."""
+    from benchmarks.curation_quality import main
+    from essaybench.llm.fake.scenario import FakeScenario
+    from essaybench.llm.fake.server import run_fake_server
+
+    tied = "写一篇作文，介绍你最喜欢的一本书，并说说你喜欢它的理由"  # rules: a tie
+    eval_set = tmp_path / "set.jsonl"
+    eval_set.write_text("\n".join([
+        f'{{"id": "a", "kind": "chat", "text": "{tied}", "is_essay": true, '
+        '"genre": "narrative", "allowed_genres": ["narrative"], "prompt_set": "open"}',
+        '{"id": "b", "kind": "chat", "text": "写一篇议论文，谈谈诚信", "is_essay": true, '
+        '"genre": "argumentative", "allowed_genres": ["argumentative"], "prompt_set": "open"}',
+    ]) + "\n", encoding="utf-8")
+    answer = '{"genre": "narrative", "prompt_set": null, "evidence": "写一篇作文"}'
+    scenario = FakeScenario.model_validate(
+        {"models": {"*": {"structured": "script", "structured_script": [answer]}}})
+    with run_fake_server(scenario) as server:
+        registry = tmp_path / "models.yaml"
+        registry.write_text(
+            "models:\n  labeler:\n    provider: fake\n"
+            f"    base_url: {server.base_url}\n    api_key_env: null\n    model_id: m\n"
+            "    family: fake\n    structured_output: json_schema\n    max_retries: 0\n"
+            "    timeout_s: 10\n", encoding="utf-8")
+        main(["--eval-set", str(eval_set), "--labeler-model", "labeler", "--registry",
+              str(registry), "--store", str(tmp_path / "store"), "--skip-writingbench"])
+    out = capsys.readouterr().out
+    rules, llm = out.split("== rules + labeler")
+    assert "essays decided                  50.0% (1/2" in rules
+    assert "essays decided                 100.0% (2/2" in llm
+    assert "labeler: 1 requests, statuses {'ok': 1}" in llm
+    assert "1 predictions differ from rules only" in llm

@@ -2,18 +2,18 @@
 
 Decision, in order:
 
-1. **Open genre**: the task or requirements leave the genre to the writer (文体不限,
-   体裁不限, 自选文体, 自定文体, 明确文体 …): allowed genres ``["any"]``, no single genre.
-2. **Explicit genre words** (议论文, 记叙文, 描写文, 说明文 and a few compounds such as
-   写景散文, 科普文章, 驳论文) in the task or requirements, unless negated (不要写成议论文,
-   除记叙文外): one genre decides; two or more ("写一篇议论文或记叙文", "任选一题" with a
-   genre per item) are a choice: allowed genres = those, no single genre.
-   Bare 散文 names a form, not one of the four genres, and decides nothing.
-3. **The requested product** (the head noun after 写/撰写/创作/起草 in the task, "写一封
+1. **The requested product** (the head noun after 写/撰写/创作/起草 in the task, "写一封
    感谢信", "写一段点评", "写一个童话故事"): when every product the task names is a
    non-essay form (a letter, a poem, a comment, a summary, a script, a plan …) there is
    no essay genre to decide; the prompt stays undecided and goes to review, whatever
    genre words it quotes ("给一篇议论文写一段点评").
+2. **Open genre**: the task or requirements leave the genre to the writer (文体不限,
+   体裁不限, 自选文体, 自定文体, 明确文体 …): allowed genres ``["any"]``, no single genre.
+3. **Explicit genre words** (议论文, 记叙文, 描写文, 说明文 and a few compounds such as
+   写景散文, 科普文章, 驳论文) in the task or requirements, unless negated (不要写成议论文,
+   除记叙文外): one genre decides; two or more ("写一篇议论文或记叙文", "任选一题" with a
+   genre per item) are a choice: allowed genres = those, no single genre.
+   Bare 散文 names a form, not one of the four genres, and decides nothing.
 4. **Cue groups** (one point per group present) in the task and requirements: a unique
    top score decides, a tie leaves the genre undecided. The topic of an opinion frame
    ("谈谈你对成长的看法": 成长) is the topic, not a cue. Cues in the material are weak
@@ -110,7 +110,7 @@ class RuleGenre:
     span: tuple[int, int] | None = None
     segment: Segment | None = None
     parts: PromptParts | None = field(default=None, compare=False, repr=False)
-    not_essay: bool = False  # the task asks for a non-essay product (rule 3)
+    not_essay: bool = False  # the task asks for a non-essay product (rule 1)
 
     @property
     def decided(self) -> bool:

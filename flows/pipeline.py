@@ -32,6 +32,7 @@ from prefect.context import FlowRunContext
 from prefect.states import Failed
 
 from essaybench.bench.config import load_benchmark_config
+from essaybench.bench.generate import language_summary
 from essaybench.bench.health import RunUnhealthy
 from essaybench.core.errors import UserError
 from essaybench.core.settings import (
@@ -143,6 +144,8 @@ def pipeline_flow(
     result["alerts"] = alerts_stage_task(run_id, benchmark_config, store_root,
                                          judged.snapshot_id, lock_timeout_s)
     result["reports"] = str(store.root / "reports" / run_id)
+    result["language"] = language_summary(store.get_snapshot(essays_id).read(),
+                                          config.judge.skip_off_language)
     # The HTML page of everything above (a failed run's too: it shows what went wrong).
     result["report"] = report_task(run_id, store_root, lock_timeout_s)
     # Every snapshot and report is written by now; a run below its coverage floor still

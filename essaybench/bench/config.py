@@ -5,11 +5,12 @@ write, which judge, pairwise and statistics settings — validated data, read st
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from itertools import zip_longest
 from pathlib import Path
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.alerts import AlertParams
 from essaybench.bench.drift import DriftParams
@@ -34,6 +35,9 @@ class BenchmarkConfig(BaseModel):
     per_genre: int | None = Field(default=None, ge=1,
                                   description="Sample this many prompts per genre (None: all).")
     sample_seed: int = Field(default=0, description="Seed of the per-genre prompt sample.")
+    genres: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="Only prompts of these genres (None: every "
+        "genre); a genre's sample does not depend on which others are listed.")
     generate: GenerateParams
     judge: JudgeParams
     pairwise: PairwiseParams | None = Field(
@@ -50,6 +54,14 @@ class BenchmarkConfig(BaseModel):
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")
+
+    @field_validator("genres")
+    @classmethod
+    def _known_genres(cls, genres: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        unknown = sorted(set(genres or ()) - set(GENRES))
+        if unknown:
+            raise ValueError(f"unknown genres {unknown}; genres: {', '.join(GENRES)}")
+        return genres
 
     def judges(self) -> list[str]:
         """Every model this run asks to judge (rubric, second judge, pairwise), once each."""
@@ -68,9 +80,14 @@ def load_benchmark_config(path: Path | str) -> BenchmarkConfig:
     return load_model(BenchmarkConfig, path, "benchmark config", error=BenchmarkConfigError)
 
 
-def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int) -> pl.DataFrame:
-    """Up to ``per_genre`` prompts of each genre, alternating Open and Constrained, drawn
-    by a seeded shuffle of the prompt ids (so the sample does not depend on file order)."""
+def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int,
+                   genres: Sequence[str] | None = None) -> pl.DataFrame:
+    """Up to ``per_genre`` prompts of each genre (of ``genres`` only, when given),
+    alternating Open and Constrained, drawn by a seeded shuffle of the prompt ids (so the
+    sample does not depend on file order)."""
+    if genres is not None:  # after the draw: a genre's sample is the same with or without others
+        return select_prompts(prompts, per_genre, seed).filter(
+            pl.col("genre").is_in(list(genres)))
     if per_genre is None:
         return prompts
     rng = random.Random(seed)

@@ -269,3 +269,19 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
                               "from_ledger": stats.follow_ups_from_ledger,
                               "sent": stats.follow_ups_sent}
     return StageOutput(table, meta=meta, run_meta={"calls": calls})
+
+
+def language_summary(essays: pl.DataFrame, skip_off_language: bool) -> dict[str, dict[str, Any]]:
+    """Per writer: ok essays and how many of them are off-language (not written in
+    Chinese), and what the judge stage does with those (``handling``, printable)."""
+    handling = "; not judged" if skip_off_language else "; judged anyway"
+    out: dict[str, dict[str, Any]] = {}
+    ok = essays.filter(pl.col("status") == "ok")
+    if "off_language" not in ok.columns:
+        return out
+    for model, n_ok, n_off in (ok.group_by("model")
+                               .agg(pl.len(), pl.col("off_language").fill_null(False).sum())
+                               .sort("model").iter_rows()):
+        out[str(model)] = {"ok": int(n_ok), "off_language": int(n_off), "handling": handling}
+    return out
+

@@ -97,7 +97,7 @@ def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Regi
                  stages: Sequence[str] = ESTIMATED_STAGES) -> Estimate:
     """The estimate of a run of ``config`` over its prompt set in ``store_root``."""
     version, prompts = read_prompt_set(store_root, config.prompt_set)
-    selected = select_prompts(prompts, config.per_genre, config.sample_seed)
+    selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
     stats, unread = read_token_stats(store_root)
     estimate = estimate_benchmark(selected, config, registry, stats, prompt_set=version,
                                   stages=stages)

@@ -40,7 +40,7 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     memory, any other finds them in the ledger)."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     check_session_run(session, run_id)
-    selected = select_prompts(prompts, config.per_genre, config.sample_seed)
+    selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
     prefetch = (JudgePrefetch.for_prompts(selected, config.judge,

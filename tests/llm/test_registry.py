@@ -61,8 +61,15 @@ def entry(**overrides: Any) -> dict[str, Any]:
 
 def test_default_registry_enables_only_the_embedded_model() -> None:
     reg = load_registry(CONFIGS / "models.yaml")
-    assert reg.names() == ["smollm2-135m", "fake"]
-    assert [s.name for s in reg.enabled()] == ["smollm2-135m"]
+    writers = ["smollm2-135m-para", "smollm2-135m-para-zh"]  # the demo's writer configurations
+    assert reg.names() == ["smollm2-135m", *writers, "fake"]
+    assert [s.name for s in reg.enabled()] == ["smollm2-135m", *writers]
+    assert all(reg.get(w).is_embedded for w in writers)
+    assert reg.get(writers[0]).writer_system_prompt is None
+    assert (reg.get(writers[1]).writer_system_prompt or "").startswith("你是一名中文写作者。")
+    # The judge ends no reply at a line break (its JSON may hold one); the writers do.
+    assert "stop" not in reg.get("smollm2-135m").default_params
+    assert all(reg.get(w).default_params["stop"] == ["\n"] for w in writers)
     smol = reg.get("smollm2-135m")
     assert smol.is_embedded and smol.endpoint == EMBEDDED
     assert smol.api_key() is None
@@ -169,7 +176,7 @@ def test_structure_of_the_file_is_checked(tmp_path: Path) -> None:
 
 def test_get_names_the_known_models() -> None:
     reg = load_registry(CONFIGS / "models.yaml")
-    with pytest.raises(KeyError, match="known: fake, smollm2-135m"):
+    with pytest.raises(KeyError, match="known: fake, smollm2-135m, smollm2-135m-para"):
         reg.get("gpt-5")
     assert "fake" in reg and "gpt-5" not in reg
 

@@ -14,7 +14,7 @@ from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.ledger import Ledger
-from essaybench.llm.replicas import ReplicaPool, affinity_of
+from essaybench.llm.replicas import HOME_MIN_CHARS, ReplicaPool, affinity_of
 from essaybench.llm.retry import Backoff
 from essaybench.llm.session import REPLICAS_ENV, embedded_replica_count
 from essaybench.llm.types import ChatRequest, ChatResult, Message
@@ -45,6 +45,28 @@ def test_least_busy_first_then_the_warm_replica_then_the_longest_idle() -> None:
         assert url == "http://b/v1"
     with pytest.raises(ValueError, match="at least one"):
         ReplicaPool([])
+
+
+def test_a_long_first_message_keeps_its_home_replica_even_when_busy() -> None:
+    """A rubric read by one replica is not read again by another: its calls queue at home.
+    Short first messages (a writer's system prompt) still go to the least busy."""
+    pool = ReplicaPool(["http://a/v1", "http://b/v1"])
+    rubric = affinity_of((Message(role="system", content="细" * HOME_MIN_CHARS),))
+    short = affinity_of((Message(role="system", content="请用中文写作。"),))
+    assert rubric.startswith("home:") and not short.startswith("home:")
+    with pool.lease(rubric) as first:
+        assert first == "http://a/v1"
+        with pool.lease(rubric) as again:  # a is busy, but a holds the rubric
+            assert again == "http://a/v1"
+            with pool.lease(short) as other:
+                assert other == "http://b/v1"
+            with pool.lease(short) as other:  # b is free again, a is busy twice
+                assert other == "http://b/v1"
+    other_rubric = affinity_of((Message(role="system", content="描" * HOME_MIN_CHARS),))
+    with pool.lease(rubric), pool.lease(other_rubric) as url:  # a new rubric's home: b
+        assert url == "http://b/v1"
+    with pool.lease(other_rubric) as url:
+        assert url == "http://b/v1"
 
 
 def test_affinity_is_the_first_message() -> None:

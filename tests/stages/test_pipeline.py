@@ -33,6 +33,14 @@ def test_select_prompts_is_seeded_and_balanced() -> None:
     assert a.group_by("genre").len()["len"].to_list() == [2, 2, 2, 2]
     assert sorted(a.group_by("prompt_set").len().rows()) == [("constrained", 4), ("open", 4)]
     assert select_prompts(prompts, None, 0).equals(prompts)
+    # Only some genres: each listed genre's sample is the one it gets with every genre.
+    two = select_prompts(prompts, 2, seed=1, genres=("narrative", "expository"))
+    assert two.equals(a.filter(pl.col("genre").is_in(["narrative", "expository"])))
+    assert sorted(set(select_prompts(prompts, None, 0, genres=("narrative",))["genre"])) == [
+        "narrative"]
+    with pytest.raises(ValueError, match=r"unknown genres \['poem'\]"):
+        BenchmarkConfig(generate=GenerateParams(models=("w",)),
+                        judge=JudgeParams(judges=["j"]), genres=("poem",))
 
 
 def test_benchmark_stages_and_rerun_of_judge(curated_copy: Store) -> None:

@@ -1,0 +1,337 @@
+"""Start and stop, on one host, what several workers need: a private PostgreSQL, a Prefect
+server on it, the process work pool of ``prefect.yaml`` with a concurrency limit, and N
+workers; everything on 127.0.0.1, its state (pids, URLs, logs) under one directory.
+
+    python -m ops.local_stack start --dir out/stack --workers 2 --pool-limit 4
+    eval "$(python -m ops.local_stack env --dir out/stack)"   # PREFECT_API_URL for the CLI
+    prefect --no-prompt deploy --all
+    python -m ops.local_stack stop --dir out/stack [--purge]
+
+Workers inherit the environment ``start`` runs in (ESSAYBENCH_STORE, ESSAYBENCH_MODELS,
+provider keys…). Each long-running process starts in a session of its own, and all carry
+a tag of this stack in their environment: the flow-run processes a worker spawns (in
+sessions of their own) are found by it, so ``stop`` stops exactly this stack's processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from uuid import uuid4
+
+import httpx
+import psutil  # type: ignore[import-untyped]
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from essaybench.core.paths import PROJECT_ROOT
+from ops import postgres
+from ops.postgres import PgCluster
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))  # the CLI of this virtualenv
+STATE_FILE = "stack.json"
+TAG_ENV = "ESSAYBENCH_STACK_TAG"
+_QUIET = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+class StackState(BaseModel):
+    """``<dir>/stack.json`` (mode 600: the database URL holds the password)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tag: str
+    pool: str
+    api_url: str | None = None
+    postgres: PgCluster | None = None
+    processes: dict[str, int] = {}  # name -> pid, each the leader of its own session
+
+    @property
+    def db_url(self) -> str | None:
+        return self.postgres.url() if self.postgres else None
+
+
+def default_pool() -> str:
+    """The work pool ``prefect.yaml``'s deployments run on (all use one)."""
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    pools = {d["work_pool"]["name"] for d in spec["deployments"]}
+    if len(pools) != 1:
+        raise ValueError(f"prefect.yaml: expected one work pool, found {sorted(pools)}")
+    return str(pools.pop())
+
+
+def read_state(state_dir: Path) -> StackState | None:
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    return StackState.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def _write_state(state_dir: Path, state: StackState) -> None:
+    path = state_dir / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def _wait(ready: Callable[[], bool], timeout: float, what: str,
+          dead: Callable[[], str | None] = lambda: None) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if (reason := dead()) is not None:
+            raise RuntimeError(f"{what}: {reason}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not within {timeout:g} s")
+        time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    with suppress(psutil.Error):
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    return False
+
+
+def tagged(tag: str) -> list[psutil.Process]:
+    """Live processes carrying the stack's tag (its own and every descendant, whatever
+    session they moved to); PostgreSQL's included."""
+    found = []
+    for proc in psutil.process_iter():
+        with suppress(psutil.Error):
+            if proc.environ().get(TAG_ENV) == tag and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+class _Starter:
+    """One ``start``: spawns detached processes and records each at once, so that a start
+    failing half-way is stopped by the same ``stop``."""
+
+    def __init__(self, state_dir: Path, state: StackState, env: Mapping[str, str]) -> None:
+        self.dir, self.state = state_dir, state
+        self.env = {**env, **_QUIET, TAG_ENV: state.tag,
+                    "PREFECT_HOME": str(state_dir / "prefect-home")}
+        self.logs = state_dir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+
+    def spawn(self, name: str, args: Sequence[str], extra: Mapping[str, str]) -> int:
+        with (self.logs / f"{name}.log").open("ab") as log:
+            popen = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env={**self.env, **extra},
+                                     cwd=PROJECT_ROOT, start_new_session=True)
+        self.state.processes[name] = popen.pid
+        _write_state(self.dir, self.state)
+        return popen.pid
+
+    def exited(self, name: str) -> str | None:
+        pid = self.state.processes[name]
+        if _alive(pid):
+            return None
+        log = (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
+        return f"{name} exited; its log ({self.logs / name}.log) ends:\n{log}"
+
+    def cli(self, args: Sequence[str], extra: Mapping[str, str], timeout: float) -> None:
+        done = subprocess.run([PREFECT, *args], capture_output=True, text=True, timeout=timeout,
+                              env={**self.env, **extra}, cwd=PROJECT_ROOT, check=False,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"prefect {' '.join(args)} exited {done.returncode}:\n"
+                               f"{(done.stdout + done.stderr)[-3000:]}")
+
+
+def _online_workers(api: str, pool: str) -> int:
+    try:
+        reply = httpx.post(f"{api}/work_pools/{pool}/workers/filter", json={}, timeout=5,
+                           trust_env=False)
+    except httpx.HTTPError:
+        return 0
+    return sum(w.get("status") == "ONLINE" for w in reply.json()) if reply.is_success else 0
+
+
+def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = None,
+          port: int | None = None, ui: bool = True, timeout: float = 180.0,
+          env: Mapping[str, str] | None = None) -> StackState:
+    """Start the stack (reusing the database a stopped stack left in ``state_dir``); its
+    state once the server answers and every worker is online."""
+    state_dir = state_dir.resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    old = read_state(state_dir)
+    if old is not None and (tagged(old.tag) or any(map(_alive, old.processes.values()))):
+        raise RuntimeError(f"a stack already runs from {state_dir}: stop it first")
+    state = StackState(tag=uuid4().hex, pool=pool or default_pool(),
+                       postgres=old.postgres if old else None)
+    base = {k: v for k, v in (os.environ if env is None else env).items()
+            if k not in ("PREFECT_API_URL", TAG_ENV)}
+    starter = _Starter(state_dir, state, base)
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    try:
+        if state.postgres is None:
+            state.postgres = postgres.init_cluster(state_dir, free_port(), left())
+            _write_state(state_dir, state)
+        postgres.start(state.postgres, starter.env, left())
+        postgres.create_database(state.postgres, left())
+
+        server_port = port or free_port()
+        api = state.api_url = f"http://127.0.0.1:{server_port}/api"
+        starter.spawn("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port",
+                                 str(server_port)],
+                      {"PREFECT_SERVER_DATABASE_CONNECTION_URL": state.postgres.url(),
+                       "PREFECT_UI_ENABLED": str(ui).lower(),
+                       "PREFECT_SERVER_UI_ENABLED": str(ui).lower()})
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(f"{api}/health", timeout=2, trust_env=False).is_success
+            except httpx.HTTPError:
+                return False
+
+        _wait(healthy, left(), "prefect server health", lambda: starter.exited("server"))
+        client_env = {"PREFECT_API_URL": api}
+        starter.cli(["work-pool", "create", state.pool, "--type", "process", "--overwrite"],
+                    client_env, left())
+        starter.cli(["work-pool", "set-concurrency-limit", state.pool, str(pool_limit)],
+                    client_env, left())
+        host = socket.gethostname()
+        for k in range(1, workers + 1):
+            starter.spawn(f"worker-{k}", [PREFECT, "worker", "start", "--pool", state.pool,
+                                          "--name", f"{host}-{k}"], client_env)
+        _wait(lambda: _online_workers(api, state.pool) >= workers, left(),
+              f"{workers} workers online in pool {state.pool}",
+              lambda: next(filter(None, (starter.exited(f"worker-{k}")
+                                         for k in range(1, workers + 1))), None))
+    except BaseException:
+        stop(state_dir)
+        raise
+    _write_state(state_dir, state)
+    return state
+
+
+def _signal(procs: Sequence[psutil.Process], pids: Sequence[int], sig: signal.Signals) -> None:
+    for pid in pids:  # each recorded pid leads its own process group
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+    for proc in procs:
+        with suppress(psutil.Error):
+            proc.send_signal(sig)
+
+
+def stop(state_dir: Path, purge: bool = False, grace: float = 15.0) -> list[int]:
+    """Stop workers and their flow runs, then the server, then PostgreSQL; SIGKILL what
+    outlives ``grace`` seconds. Returns the pids of this stack still alive (none, normally).
+    ``purge`` also deletes the database."""
+    state_dir = state_dir.resolve()
+    found = read_state(state_dir)
+    if found is None:
+        return []
+    state = found
+    pg_pids = set()
+    if state.postgres and (pid := postgres.postmaster_pid(state.postgres)) is not None:
+        with suppress(psutil.Error):
+            pg_pids = {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    # Workers first (no new flow runs), then everything else tagged but PostgreSQL (flow
+    # runs, the server and its uvicorn), which is stopped last by its own tool.
+    workers = [pid for name, pid in state.processes.items() if name != "server"]
+    for group in (workers, [pid for name, pid in state.processes.items() if name == "server"]):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            procs = [p for p in tagged(state.tag) if p.pid not in pg_pids]
+            if group is workers:  # the server stays up while workers report their runs
+                server = state.processes.get("server")
+                procs = [p for p in procs if p.pid != server and server not in
+                         {a.pid for a in _ancestors(p)}]
+            _signal(procs, [p for p in group if _alive(p)], sig)
+            psutil.wait_procs(procs, timeout=grace if sig == signal.SIGTERM else 5.0)
+    if state.postgres is not None:
+        postgres.stop(state.postgres)
+    left = tagged(state.tag)
+    _signal(left, [], signal.SIGKILL)
+    psutil.wait_procs(left, timeout=5.0)
+    for pid in state.processes.values():  # reap our own children when start() ran here
+        with suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    if purge and state.postgres is not None:
+        postgres.purge(state.postgres)
+        state.postgres = None
+    state.processes, state.api_url = {}, None
+    _write_state(state_dir, state)
+    return [p.pid for p in tagged(state.tag)]
+
+
+def _ancestors(proc: psutil.Process) -> list[psutil.Process]:
+    with suppress(psutil.Error):
+        return list(proc.parents())
+    return []
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ops.local_stack", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, what in (("start", "start PostgreSQL, the Prefect server, the pool, workers"),
+                       ("stop", "stop everything start started"),
+                       ("status", "what runs, its URLs"),
+                       ("env", "export lines for a shell: PREFECT_API_URL and the DB URL")):
+        cmd = sub.add_parser(name, help=what)
+        cmd.add_argument("--dir", type=Path, required=True, help="the stack's state directory")
+        if name == "start":
+            cmd.add_argument("--workers", type=int, default=2)
+            cmd.add_argument("--pool-limit", type=int, default=4,
+                             help="at most this many flow runs of the pool at once")
+            cmd.add_argument("--pool", default=None, help="default: prefect.yaml's pool")
+            cmd.add_argument("--port", type=int, default=None, help="server port (free one)")
+            cmd.add_argument("--no-ui", action="store_true", help="no web UI (faster start)")
+            cmd.add_argument("--timeout", type=float, default=180.0)
+        if name == "stop":
+            cmd.add_argument("--purge", action="store_true", help="also delete the database")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "start":
+        if args.workers < 1 or args.pool_limit < 1:
+            raise SystemExit("--workers and --pool-limit must be at least 1")
+        state = start(args.dir, args.workers, args.pool_limit, args.pool, args.port,
+                      not args.no_ui, args.timeout)
+        print(f"PREFECT_API_URL={state.api_url}\npool {state.pool} (limit {args.pool_limit}), "
+              f"{args.workers} workers; logs in {args.dir.resolve() / 'logs'}")
+        return 0
+    if args.command == "stop":
+        alive = stop(args.dir, args.purge)
+        print(f"still alive: {alive}" if alive else "stopped")
+        return 1 if alive else 0
+    current = read_state(args.dir.resolve())
+    if current is None or current.api_url is None:
+        print(f"no stack runs from {args.dir}", file=sys.stderr)
+        return 1
+    if args.command == "env":
+        print(f"export PREFECT_API_URL={current.api_url}")
+        print(f"export PREFECT_SERVER_DATABASE_CONNECTION_URL='{current.db_url}'")
+        return 0
+    for name, pid in current.processes.items():
+        print(f"{name:10} pid {pid:>7}  {'running' if _alive(pid) else 'GONE'}")
+    pg = current.postgres and postgres.postmaster_pid(current.postgres)
+    print(f"{'postgres':10} pid {pg or '-':>7}  {'running' if pg else 'GONE'}")
+    print(f"PREFECT_API_URL={current.api_url}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

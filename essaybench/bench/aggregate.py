@@ -12,12 +12,20 @@ Table 5 column naming, per (judge, model) row:
   ``:coverage``, ``:n`` and ``:rows`` suffixes.
 
 Coverage is null only when a cell has no rows at all (nothing was attempted).
+
+Open and multi-genre prompts (文体不限, 议论文或记叙文: no single genre in the prompt set)
+are judged with the rubric of the genre the judge said the essay chose
+(``bench/judge/genre.py``), and their judgments sit in that genre's cell. When a table
+holds any, every cell also gets ``:chosen`` (its rows whose genre the essay chose), so a
+reader sees which cells mix prompt-decided and essay-chosen genres. A judgment whose
+genre call failed has no genre: it counts in ``overall`` (as a failure) and in no cell.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -28,16 +36,31 @@ from essaybench.core.export import markdown_grid, markdown_table
 KEYS = ("judge", "model")
 
 
-def _cell_aggs(name: str, in_cell: pl.Expr, score: str) -> list[pl.Expr]:
+CHOSEN = "chosen"  # suffix: a cell's rows whose genre the essay chose (open/multi prompt)
+SOURCE_JUDGE = "judge"  # genre_source of those rows (bench/judge/genre.py)
+
+
+def has_chosen_genres(judgments: pl.DataFrame) -> bool:
+    """Whether any judgment's genre was chosen by the essay (an open/multi-genre prompt)."""
+    return ("genre_source" in judgments.columns
+            and bool((judgments["genre_source"] == SOURCE_JUDGE).any()))
+
+
+def _cell_aggs(name: str, in_cell: pl.Expr, score: str, chosen: bool = False
+               ) -> list[pl.Expr]:
     counted = in_cell & (pl.col("status") == OK) & pl.col(score).is_not_null()
     rows = in_cell.sum().cast(pl.Int64)
     n = counted.sum().cast(pl.Int64)
-    return [
+    aggs = [
         pl.col(score).filter(counted).mean().alias(name),
         pl.when(rows > 0).then(n / rows).otherwise(None).alias(f"{name}:coverage"),
         n.alias(f"{name}:n"),
         rows.alias(f"{name}:rows"),
     ]
+    if chosen:
+        by_essay = in_cell & (pl.col("genre_source") == SOURCE_JUDGE).fill_null(False)
+        aggs.append(by_essay.sum().cast(pl.Int64).alias(f"{name}:{CHOSEN}"))
+    return aggs
 
 
 def table5(judgments: pl.DataFrame, score: str = "score_weighted") -> pl.DataFrame:
@@ -47,11 +70,12 @@ def table5(judgments: pl.DataFrame, score: str = "score_weighted") -> pl.DataFra
     """
     # A per-row mask (a bare literal would broadcast to one row in the sums).
     every_row = pl.int_range(pl.len()) >= 0
-    aggs = _cell_aggs(OVERALL, every_row, score)
+    chosen = has_chosen_genres(judgments)
+    aggs = _cell_aggs(OVERALL, every_row, score, chosen)
     for cell in cells(judgments):
         genre, prompt_set = cell.split("/", 1)
         in_cell = (pl.col("genre") == genre) & (pl.col("prompt_set") == prompt_set)
-        aggs.extend(_cell_aggs(cell, in_cell.fill_null(False), score))
+        aggs.extend(_cell_aggs(cell, in_cell.fill_null(False), score, chosen))
     return (judgments.group_by(*KEYS).agg(aggs)
             .sort(["judge", OVERALL, "model"], descending=[False, True, False],
                   nulls_last=True))
@@ -126,12 +150,26 @@ def judge_repeats(judgments: pl.DataFrame) -> pl.DataFrame:
             .sort(*KEYS).cast(REPEAT_SCHEMA))  # type: ignore[arg-type]
 
 
-def _fmt(mean: float | None, coverage: float | None) -> str:
+def _fmt(mean: float | None, coverage: float | None, chosen: int | None = None) -> str:
     text = "—" if mean is None else f"{mean:.2f}"
     if coverage is not None and coverage < 1:
         # Floor so a cell that is not complete never reads as 100%.
         text += f" ({int(coverage * 100)}%)"
+    if chosen:
+        text += f" [{chosen} chosen]"
     return text
+
+
+def _cell_text(row: dict[str, Any], column: str) -> str:
+    chosen = row.get(f"{column}:{CHOSEN}")
+    return _fmt(row[column], row[f"{column}:coverage"],
+                chosen if isinstance(chosen, int) else None)
+
+
+CHOSEN_NOTE = ("[k chosen] = k of the cell's judgments are of essays whose prompt left the "
+               "genre open or offered a choice: they are in the genre the judge said the "
+               "essay chose, scored with that genre's rubric. A judgment whose genre call "
+               "failed counts in overall only, as a failure.")
 
 
 def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
@@ -148,16 +186,16 @@ def to_markdown(table5_df: pl.DataFrame, score_label: str) -> str:
     parts = [f"### {score_label}\n"]
     for judge in judges:
         rows = ordered.filter(pl.col("judge") == judge) if len(judges) > 1 else ordered
-        body = [[str(row["judge"]), str(row["model"]),
-                 *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+        body = [[str(row["judge"]), str(row["model"]), *(_cell_text(row, c) for c in columns)]
                 for row in rows.iter_rows(named=True)]
         if len(judges) > 1:
             parts.append(f"#### judge: {judge}\n")
         parts.append(markdown_grid(["judge", "model", *columns], body) + "\n")
         if len(judges) == 1:
             break
+    note = f" {CHOSEN_NOTE}" if f"{OVERALL}:{CHOSEN}" in table5_df.columns else ""
     return ("\n".join(parts) + "\nMeans over ok judgments only; (x%) = coverage, ok / all "
-            "judgments, shown when below 100%.\n")
+            f"judgments, shown when below 100%.{note}\n")
 
 
 def table5_grid(table5_df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -168,8 +206,7 @@ def table5_grid(table5_df: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     columns = [OVERALL, *names]
     ordered = table5_df.sort(["judge", OVERALL, "model"], descending=[False, True, False],
                              nulls_last=True)
-    body = [[str(row["judge"]), str(row["model"]),
-             *(_fmt(row[c], row[f"{c}:coverage"]) for c in columns)]
+    body = [[str(row["judge"]), str(row["model"]), *(_cell_text(row, c) for c in columns)]
             for row in ordered.iter_rows(named=True)]
     return ["judge", "model", *columns], body
 

@@ -40,7 +40,8 @@ SEED_RANGE = 2**31 - 1  # fits every server's seed type (llama.cpp uint32, OpenA
 
 ESSAY_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "prompt_id": pl.Utf8,
-    "genre": pl.Utf8,
+    "genre": pl.Utf8,  # null: the prompt leaves the genre open or offers a choice
+    "allowed_genres": pl.List(pl.Utf8),  # the prompt's (null when the set has none)
     "prompt_set": pl.Utf8,
     "prompt_set_version": pl.Utf8,
     "prompt_text": pl.Utf8,  # the prompt as sent, so the snapshot stands on its own
@@ -117,7 +118,20 @@ def prompt_of(tag: str) -> str:
 
 
 def check_prompts(prompts: pl.DataFrame) -> None:
-    require_kept_input(prompts, STAGE, "the prompt set", columns=PROMPT_COLUMNS)
+    # A null genre is an open or multi-genre prompt (classify's keep_genre_choice) only
+    # when it names its allowed genres; the judge asks which one each essay chose.
+    require_kept_input(prompts, STAGE, "the prompt set",
+                       columns=tuple(c for c in PROMPT_COLUMNS if c != "genre"))
+    if "genre" not in prompts.columns:
+        raise ValueError(f"{STAGE}: input lacks column(s) ['genre']; run the prompt set first")
+    no_genre = prompts["genre"].is_null()
+    if "allowed_genres" in prompts.columns:
+        no_genre &= prompts["allowed_genres"].list.len().fill_null(0) == 0
+    if no_genre.any():
+        ids = prompts.filter(no_genre)["prompt_id"].head(3).to_list()
+        raise ValueError(f"{STAGE}: {int(no_genre.sum())} prompt(s) have neither a genre nor "
+                         f"allowed_genres, e.g. prompt_id {ids}; the prompt set should have "
+                         "dropped those rows")
     dup = prompts["prompt_id"].is_duplicated()
     if dup.any():
         raise ValueError(f"{STAGE}: prompt_id not unique, e.g. "
@@ -192,12 +206,15 @@ def essays_table(
     # Built column by column: 10k row dicts (and polars reading them back key by key) cost
     # more than the values themselves.
     prompt_of_row = [labels[pid] for pid in pids]
+    allowed = (dict(prompts.select("prompt_id", "allowed_genres").iter_rows())
+               if "allowed_genres" in prompts.columns else {})
     ok = [result.status is CallStatus.OK for result in results]
     shares = [chinese_share(result.text or "") if is_ok else None
               for result, is_ok in zip(results, ok, strict=True)]
     columns: dict[str, list[Any]] = {
         "prompt_id": pids,
         "genre": [genre for genre, _, _ in prompt_of_row],
+        "allowed_genres": [allowed.get(pid) for pid in pids],
         "prompt_set": [pset for _, pset, _ in prompt_of_row],
         "prompt_set_version": [prompt_set_version] * len(pids),
         "prompt_text": [text for _, _, text in prompt_of_row],

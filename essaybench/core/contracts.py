@@ -99,7 +99,9 @@ def _order(values: list[str], preferred: tuple[str, ...]) -> list[str]:
 
 def cells(judgments: pl.DataFrame) -> list[str]:
     """The ``genre/prompt_set`` cells present in the table, in the paper's order."""
-    pairs = set(judgments.select("genre", "prompt_set").unique().iter_rows())
+    # A row without a genre (an open-genre essay whose genre call failed) is in no cell.
+    pairs = {(g, s) for g, s in judgments.select("genre", "prompt_set").unique().iter_rows()
+             if g is not None}
     genres = _order(sorted({str(g) for g, _ in pairs}), GENRES)
     sets = _order(sorted({str(s) for _, s in pairs}), PROMPT_SETS)
     return [f"{g}/{s}" for g in genres for s in sets if (g, s) in pairs]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,15 @@ from typing import Any
 import polars as pl
 
 from essaybench.bench.health import call_counts
+from essaybench.bench.judge.genre import (
+    SOURCE_JUDGE,
+    SOURCE_PROMPT,
+    GenreOutcome,
+    allowed_list,
+    genre_failure,
+    needs_genre_call,
+    resolve_genres,
+)
 from essaybench.bench.judge.parse import JudgmentError, question_ids, read_judgment
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.repeats import (
@@ -40,12 +49,14 @@ from essaybench.bench.judge.repeats import (
     spread,
 )
 from essaybench.bench.judge.request import (
+    ALLOWED_COLUMN,
     ESSAY_COLUMNS,
     ESSAY_ERROR_COLUMN,
     ESSAY_KEY_COLUMNS,
     JudgeParams,
     Runner,
     Scoring,
+    build_genre_calls,
     build_judge_requests,
     check_essays,
     essay_tag,
@@ -63,9 +74,17 @@ JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "prompt_id": pl.Utf8,
     "model": pl.Utf8,  # the model that wrote the essay
     "sample_index": pl.Int64,
-    "genre": pl.Utf8,
+    "genre": pl.Utf8,  # the genre scored: the prompt's, or the one the essay chose
     "prompt_set": pl.Utf8,
     "judge": pl.Utf8,  # registry name of the judge
+    # Open and multi-genre prompts (bench/judge/genre.py): the essay's genre (null when
+    # its genre call failed), who decided it (prompt | judge), the prompt's allowed genres
+    # (JSON list; null for a single-genre prompt) and the genre call.
+    "essay_genre": pl.Utf8,
+    "genre_source": pl.Utf8,
+    "allowed_genres": pl.Utf8,
+    "genre_call_key": pl.Utf8,
+    "genre_call_status": pl.Utf8,
     "judge_returned_model": pl.Utf8,  # the model id the API said it used
     "rubric_id": pl.Utf8,
     "rubric_fingerprint": pl.Utf8,
@@ -212,11 +231,29 @@ def _judged_row(base: dict[str, Any], results: Sequence[ChatResult], judgments: 
                 for i, r in enumerate(reads)])}
 
 
+def _genre_columns(essay: dict[str, Any], outcome: GenreOutcome | None) -> dict[str, Any]:
+    """The row's genre columns: the prompt's genre, or the judge's answer (``outcome``)
+    for an essay without one (null while no call was made: a skipped essay)."""
+    if not needs_genre_call(essay["genre"]):
+        return {"essay_genre": essay["genre"], "genre_source": SOURCE_PROMPT}
+    allowed = _JSON.encode(allowed_list(essay.get(ALLOWED_COLUMN)))
+    if outcome is None:
+        return {"allowed_genres": allowed}
+    return {"genre": outcome.genre, "essay_genre": outcome.genre,
+            "genre_source": SOURCE_JUDGE, "allowed_genres": allowed,
+            "genre_call_key": outcome.result.key, "genre_call_status": outcome.status}
+
+
 def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                     results: Sequence[ChatResult], rubric: Scoring,
-                    params: JudgeParams) -> pl.DataFrame:
+                    params: JudgeParams,
+                    genres: Mapping[tuple[str, str], GenreOutcome] | None = None
+                    ) -> pl.DataFrame:
     """One row per (essay, judge), in essay order then judge order; an essay judged
-    several times (``repeats``) is one row made from all its calls."""
+    several times (``repeats``) is one row made from all its calls. ``genres``: the genre
+    calls' outcomes of the essays without a genre (bench/judge/genre.py); a failed one
+    makes the row a failure with the genre call's status."""
+    genres = genres or {}
     check_essays(essays)
     if len(requests) != len(results):
         raise ValueError(f"{len(requests)} requests but {len(results)} results")
@@ -230,15 +267,16 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
     # read 10k times).
     common = {"rubric_id": rubric.id, "rubric_fingerprint": rubric.fingerprint,
               "mode": params.mode}
-    wanted = [*ESSAY_COLUMNS, *(c for c in (ESSAY_ERROR_COLUMN, "off_language")
-                                if c in essays.columns)]
+    wanted = [*ESSAY_COLUMNS, *(c for c in (ESSAY_ERROR_COLUMN, "off_language",
+                                            ALLOWED_COLUMN) if c in essays.columns)]
     for essay in essays.select(wanted).iter_rows(named=True):
-        genre = str(essay["genre"])
         tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
         for judge in params.judges:
+            outcome = genres.get((judge, tag)) if essay["status"] == CallStatus.OK.value \
+                else None
             base: dict[str, Any] = {
                 **{c: essay[c] for c in (*ESSAY_KEY_COLUMNS, "genre", "prompt_set")},
-                "judge": judge, **common}
+                "judge": judge, **common, **_genre_columns(essay, outcome)}
             if essay["status"] != CallStatus.OK.value:
                 why = essay.get(ESSAY_ERROR_COLUMN)
                 rows.append({**base, "status": CallStatus.SKIPPED.value,
@@ -252,6 +290,13 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                              "error": "essay not written in Chinese (off_language); "
                                       "judge.skip_off_language"})
                 continue
+            if needs_genre_call(essay["genre"]):
+                if outcome is None:
+                    raise ValueError(f"no genre call for judge {judge!r} on essay {tag}")
+                if outcome.genre is None:  # no genre, no rubric: a failed judgment
+                    rows.append({**base, **genre_failure(outcome)})
+                    continue
+            genre = str(base["genre"])
             calls = dict(by_call.get((judge, tag), ()))
             if 0 not in calls:
                 raise ValueError(f"no result for judge {judge!r} on essay {tag}")
@@ -263,6 +308,15 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                            else row["status"])
     return pl.DataFrame(rows, schema=JUDGMENT_SCHEMA, orient="row") if rows else \
         pl.DataFrame(schema=JUDGMENT_SCHEMA)
+
+
+def genre_call_summary(genres: Mapping[tuple[str, str], GenreOutcome]
+                       ) -> dict[str, Any]:
+    """The genre calls of a judge run: how many, by status, and the genres answered."""
+    return {"calls": len(genres),
+            "from_ledger": sum(o.result.from_ledger for o in genres.values()),
+            "status": dict(Counter(o.status for o in genres.values())),
+            "genres": dict(Counter(o.genre for o in genres.values() if o.genre is not None))}
 
 
 def status_counts(table: pl.DataFrame) -> dict[str, dict[str, int]]:
@@ -293,16 +347,22 @@ def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> Sta
     """Judge every ok essay with every judge (k times where ``repeats`` says so); the
     session's ledger makes reruns free."""
     rubric = load_scoring(params)
-    requests = build_judge_requests(essays, params, rubric)
+    # Essays whose prompt left the genre open: each judge says which genre the essay chose
+    # first (its own ledgered call), then scores it with that genre's rubric.
+    genre_calls = build_genre_calls(essays, params, rubric)
+    genre_results = session.run([c.request for c in genre_calls.values()]) \
+        if genre_calls else []
+    genres = resolve_genres(genre_calls, genre_results)
+    requests = build_judge_requests(essays, params, rubric, genres)
     results = session.run(requests) if requests else []
     repeated: list[ChatRequest] = []
     if params.repeats > 1 and params.repeat_when == "borderline" and requests:
-        first = judgments_table(essays, requests, results, rubric, params)
+        first = judgments_table(essays, requests, results, rubric, params, genres)
         repeated = borderline_requests(first, requests, params, _Judgments(rubric).main)
         if repeated:
             results = [*results, *session.run(repeated)]
             requests = [*requests, *repeated]
-    table = judgments_table(essays, requests, results, rubric, params)
+    table = judgments_table(essays, requests, results, rubric, params, genres)
     calls = {judge: c.model_dump() for judge, c in call_counts(table, "judge").items()}
     return StageOutput(table, run_meta={"calls": calls}, meta={
         "counts": status_counts(table), "calls": calls, "mode": params.mode,
@@ -311,6 +371,7 @@ def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> Sta
         "rubric_path": str(Path(params.rubric_path)) if params.rubric_path else None,
         "requests": len(requests),
         "from_ledger": sum(r.from_ledger for r in results),
+        "genre_calls": genre_call_summary(genres),
         "repeats": {"k": params.repeats, "when": params.repeat_when,
                     "margin": params.borderline_margin,
                     "essays": int((table["repeats"].fill_null(1) > 1).sum()),

@@ -37,7 +37,9 @@ class JudgePrefetch:
     """Follow-up of generate requests: the judge requests of an ok essay."""
 
     params: JudgeParams
-    prompts: dict[str, tuple[str, str]]  # prompt_id -> (genre, prompt text)
+    # prompt_id -> (genre, prompt text); genre None: an open or multi-genre prompt, whose
+    # essays the judge stage judges (a genre call first), never prefetched
+    prompts: dict[str, tuple[str | None, str]]
     rubric: Scoring
     renderer: JudgeRenderer
     min_chinese_share: float = 0.5  # generate's: what makes an essay off_language
@@ -52,7 +54,8 @@ class JudgePrefetch:
             rubric = load_scoring(params)
         except (OSError, ValueError):
             return None
-        labels = {str(pid): (str(genre), str(text)) for pid, genre, text
+        labels = {str(pid): (None if genre is None else str(genre), str(text))
+                  for pid, genre, text
                   in prompts.select("prompt_id", "genre", "text").iter_rows()}
         return cls(params, labels, rubric, make_renderer(params, rubric), min_chinese_share)
 
@@ -62,6 +65,8 @@ class JudgePrefetch:
         pid = prompt_of(request.tag)
         try:
             genre, prompt_text = self.prompts[pid]
+            if genre is None:
+                return []
             # The row the essays table will hold for this essay (generate.essays_table).
             essay = {"prompt_id": pid, "model": request.model,
                      "sample_index": request.sample_index, "genre": genre,

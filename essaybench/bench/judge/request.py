@@ -15,6 +15,12 @@ from typing import Any, Literal, Protocol
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.bench.judge.genre import (
+    GenreCall,
+    GenreOutcome,
+    genre_call,
+    needs_genre_call,
+)
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.repeats import RepeatWhen, repeat_requests, repeated_upfront
 from essaybench.bench.rubrics import (
@@ -35,6 +41,8 @@ ESSAY_KEY_COLUMNS = ("prompt_id", "model", "sample_index")
 ESSAY_COLUMNS = (*ESSAY_KEY_COLUMNS, "genre", "prompt_set", "prompt_text", "essay_text",
                  "status")
 ESSAY_ERROR_COLUMN = "error"  # optional: why an essay is not ok
+# optional: the prompt's allowed genres (null genre: open or a choice; bench/judge/genre.py)
+ALLOWED_COLUMN = "allowed_genres"
 
 class JudgeParams(BaseModel):
     """Judge-stage settings. ``rubric_path`` is the mode's scoring file (rubric or
@@ -72,6 +80,10 @@ class JudgeParams(BaseModel):
         default=None, description="A registry model that judges every flagged essay once "
         "more (injection markers or a suspicious judgment): its opinion is stored beside "
         "the first (second_score), never instead of it.")
+    genre_max_tokens: int = Field(
+        default=256, ge=16, description="max_tokens of the call asking which genre an essay "
+        "chose when its prompt left the genre open or offered a choice (a short JSON reply; "
+        "see rubrics/essay/genre_prompt.v1.yaml).")
     skip_off_language: bool = Field(
         default=False, description="Do not judge essays the generate stage marked "
         "off_language (not written in Chinese): they are skipped, counted, never scored.")
@@ -123,7 +135,7 @@ def check_essays(essays: pl.DataFrame) -> None:
 def _ok_essays(essays: pl.DataFrame) -> list[dict[str, Any]]:
     # Only the columns a judge call reads: converting every column of 10k rows to Python
     # objects (generation params, raw replies, ...) costs more than the filter.
-    extra = ["off_language"] if "off_language" in essays.columns else []
+    extra = [c for c in ("off_language", ALLOWED_COLUMN) if c in essays.columns]
     ok = essays.select(*ESSAY_COLUMNS, *extra).filter(pl.col("status") == CallStatus.OK.value)
     return list(ok.iter_rows(named=True))
 
@@ -135,8 +147,9 @@ def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
     (``repeat_when`` all or flagged). The generate stage uses this too, to judge essays
     while others are still being written (this stage then gets those results from the
     gateway or the ledger). ``renderer`` (for ``rubric``) renders each genre's rubric once
-    for many essays."""
-    if skipped_off_language(params, essay):
+    for many essays. An essay without a genre (open or multi-genre prompt) has none here:
+    its genre is asked first (:func:`genre_judge_requests`)."""
+    if skipped_off_language(params, essay) or needs_genre_call(essay["genre"]):
         return []
     genre = str(essay["genre"])
     render = renderer or make_renderer(params, rubric)
@@ -156,11 +169,56 @@ def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
                                                                           params.repeats))]
 
 
-def build_judge_requests(essays: pl.DataFrame, params: JudgeParams,
-                         rubric: Scoring) -> list[ChatRequest]:
+def genre_rubric(rubric: Scoring) -> Rubric:
+    """Whose genres a genre call offers: the rubric's (Align-Score, which has no genres,
+    uses the built-in rubric's names; its scoring does not depend on the genre)."""
+    return rubric if isinstance(rubric, Rubric) else load_rubric()
+
+
+def build_genre_calls(essays: pl.DataFrame, params: JudgeParams,
+                      rubric: Scoring) -> dict[tuple[str, str], GenreCall]:
+    """(judge, essay tag) → the genre call of every ok essay without a genre, in essay
+    order then judge order (each judge decides the genre it scores by)."""
+    check_essays(essays)
+    named = genre_rubric(rubric)
+    calls: dict[tuple[str, str], GenreCall] = {}
+    for row in _ok_essays(essays):
+        if skipped_off_language(params, row) or not needs_genre_call(row["genre"]):
+            continue
+        tag = essay_tag(row["prompt_id"], row["model"], int(row["sample_index"]))
+        for judge in params.judges:
+            calls[(judge, tag)] = genre_call(judge, row, named, tag, STAGE,
+                                             params.genre_max_tokens, params.temperature)
+    return calls
+
+
+def genre_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: Scoring,
+                         genres: Mapping[tuple[str, str], GenreOutcome],
+                         renderer: JudgeRenderer | None = None) -> list[ChatRequest]:
+    """The judge calls of an ok essay without a genre: each judge's, with the rubric of
+    the genre that judge said the essay chose; none for a judge whose genre call failed."""
+    tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
+    requests: list[ChatRequest] = []
+    for judge in params.judges:
+        outcome = genres.get((judge, tag))
+        if outcome is None or outcome.genre is None:
+            continue
+        requests += essay_judge_requests({**essay, "genre": outcome.genre},
+                                         params.model_copy(update={"judges": [judge]}),
+                                         rubric, renderer)
+    return requests
+
+
+def build_judge_requests(essays: pl.DataFrame, params: JudgeParams, rubric: Scoring,
+                         genres: Mapping[tuple[str, str], GenreOutcome] | None = None
+                         ) -> list[ChatRequest]:
     """The requests of every ok essay (:func:`essay_judge_requests`), in essay order then
-    judge order: one per judge, and the repeats known before judging."""
+    judge order: one per judge, and the repeats known before judging. ``genres``: the
+    genre calls' outcomes of the essays without a genre (none of theirs without it)."""
     check_essays(essays)
     renderer = make_renderer(params, rubric)
     return [request for row in _ok_essays(essays)
-            for request in essay_judge_requests(row, params, rubric, renderer)]
+            for request in (essay_judge_requests(row, params, rubric, renderer)
+                            if not needs_genre_call(row["genre"])
+                            else genre_judge_requests(row, params, rubric, genres or {},
+                                                      renderer))]

@@ -84,7 +84,12 @@ def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int,
                    genres: Sequence[str] | None = None) -> pl.DataFrame:
     """Up to ``per_genre`` prompts of each genre (of ``genres`` only, when given),
     alternating Open and Constrained, drawn by a seeded shuffle of the prompt ids (so the
-    sample does not depend on file order)."""
+    sample does not depend on file order).
+
+    Prompts without a single genre (an open genre or a choice, kept by classify's
+    ``keep_genre_choice``; the judge asks which genre each essay chose) are a pool of their
+    own, drawn after the four genres (so the genres' samples are the same with or without
+    them). They belong to no listed genre: with ``genres`` set they are left out."""
     if genres is not None:  # after the draw: a genre's sample is the same with or without others
         return select_prompts(prompts, per_genre, seed).filter(
             pl.col("genre").is_in(list(genres)))
@@ -92,11 +97,12 @@ def select_prompts(prompts: pl.DataFrame, per_genre: int | None, seed: int,
         return prompts
     rng = random.Random(seed)
     chosen: list[str] = []
-    for genre in GENRES:
+    for genre in (*GENRES, None):
+        same = pl.col("genre").is_null() if genre is None else pl.col("genre") == genre
         pools = []
         for pset in ("open", "constrained"):
-            ids = sorted(prompts.filter((pl.col("genre") == genre)
-                                        & (pl.col("prompt_set") == pset))["prompt_id"].to_list())
+            ids = sorted(prompts.filter(same & (pl.col("prompt_set") == pset))["prompt_id"]
+                         .to_list())
             rng.shuffle(ids)
             pools.append(ids)
         interleaved = [pid for pair in zip_longest(*pools) for pid in pair if pid is not None]

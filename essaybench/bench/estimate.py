@@ -40,8 +40,9 @@ from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import STAGE as GENERATE
 from essaybench.bench.generate import system_prompts
+from essaybench.bench.judge.genre import ANY_GENRE, candidate_genres, genre_call
 from essaybench.bench.judge.request import STAGE as JUDGE
-from essaybench.bench.judge.request import load_scoring, make_renderer
+from essaybench.bench.judge.request import genre_rubric, load_scoring, make_renderer
 from essaybench.bench.pairwise.design import STAGE as PAIRWISE
 from essaybench.bench.pairwise.design import designed_pairs
 from essaybench.bench.pairwise.prompt import load_pairwise_prompt, render_pairwise_messages
@@ -243,7 +244,13 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
     except KeyError as exc:
         raise EstimateError(str(exc.args[0])) from None
     gen, judge, pairwise = config.generate, config.judge, config.pairwise
-    rows = [(str(g), str(t)) for g, t in prompts.select("genre", "text").iter_rows()]
+    # genre None: an open or multi-genre prompt (its allowed_genres say which; a set
+    # without the column offers every genre)
+    rows = [(None if g is None else str(g), str(t))
+            for g, t in prompts.select("genre", "text").iter_rows()]
+    allowed_of = (prompts["allowed_genres"].to_list() if "allowed_genres" in prompts.columns
+                  else [None] * len(rows))
+    allowed_of = [a if a else [ANY_GENRE] for a in allowed_of]
     tallies: dict[tuple[str, str], _Tally] = {}
 
     def tally(model: str, stage: str) -> _Tally:
@@ -277,12 +284,31 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
     def essay_chars(tokens: float) -> int:
         return round(tokens / TOKENS_PER_CHAR)
 
+    open_genre = 0
     if JUDGE in stages:
-        renderer = make_renderer(judge, load_scoring(judge))
-        for (genre, text), lengths in zip(rows, essays, strict=True):
-            frame = _chars(renderer.messages(genre, text, ""))
+        scoring = load_scoring(judge)
+        renderer = make_renderer(judge, scoring)
+        named = genre_rubric(scoring)
+        for (genre, text), allowed, lengths in zip(rows, allowed_of, essays, strict=True):
+            if genre is None:
+                # An open or multi-genre prompt: one genre call per essay and judge first,
+                # then the judgment on the largest of its allowed genres' rubrics (an
+                # upper bound: which one the essay chose is known only when judging).
+                open_genre += 1
+                candidates = candidate_genres(allowed, named)
+                frame = max(_chars(renderer.messages(g, text, "")) for g in candidates)
+                ask = _chars([{"content": m.content} for m in genre_call(
+                    "", {"prompt_text": text, "essay_text": "", "allowed_genres": allowed},
+                    named, "", JUDGE, judge.genre_max_tokens, judge.temperature
+                ).request.messages])
+            else:
+                frame, ask = _chars(renderer.messages(genre, text, "")), 0
             for tokens in lengths.values():
                 for judge_model in judge.judges:
+                    if ask:
+                        tally(judge_model, JUDGE).add(gen.samples, ask + essay_chars(tokens),
+                                                      judge.genre_max_tokens,
+                                                      judge.genre_max_tokens)
                     # judge.repeats calls per essay: exact for repeat_when all, an upper
                     # bound for flagged and borderline (known only while judging)
                     tally(judge_model, JUDGE).add(gen.samples * judge.repeats,
@@ -309,6 +335,8 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         rubric, template = load_rubric(pairwise.rubric_path), load_pairwise_prompt(
             pairwise.prompt_path)
         for (genre, text), lengths in zip(rows, essays, strict=True):
+            if genre is None:  # no pairs on open-genre prompts (pairwise/design.py)
+                continue
             frame = _chars(render_pairwise_messages(rubric, genre, text, "", "",
                                                     pairwise.analysis_max_chars, template))
             for a, b in pairs:
@@ -323,6 +351,11 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         tallies, key=lambda k: (order[k[1]], models.index(k[0]))))
     guessed = any((writer, GENERATE) not in stats for writer in gen.models)
     assumptions = _assumptions(estimates, stats, guessed, len(rows), unrequested, len(pairs))
+    if open_genre:
+        assumptions.insert(1, f"{open_genre} prompt{'' if open_genre == 1 else 's'} leave the "
+                              "genre open or offer a choice: each essay gets one more judge "
+                              "call (which genre it chose, answering genre_max_tokens), and "
+                              "its judgment is counted on the largest allowed rubric")
     if judge.repeats > 1 and JUDGE in stages:
         assumptions.insert(1, f"judge.repeats {judge.repeats}: every essay judged "
                               f"{judge.repeats} times by each judge" + (

@@ -122,7 +122,9 @@ def _why_not(row: Mapping[str, Any] | None, model: str) -> str | None:
 
 
 def build_pairs(essays: pl.DataFrame, params: PairwiseParams) -> list[Pair]:
-    """Every designed pair on every (prompt, sample), in essay-table order."""
+    """Every designed pair on every (prompt, sample), in essay-table order. A prompt that
+    leaves the genre open or offers a choice (null genre) has no pairs: its two essays may
+    have chosen different genres, and no one rubric's criteria compare them."""
     _check_essays(essays)
     by_key: dict[tuple[str, str, int], dict[str, Any]] = {}
     slots: dict[tuple[str, int], dict[str, Any]] = {}
@@ -135,6 +137,8 @@ def build_pairs(essays: pl.DataFrame, params: PairwiseParams) -> list[Pair]:
     models = params.models or sorted({m for _, m, _ in by_key})
     pairs: list[Pair] = []
     for (pid, sample), first in slots.items():
+        if first["genre"] is None:
+            continue
         for model_a, model_b in designed_pairs(models, params):
             row_a, row_b = by_key.get((pid, model_a, sample)), by_key.get((pid, model_b, sample))
             reasons = [r for r in (_why_not(row_a, model_a), _why_not(row_b, model_b)) if r]

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from essaybench.bench.aggregate import table5, to_markdown
+from essaybench.bench.config import select_prompts
 from essaybench.bench.generate import GenerateParams, run_generate
 from essaybench.bench.health import assess_health
 from essaybench.bench.judge.genre import (
@@ -28,6 +29,7 @@ from essaybench.bench.judge.genre import (
 from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.bench.judge.request import JudgeParams
+from essaybench.bench.pairwise.design import PairwiseParams, build_pairs
 from essaybench.bench.rubrics import Rubric, load_rubric, rubrics_dir
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.fake.scenario import FakeScenario
@@ -272,3 +274,40 @@ def test_a_failed_genre_call_is_a_failed_judgment_never_a_default_genre(
     assert health["judge-a"].ok == 2 and health["judge-a"].total == 3
     assert health["judge-a"].causes == {"parse_error (genre_schema)": 1}
     assert health["judge-b"].ok == 0
+
+
+# --- which prompts a run takes, and pairwise -------------------------------------------
+
+
+def test_choice_prompts_are_a_pool_of_their_own_and_left_out_by_a_genre_list() -> None:
+    decided = pl.DataFrame({
+        "prompt_id": [f"p{i}" for i in range(16)],
+        "genre": ["argumentative", "narrative", "descriptive", "expository"] * 4,
+        "prompt_set": ["open"] * 8 + ["constrained"] * 8})
+    choices = pl.DataFrame({"prompt_id": [f"c{i}" for i in range(5)], "genre": [None] * 5,
+                            "prompt_set": ["open", "constrained"] * 2 + ["open"]},
+                           schema=decided.schema)
+    both = pl.concat([decided, choices])
+    sample = select_prompts(both, 2, seed=1)
+    # The four genres' samples are those drawn without any choice prompt; then two
+    # choice prompts, one Open and one Constrained.
+    assert sample.filter(pl.col("genre").is_not_null()).equals(select_prompts(decided, 2, 1))
+    picked = sample.filter(pl.col("genre").is_null())
+    assert sorted(picked["prompt_set"].to_list()) == ["constrained", "open"]
+    assert sample.equals(select_prompts(both.reverse(), 2, seed=1))
+    # A genre list (the demo's) takes none of them, sampled or not.
+    for per_genre in (2, None):
+        listed = select_prompts(both, per_genre, 1, genres=("argumentative", "narrative"))
+        assert listed["genre"].null_count() == 0 and listed.height > 0
+    assert select_prompts(both, None, 0).height == 21
+
+
+def test_pairwise_designs_no_pair_on_a_prompt_without_a_genre() -> None:
+    essays = pl.DataFrame({
+        "prompt_id": ["p1", "p1", "p2", "p2"], "model": ["a", "b", "a", "b"],
+        "sample_index": [0] * 4, "genre": ["narrative", "narrative", None, None],
+        "prompt_set": ["open"] * 4, "prompt_text": ["题一"] * 2 + [OPEN] * 2,
+        "essay_text": ["甲", "乙", "丙", "丁"], "status": ["ok"] * 4})
+    pairs = build_pairs(essays, PairwiseParams(judges=["j"]))
+    assert [(p.prompt_id, p.genre, p.model_a, p.model_b) for p in pairs] == [
+        ("p1", "narrative", "a", "b")]

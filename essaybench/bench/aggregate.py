@@ -81,6 +81,42 @@ def table5(judgments: pl.DataFrame, score: str = "score_weighted") -> pl.DataFra
                   nulls_last=True))
 
 
+GENRE_CHOICE_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
+    "judge": pl.Utf8, "model": pl.Utf8, "cell": pl.Utf8, "rows": pl.Int64,
+    "chosen": pl.Int64, "chosen_ok": pl.Int64, "genre_call_failed": pl.Int64,
+}
+
+
+def genre_choice(judgments: pl.DataFrame) -> pl.DataFrame:
+    """Per (judge, model, cell) with any judgment of an open or multi-genre prompt: the
+    cell's rows, those whose genre the essay chose (and of them, ok), and in ``overall``
+    the judgments whose genre call failed (in no genre cell). Empty when the run has no
+    such prompt."""
+    if "genre_source" not in judgments.columns:
+        return pl.DataFrame(schema=GENRE_CHOICE_SCHEMA)
+    by_essay = (pl.col("genre_source") == SOURCE_JUDGE).fill_null(False)
+    failed = by_essay & pl.col("genre").is_null()
+    rows = judgments.select(
+        "judge", "model", by_essay.alias("chosen"), (by_essay & (pl.col("status") == OK))
+        .alias("chosen_ok"), failed.alias("genre_call_failed"),
+        pl.when(pl.col("genre").is_not_null() & pl.col("prompt_set").is_not_null())
+        .then(pl.concat_str("genre", pl.lit("/"), "prompt_set")).alias("cell"))
+    counts = [pl.len().cast(pl.Int64).alias("rows"),
+              *(pl.col(c).sum().cast(pl.Int64).alias(c)
+                for c in ("chosen", "chosen_ok", "genre_call_failed"))]
+    overall = rows.group_by("judge", "model").agg(counts).with_columns(
+        pl.lit(OVERALL).alias("cell"))
+    per_cell = rows.filter(pl.col("cell").is_not_null()).group_by(
+        "judge", "model", "cell").agg(counts)
+    both = pl.concat([overall.select(list(GENRE_CHOICE_SCHEMA)),
+                      per_cell.select(list(GENRE_CHOICE_SCHEMA))])
+    touched = both.filter(pl.col("chosen") > 0).select("judge", "model").unique()
+    return (both.join(touched, on=["judge", "model"], how="semi")
+            .filter((pl.col("cell") == OVERALL) | (pl.col("chosen") > 0))
+            .sort("judge", "model", pl.col("cell") != OVERALL, "cell")
+            .cast(GENRE_CHOICE_SCHEMA))  # type: ignore[arg-type]
+
+
 TRAIT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "judge": pl.Utf8, "model": pl.Utf8, "genre": pl.Utf8, "trait": pl.Utf8,
     "mean": pl.Float64, "n": pl.Int64,

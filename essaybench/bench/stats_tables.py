@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.bench.aggregate import genre_choice, has_chosen_genres
 from essaybench.bench.pairwise.tables import position_bias
 from essaybench.constraints.counting import count_chinese_chars
 from essaybench.stats.bias import length_bias, self_preference
@@ -65,6 +66,9 @@ def build_stats_tables(judgments: pl.DataFrame, essays: pl.DataFrame,
         with_lengths = _with_lengths(judgments, essays, "score_weighted")
         tables["length_bias"] = length_bias(with_lengths, "score_weighted")
         tables["self_preference"] = self_preference(judgments, family_of, "score_weighted", **kw)
+    if has_chosen_genres(judgments):
+        # Which cells mix prompt-decided and essay-chosen genres (open/multi prompts).
+        tables["genre_choice"] = genre_choice(judgments)
     if pairwise is not None and pairwise.height:
         tables["win_rates"] = win_rates(pairwise, baseline=params.baseline, **kw)
         tables["bradley_terry"] = ranking_table(pairwise, anchor=params.baseline, **kw)

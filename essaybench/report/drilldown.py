@@ -42,6 +42,10 @@ class JudgmentView:
     error: str | None
     traits: list[TraitScores]
     flags: list[str]
+    # The genre scored and who decided it: "prompt", or "judge" (the essay's choice,
+    # for a prompt that left the genre open or offered a choice)
+    essay_genre: str | None = None
+    genre_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class PromptView:
     requirement: str
     constraints: list[tuple[str, str]]  # (kind, the prompt's words) that bind the writer
     essays: list[EssayView]
+    allowed_genres: str | None = None  # an open or multi-genre prompt's choice, as shown
 
 
 def requirement_text(lo: int | None, hi: int | None, approx: int | None) -> str:
@@ -113,9 +118,20 @@ def _judgments(judgments: pl.DataFrame, labels: Labels) -> dict[tuple[Any, ...],
         view = JudgmentView(str(r["judge"]), str(r["status"]), r.get("score_weighted"),
                             r.get("score_unweighted"), r.get("analysis"), r.get("error"),
                             _traits(r.get("scores"), labels),
-                            _flags(r.get("essay_flags"), r.get("judgment_flags")))
+                            _flags(r.get("essay_flags"), r.get("judgment_flags")),
+                            r.get("essay_genre"), r.get("genre_source"))
         out.setdefault(tuple(r[k] for k in ESSAY_KEYS), []).append(view)
     return out
+
+
+CHOICE = "choice"  # the drill-down's genre of a prompt that leaves it to the essay
+
+
+def _allowed_text(allowed: Any) -> str:
+    names = [str(g) for g in allowed] if allowed is not None else []
+    if not names or "any" in names:
+        return "any genre (文体不限)"
+    return " or ".join(names)
 
 
 def _row_status(status: str, judged: list[JudgmentView]) -> str:
@@ -140,11 +156,15 @@ def drilldown(essays: pl.DataFrame, judgments: pl.DataFrame, labels: Labels
     for r in checked.sort("model", "sample_index").iter_rows(named=True):
         pid = str(r["prompt_id"])
         if pid not in prompts:
-            genre, pset, text = str(r["genre"]), str(r["prompt_set"]), str(r["prompt_text"] or "")
+            pset, text = str(r["prompt_set"]), str(r["prompt_text"] or "")
+            # A prompt without a genre leaves it to the essay: listed as "choice", with
+            # what it allows (each judgment shows the genre the judge saw chosen).
+            genre = CHOICE if r["genre"] is None else str(r["genre"])
             prompts[pid] = PromptView(
                 pid, genre, labels.genre_zh(genre), pset, text,
                 requirement_text(r["req_min_chars"], r["req_max_chars"], r["req_approx_chars"]),
-                [(c.kind, c.evidence) for c in binding(extract_constraints(text))], [])
+                [(c.kind, c.evidence) for c in binding(extract_constraints(text))], [],
+                _allowed_text(r.get("allowed_genres")) if r["genre"] is None else None)
         views = judged.get(tuple(r[k] for k in ESSAY_KEYS), [])
         prompts[pid].essays.append(EssayView(
             model=str(r["model"]), sample_index=int(r["sample_index"] or 0),

@@ -10,7 +10,7 @@ import polars as pl
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 
-from essaybench.bench.aggregate import table5, trait_means
+from essaybench.bench.aggregate import CHOSEN, CHOSEN_NOTE, table5, trait_means
 from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK, OVERALL
 from essaybench.report.charts import (
@@ -39,6 +39,7 @@ class HeatCell:
     n: int
     background: str
     foreground: str
+    chosen: int = 0  # of the cell's judgments, essays placed by the genre they chose
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class HeatTable:
     title: str
     columns: list[tuple[str, str | None]]  # (cell, Chinese genre name)
     rows: list[tuple[str, list[HeatCell]]]  # (model, cells)
+
+    @property
+    def chosen_note(self) -> str | None:
+        """What "k chosen" means, when a cell holds essays placed by the genre they chose."""
+        return CHOSEN_NOTE if any(c.chosen for _, row in self.rows for c in row) else None
 
 
 @dataclass
@@ -84,7 +90,8 @@ def heat_table(t5: pl.DataFrame, title: str, labels: Labels) -> HeatTable:
             rgba = cmap(norm(mean)) if mean is not None else (0.93, 0.93, 0.93, 1.0)
             luminance = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2]
             row.append(HeatCell(mean, r[f"{c}:coverage"], int(r[f"{c}:n"] or 0), _hex(rgba),
-                                "#ffffff" if luminance < 0.5 else "#111111"))
+                                "#ffffff" if luminance < 0.5 else "#111111",
+                                int(r.get(f"{c}:{CHOSEN}") or 0)))
         rows.append((str(r["model"]), row))
     columns = [(c, labels.genre_zh(c.split("/", 1)[0]) if "/" in c else None) for c in names]
     return HeatTable(title, columns, rows)

@@ -12,6 +12,9 @@ under ``<store>/reports/<run_id>/stats/`` as Parquet, CSV and Markdown, with
   whether they are distinguishable at this sample size;
 * ``length_bias``: score–length slope and correlations per judge × genre;
 * ``self_preference``: own-family vs other scores per judge (families from the registry);
+* ``genre_choice`` (when prompts left the genre open or offered a choice): per cell, how
+  many judgments are of essays placed there by the genre they chose, and how many genre
+  calls failed (counted in overall only);
 * from pairwise judging: ``win_rates``, ``bradley_terry`` ranking, ``position_bias``.
 """
 

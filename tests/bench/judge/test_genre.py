@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from essaybench.bench.aggregate import table5, to_markdown
+from essaybench.bench.aggregate import genre_choice, table5, to_markdown
 from essaybench.bench.config import select_prompts
 from essaybench.bench.generate import GenerateParams, run_generate
 from essaybench.bench.health import assess_health
@@ -274,6 +274,15 @@ def test_a_failed_genre_call_is_a_failed_judgment_never_a_default_genre(
     assert health["judge-a"].ok == 2 and health["judge-a"].total == 3
     assert health["judge-a"].causes == {"parse_error (genre_schema)": 1}
     assert health["judge-b"].ok == 0
+    # The statistics' genre_choice table, counted by hand: judge-a's three essays, two
+    # of them from prompts without a genre, one of those placed (expository/open, ok) and
+    # one whose genre call failed; judge-b's genre calls both failed (no cell is placed).
+    counts = {(r["judge"], r["cell"]): (r["rows"], r["chosen"], r["chosen_ok"],
+                                        r["genre_call_failed"])
+              for r in genre_choice(judged).iter_rows(named=True)}
+    assert counts == {("judge-a", "overall"): (3, 2, 1, 1),
+                      ("judge-a", "expository/open"): (1, 1, 1, 0),
+                      ("judge-b", "overall"): (3, 2, 0, 2)}
 
 
 # --- which prompts a run takes, and pairwise -------------------------------------------

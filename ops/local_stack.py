@@ -30,6 +30,10 @@ from uuid import uuid4
 import httpx
 import psutil  # type: ignore[import-untyped]
 import yaml
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.workers.process import ProcessWorker
 from pydantic import BaseModel, ConfigDict
 
 from essaybench.core.paths import PROJECT_ROOT
@@ -106,6 +110,12 @@ def _alive(pid: int) -> bool:
     return False
 
 
+def gone(state: StackState) -> str | None:
+    """Which recorded process of the stack no longer runs, if one does not."""
+    dead = [f"{name} (pid {pid})" for name, pid in state.processes.items() if not _alive(pid)]
+    return f"not running: {', '.join(dead)}" if dead else None
+
+
 def tagged(tag: str) -> list[psutil.Process]:
     """Live processes carrying the stack's tag (its own and every descendant, whatever
     session they moved to); PostgreSQL's included."""
@@ -144,13 +154,15 @@ class _Starter:
         log = (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
         return f"{name} exited; its log ({self.logs / name}.log) ends:\n{log}"
 
-    def cli(self, args: Sequence[str], extra: Mapping[str, str], timeout: float) -> None:
-        done = subprocess.run([PREFECT, *args], capture_output=True, text=True, timeout=timeout,
-                              env={**self.env, **extra}, cwd=PROJECT_ROOT, check=False,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"prefect {' '.join(args)} exited {done.returncode}:\n"
-                               f"{(done.stdout + done.stderr)[-3000:]}")
+
+def create_pool(api: str, pool: str, limit: int) -> None:
+    """The process work pool (replaced if it exists), its default job template, at most
+    ``limit`` flow runs at once over all its workers."""
+    with temporary_settings(updates={PREFECT_API_URL: api}), \
+            get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(
+            name=pool, type=ProcessWorker.type, concurrency_limit=limit,
+            base_job_template=ProcessWorker.get_default_base_job_template()), overwrite=True)
 
 
 def _online_workers(api: str, pool: str) -> int:
@@ -205,10 +217,9 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
 
         _wait(healthy, left(), "prefect server health", lambda: starter.exited("server"))
         client_env = {"PREFECT_API_URL": api}
-        starter.cli(["work-pool", "create", state.pool, "--type", "process", "--overwrite"],
-                    client_env, left())
-        starter.cli(["work-pool", "set-concurrency-limit", state.pool, str(pool_limit)],
-                    client_env, left())
+        # In this process, not with `prefect work-pool create`: a CLI start costs ~5-10 s
+        # of CPU on a busy host, about what the workers starting meanwhile need.
+        create_pool(api, state.pool, pool_limit)
         host = socket.gethostname()
         for k in range(1, workers + 1):
             starter.spawn(f"worker-{k}", [PREFECT, "worker", "start", "--pool", state.pool,

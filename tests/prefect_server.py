@@ -18,11 +18,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from uuid import uuid4
+from typing import Any
+from uuid import UUID, uuid4
 
 import httpx
 import psutil  # type: ignore[import-untyped]
+import yaml
 from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.objects import FlowRun
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from essaybench.core.paths import PROJECT_ROOT
@@ -170,3 +173,33 @@ def prefect_client(api: str) -> Iterator[SyncPrefectClient]:
     with temporary_settings(updates={PREFECT_API_URL: api}), \
             get_client(sync_client=True) as client:
         yield client
+
+
+def write_registry(path: Path, writer_url: str, judge_url: str) -> None:
+    """A worker's $ESSAYBENCH_MODELS: a ``writer`` and a ``judge`` served by fake servers
+    (each flow run reads it when it starts)."""
+    common = {"provider": "fake", "family": "fake", "structured_output": "json_schema",
+              "max_concurrency": 4, "timeout_s": 10, "connect_timeout_s": 2,
+              "max_retries": 0}
+    path.write_text(yaml.safe_dump({"models": {
+        "writer": {**common, "base_url": writer_url, "model_id": "writer"},
+        "judge": {**common, "base_url": judge_url, "model_id": "judge"}}}), encoding="utf-8")
+
+
+def run_deployment_and_wait(client: SyncPrefectClient, deployment_id: UUID, timeout: float,
+                            alive: Callable[[], str | None], **parameters: Any) -> FlowRun:
+    """Trigger a deployment as ``prefect deployment run`` does (its own parameters, with
+    ``parameters`` over them) and wait until a worker has brought the flow run to a final
+    state; ``alive`` gives a reason to stop waiting (the worker died)."""
+    flow_run_id = client.create_flow_run_from_deployment(deployment_id,
+                                                         parameters=parameters).id
+    final: list[FlowRun] = []
+
+    def done() -> bool:
+        run = client.read_flow_run(flow_run_id)
+        if run.state is not None and run.state.is_final():
+            final.append(run)
+        return bool(final)
+
+    wait_until(done, timeout, f"flow run {flow_run_id}", alive, poll=0.5)
+    return final[0]

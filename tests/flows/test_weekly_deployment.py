@@ -43,8 +43,9 @@ from tests.prefect_server import (
     Deadline,
     Processes,
     prefect_client,
+    run_deployment_and_wait,
     start_server,
-    wait_until,
+    write_registry,
 )
 
 pytestmark = pytest.mark.slow
@@ -63,16 +64,6 @@ WEEK2_WRITER = FakeScenario.model_validate({"models": {"writer": {
     "reply": "template", "template": ENGLISH, "returned_model": "writer-2025-06"}}})
 
 
-def _registry(path: Path, writer_url: str, judge_url: str) -> None:
-    """The worker's $ESSAYBENCH_MODELS; each flow run reads it when it starts."""
-    common = {"provider": "fake", "family": "fake", "structured_output": "json_schema",
-              "max_concurrency": 4, "timeout_s": 10, "connect_timeout_s": 2,
-              "max_retries": 0}
-    path.write_text(yaml.safe_dump({"models": {
-        "writer": {**common, "base_url": writer_url, "model_id": "writer"},
-        "judge": {**common, "base_url": judge_url, "model_id": "judge"}}}), encoding="utf-8")
-
-
 def _benchmark_config(path: Path, webhooks: list[str]) -> None:
     path.write_text(yaml.safe_dump({
         "per_genre": 2, "generate": {"models": ["writer"]}, "judge": {"judges": ["judge"]},
@@ -86,21 +77,8 @@ def _received(*servers: FakeServerHandle) -> int:
 
 def _run_weekly(client: SyncPrefectClient, deployment_id: UUID, procs: Processes,
                 timeout: float, **parameters: Any) -> FlowRun:
-    """Trigger the deployment as ``prefect deployment run`` does (its own parameters, with
-    ``parameters`` over them) and wait for the worker to finish the flow run."""
-    flow_run_id = client.create_flow_run_from_deployment(deployment_id,
-                                                         parameters=parameters).id
-    final: list[FlowRun] = []
-
-    def done() -> bool:
-        run = client.read_flow_run(flow_run_id)
-        if run.state is not None and run.state.is_final():
-            final.append(run)
-        return bool(final)
-
-    wait_until(done, timeout, f"flow run {flow_run_id}", lambda: procs.exited("worker"),
-               poll=0.5)
-    return final[0]
+    return run_deployment_and_wait(client, deployment_id, timeout,
+                                   lambda: procs.exited("worker"), **parameters)
 
 
 def _artifact(client: SyncPrefectClient, flow_run: FlowRun, kind: str = "alerts") -> Artifact:
@@ -146,7 +124,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
     with Receiver() as receiver, run_fake_server() as writer, \
             run_fake_server(WEEK2_WRITER) as writer2, run_fake_server() as judge, \
             Processes(tmp_path / "logs") as procs:
-        _registry(registry, writer.base_url, judge.base_url)
+        write_registry(registry, writer.base_url, judge.base_url)
         _benchmark_config(config, [closed_port_url(), receiver.url])
         api = _start_stack(procs, tmp_path, deadline, {
             "ESSAYBENCH_MODELS": str(registry), "ESSAYBENCH_BENCHMARK_CONFIG": str(config),
@@ -162,7 +140,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
                 # Week 1 as scheduled (the deployment's parameters: it curates the new store).
                 week1 = _run_weekly(client, deployment.id, procs, deadline.left(RUN_TIMEOUT_S))
                 essays1, calls1 = _received(writer), _received(writer, judge)
-                _registry(registry, writer2.base_url, judge.base_url)
+                write_registry(registry, writer2.base_url, judge.base_url)
                 # Weeks 2 and 3 skip curation (~10 s each here): the prompt set is unchanged.
                 week2 = _run_weekly(client, deployment.id, procs, deadline.left(RUN_TIMEOUT_S),
                                     curate=False)
@@ -170,7 +148,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
                 calls2 = _received(writer, writer2, judge) - calls1
                 artifact = _artifact(client, week2)
                 report = _artifact(client, week2, "report")
-                _registry(registry, writer.base_url, closed_port_url())  # the judge is down
+                write_registry(registry, writer.base_url, closed_port_url())  # the judge is down
                 week3 = _run_weekly(client, deployment.id, procs, deadline.left(RUN_TIMEOUT_S),
                                     curate=False)
         except AssertionError as failed:

@@ -216,6 +216,17 @@ def table5_tables(df: pl.DataFrame, width: int) -> list[Table]:
     return tables
 
 
+def difference_line(row: dict[str, Any]) -> str:
+    """One paired difference a − b with its interval, or the reason it has none."""
+    head = f"{row['model_a']} − {row['model_b']}: {row['diff']:+.2f}"
+    if row.get("diff_lo") is None or row.get("diff_hi") is None:
+        why = row.get("diff_note") or "n too small"
+        return f"{head} (no interval: {why}; judge {row['judge']})"
+    verdict = "indistinguishable" if row["indistinguishable"] else "different"
+    return (f"{head} [{row['diff_lo']:+.2f}, {row['diff_hi']:+.2f}] {verdict} "
+            f"(judge {row['judge']})")
+
+
 def language_lines(result: dict[str, Any]) -> list[str]:
     """Per writer: essays not written in Chinese (flagged in the generate snapshot; judged
     unless judge.skip_off_language)."""
@@ -243,11 +254,10 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
     if diffs.is_file():
         pairs = pl.read_parquet(diffs).filter(pl.col("cell") == "overall")
         if pairs.height:
-            extra = ["diff_note"] if "diff_note" in pairs.columns else []
-            print_frame(pairs.select("judge", "model_a", "model_b", "diff", "diff_lo", "diff_hi",
-                                     "indistinguishable", *extra),
-                        "Paired difference a − b of the overall weighted score, same prompts, "
-                        "95% CI (indistinguishable: the interval contains 0)")
+            console.print("Paired differences of the overall weighted score (same prompts, "
+                          "95% CI; indistinguishable: the interval contains 0):", markup=False)
+            for row in pairs.iter_rows(named=True):
+                console.print("  " + difference_line(row), markup=False, soft_wrap=True)
     for line in language_lines(result):
         console.print(line, markup=False)
     if result.get("alerts"):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 from typer.testing import CliRunner
 
 from essaybench.cli import app
@@ -84,3 +85,29 @@ def test_llm_models_lists_registry_without_keys() -> None:
 def test_rerun_rejects_an_unknown_stage() -> None:
     out = CliRunner().invoke(app, ["rerun", "--run", "x", "--stage", "classify"])
     assert out.exit_code == 2 and "'classify'" in out.output
+
+
+def test_paired_difference_and_language_lines() -> None:
+    """What `run` prints after Table 5: one line per paired difference (its interval or why
+    it has none) and one per writer with its off-language essays."""
+    from essaybench.bench.generate import language_summary
+    from essaybench.cli.benchmark import difference_line, language_lines
+
+    row = {"judge": "j", "model_a": "a", "model_b": "b", "diff": 6.031, "diff_lo": -7.97,
+           "diff_hi": 20.026, "indistinguishable": True, "diff_note": None}
+    assert difference_line(row) == "a − b: +6.03 [-7.97, +20.03] indistinguishable (judge j)"
+    assert difference_line({**row, "diff_lo": 1.5, "indistinguishable": False}).endswith(
+        "[+1.50, +20.03] different (judge j)")
+    assert difference_line({**row, "diff_lo": None, "diff_hi": None,
+                            "diff_note": "n too small (3 prompts; 7 needed)"}) == (
+        "a − b: +6.03 (no interval: n too small (3 prompts; 7 needed); judge j)")
+    essays = pl.DataFrame({"model": ["w1", "w1", "w1", "w2"],
+                           "status": ["ok", "ok", "truncated", "ok"],
+                           "off_language": [True, False, None, False]})
+    summary = language_summary(essays, skip_off_language=False)
+    assert summary == {"w1": {"ok": 2, "off_language": 1, "handling": "; judged anyway"},
+                       "w2": {"ok": 1, "off_language": 0, "handling": "; judged anyway"}}
+    assert language_lines({"language": summary})[0] == (
+        "w1: 1 of 2 essays not written in Chinese (off-language: flagged as an instruction "
+        "violation; judged anyway)")
+    assert language_summary(essays, skip_off_language=True)["w1"]["handling"] == "; not judged"

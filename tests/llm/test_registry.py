@@ -70,6 +70,7 @@ def test_default_registry_enables_only_the_embedded_model() -> None:
     # The judge ends no reply at a line break (its JSON may hold one); the writers do.
     assert "stop" not in reg.get("smollm2-135m").default_params
     assert all(reg.get(w).default_params["stop"] == ["\n"] for w in writers)
+    assert all(reg.get(w).default_params["frequency_penalty"] == 1.0 for w in writers)
     smol = reg.get("smollm2-135m")
     assert smol.is_embedded and smol.endpoint == EMBEDDED
     assert smol.api_key() is None

@@ -1,0 +1,99 @@
+"""`essaybench demo`, the README's first command, end to end on the embedded model (issue 14
+item 5): two writer configurations compared on the same prompts, every Table 5 cell shown
+filled, intervals and a paired difference printed, off-language essays counted, the HTML
+report written and its path printed, and an honest note on what the scores mean.
+
+Its wall time (≤ 4 minutes after setup on 2 cores) is a speed target: README quotes the
+measured figure; this test asserts what the demo shows, not how fast."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from essaybench.cli.benchmark import DEMO_NOTE
+from essaybench.core.paths import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+WRITERS = ["smollm2-135m-para", "smollm2-135m-para-zh"]
+MIN_COVERAGE = 0.75
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    root = tmp_path_factory.mktemp("demo")
+    env = {**os.environ, "PREFECT_HOME": str(root / "prefect"), "DO_NOT_TRACK": "1",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "COLUMNS": "160"}
+    for name in ("ESSAYBENCH_MODELS", "ESSAYBENCH_CONFIG", "ESSAYBENCH_CURATE_CONFIG",
+                 "ESSAYBENCH_STORE", "ESSAYBENCH_EMBEDDED_REPLICAS"):
+        env.pop(name, None)
+    store = root / "store"
+    proc = subprocess.run(
+        [sys.executable, "-m", "essaybench", "demo", "--store", str(store)],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    return output, store
+
+
+def _run_reports(store: Path) -> Path:
+    [run] = [p for p in (store / "reports").iterdir() if p.is_dir() and "T" in p.name]
+    return run
+
+
+def test_progress_and_the_honest_note(demo: tuple[str, Path]) -> None:
+    output, _ = demo
+    assert re.search(r"^progress: generate smollm2-135m-para \d+/8", output, re.M), output
+    assert " ".join(DEMO_NOTE.split()) in " ".join(output.split())
+
+
+def test_two_writers_every_shown_cell_filled(demo: tuple[str, Path]) -> None:
+    _, store = demo
+    table5 = pl.read_parquet(_run_reports(store) / "table5_weighted.parquet")
+    assert sorted(table5["model"].to_list()) == WRITERS
+    shown = [c.removesuffix(":coverage") for c in table5.columns if c.endswith(":coverage")]
+    assert "overall" in shown and len(shown) >= 3
+    for cell in shown:
+        for model, mean, coverage in table5.select("model", cell, f"{cell}:coverage").rows():
+            if coverage is None:  # a cell this writer has no prompt in is not shown
+                continue
+            assert mean is not None and coverage >= MIN_COVERAGE, (model, cell, coverage)
+
+
+def test_intervals_and_a_paired_difference(demo: tuple[str, Path]) -> None:
+    output, store = demo
+    stats = _run_reports(store) / "stats"
+    overall = pl.read_parquet(stats / "score_ci_weighted.parquet").filter(
+        pl.col("cell") == "overall")
+    assert sorted(overall["model"].to_list()) == WRITERS
+    assert overall["ci_lo"].null_count() == 0 and overall["ci_hi"].null_count() == 0
+    assert (overall["ci_lo"] <= overall["mean"]).all() and (
+        overall["mean"] <= overall["ci_hi"]).all()
+    [diff] = pl.read_parquet(stats / "score_diff_weighted.parquet").filter(
+        pl.col("cell") == "overall").rows(named=True)
+    assert {diff["model_a"], diff["model_b"]} == set(WRITERS)
+    assert diff["diff_lo"] is not None and diff["diff_lo"] <= diff["diff"] <= diff["diff_hi"]
+    assert re.search(r"^  smollm2-135m-para(-zh)? − smollm2-135m-para(-zh)?: [+-]\d+\.\d\d "
+                     r"\[[+-]\d+\.\d\d, [+-]\d+\.\d\d\] (indistinguishable|different)",
+                     output, re.M), output
+    assert "Overall weighted score, 95% CI" in output
+
+
+def test_off_language_counted_and_report_written(demo: tuple[str, Path]) -> None:
+    output, store = demo
+    for writer in WRITERS:
+        assert re.search(rf"^{re.escape(writer)}: \d+ of \d+ essays not written in Chinese",
+                         output, re.M), output
+    match = re.search(r"^report: (\S+report\.html)", output, re.M)
+    assert match, output
+    report = Path(match.group(1))
+    assert report.is_file() and report.is_relative_to(store)
+    html = report.read_text(encoding="utf-8")
+    assert all(writer in html for writer in WRITERS)

@@ -320,3 +320,15 @@ def test_pairwise_designs_no_pair_on_a_prompt_without_a_genre() -> None:
     pairs = build_pairs(essays, PairwiseParams(judges=["j"]))
     assert [(p.prompt_id, p.genre, p.model_a, p.model_b) for p in pairs] == [
         ("p1", "narrative", "a", "b")]
+
+
+def test_align_score_mode_asks_the_genre_too_and_scores_without_it(tmp_path: Path) -> None:
+    # Align-Score does not depend on the genre; the essay still gets its genre (for the
+    # Table 5 cell), from the built-in rubric's genres.
+    params = JudgeParams(judges=["judge-a"], mode="align_score")
+    with run_fake_server(scenario(genre_rule(OPEN, "descriptive"))) as server:
+        essays, _ = generate(server, tmp_path, JudgeParams(judges=["judge-a"]))
+        judged = judge(server, tmp_path, essays.table, params).table
+    row = judged.filter(pl.col("prompt_id") == "p-open").row(0, named=True)
+    assert (row["status"], row["genre"], row["genre_source"]) == ("ok", "descriptive", "judge")
+    assert row["align_total"] is not None and row["score_weighted"] is None

@@ -315,7 +315,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        return _main(_parser().parse_args(argv))
+    except (RuntimeError, OSError, LookupError, ValueError, subprocess.TimeoutExpired) as failed:
+        print(f"ops.local_stack: {failed}", file=sys.stderr)  # one line or a log's tail
+        return 1
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "start":
         if args.workers < 1 or args.pool_limit < 1:
             raise SystemExit("--workers and --pool-limit must be at least 1")

@@ -194,8 +194,12 @@ class Scan:
 
 
 def _cells(frame: pl.DataFrame) -> str:
-    return "\n".join(str(v) for column in frame.columns
-                     for v in frame[column].cast(pl.String, strict=False).to_list())
+    # Nested columns (lists such as allowed_genres, structs) do not cast to text: their
+    # Python values are printed whole instead, so a key inside a list is still seen.
+    return "\n".join(
+        str(v) for column in frame.columns
+        for v in (frame[column].to_list() if frame[column].dtype.is_nested()
+                  else frame[column].cast(pl.String, strict=False).to_list()))
 
 
 def _duckdb_text(path: Path) -> str:

@@ -48,10 +48,10 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
             config = rerun_config(store, run_id, config)
         registry = load_registry()
-        check_judges(registry, config.judges())
         with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s) as session:
+            check_judges(registry, config.judges())  # after the ledger lock, as any name
             for stage in llm:
                 if stage == "generate":
                     upstream = generate_stage(store, run_id, config, session,

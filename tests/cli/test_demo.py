@@ -36,7 +36,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
         env.pop(name, None)
     store = root / "store"
     proc = subprocess.run(
-        [sys.executable, "-m", "essaybench", "demo", "--store", str(store)],
+        [sys.executable, "-m", "essaybench.cli", "demo", "--store", str(store)],
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]

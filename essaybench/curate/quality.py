@@ -227,23 +227,23 @@ class QualityReport:
 
     @property
     def genre_precision(self) -> float | None:
-        return self.decided_correct / self.decided if self.decided else None
+        return _ratio(self.decided_correct, self.decided)
 
     @property
     def decided_share(self) -> float | None:
-        return self.essays_decided / self.n_essays if self.n_essays else None
+        return _ratio(self.essays_decided, self.n_essays)
 
     @property
     def set_accuracy(self) -> float | None:
-        return self.set_correct / self.set_checked if self.set_checked else None
+        return _ratio(self.set_correct, self.set_checked)
 
     @property
     def length_accuracy(self) -> float | None:
-        return self.length_correct / self.n_essays if self.n_essays else None
+        return _ratio(self.length_correct, self.n_essays)
 
     @property
     def leak_rate(self) -> float | None:
-        return len(self.leaked) / self.non_essays if self.non_essays else None
+        return _ratio(len(self.leaked), self.non_essays)
 
 
 def _ratio(num: int, den: int) -> float | None:

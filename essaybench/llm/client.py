@@ -10,7 +10,6 @@ of attempts (and, apart, how many were transport retries and how many re-asks).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import random
 import ssl
@@ -171,8 +170,9 @@ class OpenAICompatBackend:
 
     async def _send(self, data: bytes, estimated: int, affinity: str) -> _Attempt:
         async with self.limiter.slot(estimated):
-            with (self.pool.lease(affinity) if self.pool is not None
-                  else contextlib.nullcontext(self.url.removesuffix(COMPLETIONS))) as base:
+            if self.pool is None:
+                return await self._post(self.url, data)
+            with self.pool.lease(affinity) as base:  # held while the request runs
                 return await self._post(base + COMPLETIONS, data)
 
     async def _post(self, url: str, data: bytes) -> _Attempt:

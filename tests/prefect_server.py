@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from prefect.client.schemas.objects import FlowRun
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from essaybench.core.paths import PROJECT_ROOT
+from ops.local_stack import free_port
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))  # the CLI of this virtualenv
 TAG_ENV = "ESSAYBENCH_TEST_PROCESS_TAG"
@@ -36,13 +36,10 @@ TAG_ENV = "ESSAYBENCH_TEST_PROCESS_TAG"
 # and essaybench paths, which each test gives its processes explicitly.
 _DROPPED_PREFIXES = ("PREFECT_", "ESSAYBENCH_")
 _QUIET = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+# The project's deployments (prefect.yaml), the weekly one and the pool it runs on.
+SPEC: dict[str, Any] = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text("utf-8"))
+WEEKLY: dict[str, Any] = next(d for d in SPEC["deployments"] if d["name"] == "pipeline-weekly")
+POOL: str = WEEKLY["work_pool"]["name"]
 
 
 def wait_until(ready: Callable[[], bool], timeout: float, what: str,

@@ -30,7 +30,6 @@ from prefect.client.schemas.objects import Artifact, FlowRun
 from prefect.client.schemas.responses import DeploymentResponse
 from prefect.client.schemas.schedules import CronSchedule
 
-from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.stages.alerts import run_alerts
@@ -39,7 +38,10 @@ from essaybench.store.runs import get_run, looks_like_run_id
 from tasks.alerts import artifact_key
 from tests.helpers import Receiver, closed_port_url
 from tests.prefect_server import (
+    POOL,
     PREFECT,
+    SPEC,
+    WEEKLY,
     Deadline,
     Processes,
     prefect_client,
@@ -50,9 +52,6 @@ from tests.prefect_server import (
 
 pytestmark = pytest.mark.slow
 
-SPEC: dict[str, Any] = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text("utf-8"))
-WEEKLY = next(d for d in SPEC["deployments"] if d["name"] == "pipeline-weekly")
-POOL: str = WEEKLY["work_pool"]["name"]
 # Hard limits: each wait has its cap, and all of them together the test's budget (the
 # teardown adds at most ~20 s). A run takes ~30 s on a busy 2-core host, the whole ~2.5 min.
 BUDGET_S = 270.0

@@ -15,16 +15,16 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.server import run_fake_server
 from ops import local_stack, postgres
 from tests.prefect_server import (
+    POOL,
     PREFECT,
+    WEEKLY,
     Deadline,
     Processes,
     prefect_client,
@@ -34,9 +34,6 @@ from tests.prefect_server import (
 
 pytestmark = pytest.mark.slow
 
-SPEC: dict[str, Any] = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text("utf-8"))
-WEEKLY = next(d for d in SPEC["deployments"] if d["name"] == "pipeline-weekly")
-POOL: str = WEEKLY["work_pool"]["name"]
 WORKERS = 2
 POOL_LIMIT = 2
 # Measured here on a busy 2-core host: the stack starts in ~30 s, the deploy ~15 s, the run

@@ -24,6 +24,7 @@ memory); each stage still writes its own snapshot and catalog row. Each stage's 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from prefect import flow
@@ -31,9 +32,10 @@ from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.states import Failed
 
-from essaybench.bench.config import load_benchmark_config
+from essaybench.bench.config import BenchmarkConfig, load_benchmark_config
 from essaybench.bench.generate import language_summary
 from essaybench.bench.health import RunUnhealthy
+from essaybench.bench.sharding import ShardingParams
 from essaybench.core.errors import UserError
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
@@ -47,13 +49,16 @@ from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
+from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
 from essaybench.store.store import new_run_id
+from flows._fanout import run_shards
 from flows.curate import curate_flow
 from tasks.alerts import alerts_stage_task
 from tasks.benchmark import benchmark_stages_task
 from tasks.pairwise import pairwise_stage_task
 from tasks.report import report_task
+from tasks.shard import check_merged_task, merge_task, shard_plan_task
 from tasks.stats import stats_stage_task
 
 
@@ -94,11 +99,14 @@ def pipeline_flow(
     over_budget_ok: bool = False,
     uncalibrated_ok: bool = False,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    shards: int | None = None,
 ) -> dict[str, Any]:
     """``over_budget_ok``: go on even when the estimate exceeds the config's
     ``max_cost_usd`` (the CLI's --yes-over-budget); otherwise the run checks its budget
     itself, after curation and before the first call. ``lock_timeout_s``: how long to
-    wait for another process's lock on the store (catalog and call ledger)."""
+    wait for another process's lock on the store (catalog and call ledger).
+    ``shards``: run generate+judge as this many shards on the work pool (overrides the
+    config's ``sharding.shards``; 0: in this process)."""
     if from_stage != "generate" and base_run is None:
         raise UserError(f"starting at {from_stage!r} needs base_run: the run whose "
                         "upstream snapshot it reads")
@@ -122,11 +130,19 @@ def pipeline_flow(
     # Generate and judge run in one task, sharing a gateway session: each essay is judged
     # as soon as it is written. Aggregate is a task of its own.
     llm = [s for s in stages if s in LLM_STAGES]
+    sharding = sharding_of(config, shards) if llm == list(LLM_STAGES) else None
+    merged_since = None
+    if sharding is not None:  # the shards make the calls; the stages below replay them
+        merged_since, result["shards"] = _sharded_calls(run_id, benchmark_config, store_root,
+                                                        sharding, lock_timeout_s)
     if llm:
         result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
                                             store_root, snapshot_id, uncalibrated_ok,
-                                            lock_timeout_s))
+                                            lock_timeout_s, merged_since))
         snapshot_id = result[llm[-1]]
+    if sharding is not None:
+        check_merged_task(run_id, store_root, parts_url_of(sharding, store_root),
+                          {stage: result[stage] for stage in LLM_STAGES})
     result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
                                         snapshot_id, lock_timeout_s=lock_timeout_s))
     # Pairwise judging (when configured) and the statistics read what aggregate read.
@@ -158,3 +174,31 @@ def pipeline_flow(
         return cast(dict[str, Any], Failed(message=unhealthy.explanation, data=unhealthy))
     result["health"] = health.summary() if health is not None else None
     return result
+
+
+def sharding_of(config: BenchmarkConfig, shards: int | None) -> ShardingParams | None:
+    """The run's sharding: the config's, with ``shards`` (the flow parameter) overriding
+    its count; None (in this process) when neither asks for shards."""
+    if shards is not None and shards < 0:
+        raise UserError(f"shards must be 0 (no sharding) or more, not {shards}")
+    if shards == 0 or (shards is None and config.sharding is None):
+        return None
+    base = config.sharding or ShardingParams(shards=shards or 1)
+    return base.model_copy(update={"shards": shards}) if shards else base
+
+
+def parts_url_of(sharding: ShardingParams, store_root: str) -> str:
+    return sharding.parts_url or PartStore.for_store(store_root).url
+
+
+def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: ShardingParams,
+                   lock_timeout_s: float) -> tuple[datetime, dict[str, Any]]:
+    """Plan, run every shard on the pool, merge their ledgers: returns the moment the
+    replay serves failures since, and what happened."""
+    parts = PartStore(parts_url_of(sharding, store_root))
+    n = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
+                        sharding.parallel, lock_timeout_s)
+    attempts = run_shards(parts, run_id, n, sharding)
+    merged = merge_task(run_id, store_root, parts.url, lock_timeout_s)
+    since = datetime.fromisoformat(merged.pop("since"))
+    return since, {"parts_url": parts.url, "attempts": attempts, **merged}

@@ -7,6 +7,8 @@ Prefect task per request.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -22,14 +24,15 @@ from essaybench.store import Store
 def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root: str,
                           upstream_snapshot_id: str | None,
                           uncalibrated_ok: bool = False,
-                          lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> dict[str, str]:
+                          lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+                          merged_since: datetime | None = None) -> dict[str, str]:
     """``stages``: consecutive stage names joined by "+" (e.g. "generate+judge"); returns
-    each stage's snapshot id."""
+    each stage's snapshot id. ``merged_since``: see ``run_stages``."""
     store = Store(store_root, lock_timeout_s)
     upstream = (store.get_snapshot(upstream_snapshot_id) if upstream_snapshot_id is not None
                 else None)
     snapshots = run_stages(store, run_id, load_benchmark_config(config_path),
-                           stages.split("+"), upstream, uncalibrated_ok)
+                           stages.split("+"), upstream, uncalibrated_ok, merged_since)
     log = get_run_logger()
     for stage, snapshot in snapshots.items():
         meta = snapshot.meta or {}

@@ -13,8 +13,9 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 PACKAGE = PROJECT / "essaybench"
-# Flow files that chain stages or share code, not stages themselves.
-NOT_STAGES = {"__init__", "_stage", "curate", "pipeline"}
+# Flow files that chain stages or share code, not stages themselves (pipeline_shard: one
+# shard of the pipeline's generate+judge, writing parts that the pipeline merges).
+NOT_STAGES = {"__init__", "_stage", "_fanout", "curate", "pipeline", "pipeline_shard"}
 STAGE_NAMES = sorted(p.stem for p in (PROJECT / "flows").glob("*.py") if p.stem not in NOT_STAGES)
 
 

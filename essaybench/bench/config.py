@@ -18,6 +18,7 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.pairwise.design import PairwiseParams
+from essaybench.bench.sharding import ShardingParams
 from essaybench.bench.stats_tables import StatsParams
 from essaybench.core.contracts import GENRES
 from essaybench.core.yamlio import YamlConfigError, load_model
@@ -51,6 +52,9 @@ class BenchmarkConfig(BaseModel):
     drift: DriftParams | None = Field(
         default_factory=DriftParams, description="Judge-drift sentinel: every judge "
         "re-scores the anchor set each run (null: off; runs are then not checked).")
+    sharding: ShardingParams | None = Field(
+        default=None, description="Run generate+judge as shards on a Prefect work pool "
+        "(null: in this process).")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")

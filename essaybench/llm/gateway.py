@@ -85,6 +85,7 @@ class Gateway:
         self.seed = seed
         self._redactor = ResultRedactor(spec.api_key_env for spec in registry.models.values())
         self.last_stats: BatchStats | None = None
+        self.sent_total = 0  # calls sent (first requests and follow-ups) by every batch
         # Results of follow-up calls (e.g. judge calls sent while generating), kept until a
         # later batch of this gateway asks for them: the stage that follows gets them
         # without reading them back from the ledger, where they are stored all the same.
@@ -237,6 +238,7 @@ class Gateway:
             self._active_runs -= 1
             if self._active_runs == 0:
                 await self.aclose()
+        self.sent_total += total + follow.sent
         self.last_stats = BatchStats(requested=len(requests), unique=len(set(keys)),
                                      from_ledger=len({k for k in keys if k in stored}) - held,
                                      from_follow_ups=held, sent=total, follow_ups=follow.unique,

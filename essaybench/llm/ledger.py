@@ -86,6 +86,29 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
     )
 
 
+def rows_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """Ledger rows (``ledger_row``) as a frame of ``ROW_SCHEMA``."""
+    return pl.DataFrame({name: [row[name] for row in rows] for name in ROW_SCHEMA},
+                        schema=ROW_SCHEMA)
+
+
+def as_ledger_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (rows read back from Parquet or exported from a ledger) in ``ROW_SCHEMA``."""
+    columns = []
+    for name, dtype in ROW_SCHEMA.items():
+        if name not in frame.columns:
+            columns.append(pl.lit(None, dtype).alias(name))
+        elif isinstance(dtype, pl.Datetime):
+            col = frame[name]
+            if isinstance(col.dtype, pl.Datetime) and col.dtype.time_zone is not None:
+                columns.append(pl.col(name).dt.convert_time_zone("UTC").cast(dtype))
+            else:
+                columns.append(pl.col(name).cast(dtype))
+        else:
+            columns.append(pl.col(name).cast(dtype))
+    return frame.select(columns)
+
+
 def _named_rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     names = [d[0] for d in cur.description or []]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -165,6 +188,23 @@ class Ledger:
                 self.con.unregister("wanted")
         return {r["key"]: result_from_row(r) for r in rows}
 
+    def export_runs(self, scope: ReuseScope) -> pl.DataFrame:
+        """Every call recorded by a run ``scope`` names, as ``ROW_SCHEMA`` rows (what a
+        sharded run's shards may be served)."""
+        if scope.runs is None:
+            raise ValueError("export_runs needs a scope of named runs, not ANY_RUN")
+        with self._db_lock:
+            table = self.con.sql(statement("ledger_export_runs"), params={
+                "runs": sorted(scope.runs), "unattributed": scope.unattributed}).to_arrow_table()
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        return as_ledger_frame(frame)
+
+    def count(self) -> int:
+        with self._db_lock:
+            [(n,)] = self.con.execute("SELECT count(*) FROM llm_calls").fetchall()
+        return int(n)
+
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
         with self._db_lock:
             return _named_rows(
@@ -174,15 +214,17 @@ class Ledger:
 
     def write_rows(self, rows: Sequence[dict[str, Any]]) -> None:
         """Commit rows in one transaction (synchronous)."""
-        if not rows:
-            return
-        batch = pl.DataFrame({name: [row[name] for row in rows] for name in ROW_SCHEMA},
-                             schema=ROW_SCHEMA)
+        if rows:
+            self.insert_frame(rows_frame(rows))
+
+    def insert_frame(self, batch: pl.DataFrame, statement_name: str = "ledger_insert") -> None:
+        """Commit a frame of ``ROW_SCHEMA`` rows in one transaction; ``statement_name``:
+        ``ledger_import`` skips rows the ledger already holds (merging shard ledgers)."""
         with self._db_lock:
             self.con.register("batch", batch)
             try:
                 self.con.execute("BEGIN TRANSACTION")
-                self.con.execute(statement("ledger_insert"))
+                self.con.execute(statement(statement_name))
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")

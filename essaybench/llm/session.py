@@ -59,7 +59,12 @@ class GatewaySession:
 
     @contextlib.contextmanager
     def reusing_failures_since(self, since: datetime | None) -> Iterator[None]:
-        before, self.reuse_failed_since = self.reuse_failed_since, since
+        """Within the block, failures recorded since ``since`` are served; a window an
+        enclosing block opened earlier (a sharded run's replay) stays open."""
+        before = self.reuse_failed_since
+        if before is not None and (since is None or before < since):
+            since = before
+        self.reuse_failed_since = since
         try:
             yield
         finally:
@@ -89,12 +94,15 @@ def open_gateway(
     ledger_lock_timeout_s: float = 120.0,
     scope: ReuseScope = ANY_RUN,
     embedded_replicas: int | None = None,
+    ledger: Ledger | None = None,
 ) -> Iterator[GatewaySession]:
     """``embedded_replicas``: servers of the embedded model, shared by every embedded
-    entry (default ``embedded_replica_count()``)."""
+    entry (default ``embedded_replica_count()``). ``ledger``: where calls are recorded
+    and looked up (default: the store's ledger file; a shard passes its ``PartLedger``)."""
     store_root = Path(store_root)
     with contextlib.ExitStack() as stack:
-        ledger = stack.enter_context(Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))
+        ledger = stack.enter_context(
+            ledger or Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))
         urls = dict(base_urls or {})
         specs = dict(registry.models)
         pool: ReplicaPool | None = None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import polars as pl
+
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.judge.flags import add_flags, flag_counts
 from essaybench.bench.judge.judgments import run_judge
@@ -27,6 +29,20 @@ def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | 
     return min(starts) if starts else None
 
 
+def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
+                 session: GatewaySession) -> StageOutput:
+    """The judgments of ``essays`` (flags and second opinions included): what the judge
+    stage writes, and what a shard of a sharded run writes as its part."""
+    out = run_judge(essays, config.judge, session)
+    # Flags ask for a second look (judge.second_judge); they change no score and no status.
+    table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
+    table = second_opinions(table, essays, config.judge, session)
+    counts = flag_counts(table)
+    meta = {**out.meta, "flags": counts.to_dicts(),
+            "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode])}
+    return StageOutput(table, meta, out.run_meta)
+
+
 def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,
                 session: GatewaySession) -> Snapshot:
     """Judge ``upstream``'s essays. Judge calls the same run already made (prefetched
@@ -39,15 +55,7 @@ def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Sn
 
     def compute() -> StageOutput:
         with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
-            out = run_judge(essays, config.judge, session)
-            # Flags ask for a second look (judge.second_judge); they change no score and
-            # no status.
-            table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
-            table = second_opinions(table, essays, config.judge, session)
-        counts = flag_counts(table)
-        meta = {**out.meta, "flags": counts.to_dicts(),
-                "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode])}
-        return StageOutput(table, meta, out.run_meta)
+            return judge_output(essays, config, session)
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
                      params=config.judge, rows_in=essays.height, compute=compute)

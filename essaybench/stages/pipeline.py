@@ -11,6 +11,7 @@ stage (every judge re-scores the anchor set) unless the config turns it off. The
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.llm.registry import check_judges, load_registry
@@ -20,6 +21,7 @@ from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.drift import drift_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
+from essaybench.stages.shard import ShardError
 from essaybench.store import Snapshot, Store
 
 BENCHMARK_STAGES = ("generate", "judge", "aggregate")
@@ -27,8 +29,8 @@ LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
 
 
 def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
-               upstream: Snapshot | None, uncalibrated_ok: bool = False
-               ) -> dict[str, Snapshot]:
+               upstream: Snapshot | None, uncalibrated_ok: bool = False,
+               merged_since: datetime | None = None) -> dict[str, Snapshot]:
     """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
     the one before wrote; ``upstream`` is what the first reads (None for generate).
 
@@ -36,7 +38,12 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     essay's judge calls are sent as soon as it is written, and their results pass to the
     judge stage in memory (they are in the ledger too, for a rerun). After judge, the
     judges re-score the anchor set (``drift``); ``uncalibrated_ok`` lets a changed judge
-    re-calibrate instead of being refused."""
+    re-calibrate instead of being refused.
+
+    ``merged_since``: the run was sharded (``stages.shard``) and its shards' calls, made
+    since then, are merged into the ledger: every generate and judge call is served from
+    it, failures included (a run attempts each call once), and a call that would have to
+    be sent is a gap in the merge: ``ShardError``."""
     order = list(BENCHMARK_STAGES)
     first = order.index(stages[0]) if stages and stages[0] in order else -1
     if first < 0 or list(stages) != order[first:first + len(stages)]:
@@ -52,14 +59,18 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s) as session:
             check_judges(registry, config.judges())  # after the ledger lock, as any name
-            for stage in llm:
-                if stage == "generate":
-                    upstream = generate_stage(store, run_id, config, session,
-                                              prefetch_judge="judge" in stages)
-                else:
-                    assert upstream is not None
-                    upstream = judge_stage(store, run_id, config, upstream, session)
-                snapshots[stage] = upstream
+            with session.reusing_failures_since(merged_since):
+                for stage in llm:
+                    if stage == "generate":
+                        upstream = generate_stage(store, run_id, config, session,
+                                                  prefetch_judge="judge" in stages)
+                    else:
+                        assert upstream is not None
+                        upstream = judge_stage(store, run_id, config, upstream, session)
+                    snapshots[stage] = upstream
+            if merged_since is not None and session.gateway.sent_total:
+                raise ShardError(f"run {run_id}: {session.gateway.sent_total} call(s) were "
+                                 "not in the merged shard ledgers and had to be sent")
             if "judge" in llm and config.drift is not None:
                 assert upstream is not None
                 snapshots["drift"] = drift_stage(store, run_id, config, registry, session,

@@ -1,0 +1,32 @@
+"""The benchmark config's ``sharding:`` section: run generate+judge as shards on a Prefect
+work pool (see ``essaybench.stages.shard`` and README, "Running on several machines")."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SHARD_DEPLOYMENT = "pipeline-shard/pipeline-shard"
+
+
+class ShardingParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    shards: int = Field(ge=1, description="Shards of generate+judge: writers dealt to shards, "
+                        "or each writer's prompts cut into ranges when there are more shards "
+                        "than writers. Each shard is a flow run (~5 CPU-s to start): give each "
+                        "hundreds of calls.")
+    parallel: int | None = Field(default=None, ge=1, description="Shards running at once "
+                                 "at most (the work pool's concurrency limit, the parent's "
+                                 "slot aside; None: all of them). Each model's limits "
+                                 "(max_concurrency, rpm, tpm) are shared out among the shards "
+                                 "that can call it at once, so the run stays within them.")
+    retries: int = Field(default=2, ge=0, description="Times a crashed or failed shard is "
+                         "sent again (it pays only for calls its earlier attempts lost).")
+    stale_after_s: float = Field(default=90.0, gt=0, description="A running shard whose "
+                                 "heartbeat is older than this is taken for dead (its worker "
+                                 "was killed) and sent again.")
+    deployment: str = Field(default=SHARD_DEPLOYMENT, description="The shard flow's "
+                            "deployment (flow/deployment), served by the pool's workers.")
+    parts_url: str | None = Field(default=None, description="Where shards write their parts: "
+                                  "a folder every worker sees or s3://bucket/prefix (None: "
+                                  "$ESSAYBENCH_PARTS_URL, else <store>/parts).")

@@ -1,0 +1,17 @@
+"""The ``pipeline-shard`` flow: one shard of a sharded run's generate+judge, on whichever
+worker of the pool picks it up (deployment ``pipeline-shard`` in prefect.yaml). The
+parent ``pipeline`` flow starts it through ``run_deployment`` (see ``flows/_fanout.py``);
+everything it needs is in the run's plan under ``parts_url``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from tasks.shard import shard_task
+
+
+@flow(name="pipeline-shard", flow_run_name="{run_id}-shard{index}")
+def pipeline_shard_flow(parts_url: str, run_id: str, index: int) -> dict[str, Any]:
+    return shard_task(parts_url, run_id, index)

@@ -209,6 +209,18 @@ class PartStore:
         except ValueError as exc:
             raise ValueError(f"{self.uri(rel)}: not valid JSON ({exc})") from None
 
+    def remove_status(self, rel: str) -> None:
+        """Delete a status file (one ``put_json`` writes; e.g. a shard's ``_SUCCESS.json``,
+        to send that shard again). Parts are never deleted; a missing file is no error."""
+        target = self.uri(rel)
+        if self._local is not None:
+            (self._local / rel).unlink(missing_ok=True)
+            return
+        fs = self._fs()
+        with self._s3_errors(target):
+            if fs.isfile(self._key(rel)):
+                fs.rm_file(self._key(rel))
+
     # --- what is there ---------------------------------------------------------------------
 
     def exists(self, rel: str) -> bool:

@@ -32,6 +32,7 @@ from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import record_run
 from tests.helpers import copy_store
+from tests.s3_server import S3Server, moto_s3, s3_env
 
 WRITERS = ("writer-a", "writer-b")
 CONFIG = BenchmarkConfig(per_genre=3, generate=GenerateParams(models=WRITERS),
@@ -100,17 +101,31 @@ def test_sharded_run_equals_single_process_and_pays_once(
     assert snaps["judge"].read()["from_ledger"].all()
 
 
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[S3Server]:
+    with moto_s3() as handle:
+        yield handle
+
+
+@pytest.fixture(params=["local", "s3"])
+def parts(request: pytest.FixtureRequest, tmp_path: Path) -> PartStore:
+    """Where the shards write: a local folder, or a bucket on a real S3-compatible server."""
+    if request.param == "local":
+        return PartStore(tmp_path / "parts")
+    env = s3_env(request.getfixturevalue("s3_server"),
+                 request.getfixturevalue("monkeypatch"))
+    return PartStore(env.url("team-store"))
+
+
 def test_shard_resends_nothing_and_merge_is_idempotent(
-        curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
+        curated: Store, tmp_path: Path, server: FakeServerHandle, parts: PartStore) -> None:
     store = fresh(curated, tmp_path / "store")
-    parts = PartStore(tmp_path / "parts")
     out = sharded_run(store, parts, "r1", shards=3)
     sent = server.stats().totals.received
     # Done shards do nothing; a shard whose outputs were lost (a crash after its calls)
     # runs again on its own ledger parts and sends nothing.
     assert run_shard(parts, "r1", 0)["already_done"]
-    lost = tmp_path / "parts" / success_path("r1", "judge", 1)
-    lost.unlink()
+    parts.remove_status(success_path("r1", "judge", 1))
     again = run_shard(parts, "r1", 1)
     assert again["sent"] == 0 and not again.get("already_done")
     assert server.stats().totals.received == sent

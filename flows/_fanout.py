@@ -23,13 +23,24 @@ from prefect.exceptions import ObjectNotFound
 from prefect.states import Crashed
 
 from essaybench.bench.sharding import ShardingParams
-from essaybench.runs.shards import heartbeat_path
+from essaybench.runs.shards import heartbeat_path, owner_path
 from essaybench.stages.shard import ShardError, shard_done
 from essaybench.store.parts import PartStore
 
 
-def _moment(iso: object) -> datetime | None:
-    return datetime.fromisoformat(iso) if isinstance(iso, str) and iso else None
+def _stale(beat: object, running_since: datetime | None, now: datetime,
+           params: ShardingParams) -> str | None:
+    """Why a RUNNING attempt is taken for dead (None: it is alive): its last heartbeat is
+    older than ``stale_after_s``, or it never beat within ``startup_grace_s``."""
+    at = beat.get("at") if isinstance(beat, dict) else None
+    if isinstance(at, str) and at:
+        age = (now - datetime.fromisoformat(at)).total_seconds()
+        return f"no heartbeat for {age:.0f} s" if age > params.stale_after_s else None
+    if running_since is None:
+        return None
+    age = (now - running_since).total_seconds()
+    return (f"no heartbeat {age:.0f} s after it started" if age > params.startup_grace_s
+            else None)
 
 
 def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingParams,
@@ -53,6 +64,8 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                              "Prefect server (prefect deploy --all, and workers on its pool; "
                              "README, \"Running on several machines\")") from exc
         running[k] = flow_run.id
+        # The attempt the run waits for: an older one still alive stops (ShardSuperseded).
+        parts.put_json(owner_path(run_id, k), {"attempt": str(flow_run.id)})
 
     for k in range(n_shards):
         if not shard_done(parts, run_id, k):
@@ -77,13 +90,9 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                 if state is not None and state.is_final():
                     why = f"ended {name}: {state.message or ''}".strip()
                 elif state is not None and state.is_running():
-                    # The newer of the heartbeat (an earlier attempt's is older than
-                    # this attempt's start) and the moment this attempt started running.
-                    beat = parts.read_json(heartbeat_path(run_id, k)) or {}
-                    moments = [m for m in (_moment(beat.get("at")), state.timestamp) if m]
-                    age = (now - max(moments)).total_seconds() if moments else None
-                    if age is not None and age > params.stale_after_s:
-                        why = f"no heartbeat for {age:.0f} s"
+                    why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
+                                 state.timestamp, now, params)
+                    if why is not None:
                         client.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
                 if why is None:
                     continue

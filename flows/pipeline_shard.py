@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.runtime import flow_run
 
 from tasks.shard import shard_task
 
 
 @flow(name="pipeline-shard", flow_run_name="{run_id}-shard{index}")
 def pipeline_shard_flow(parts_url: str, run_id: str, index: int) -> dict[str, Any]:
-    return shard_task(parts_url, run_id, index)
+    # The flow run's id names the attempt: the parent knows it (run_deployment returned
+    # it) and records it as the shard's owner; see essaybench.stages.shard.
+    return shard_task(parts_url, run_id, index, str(flow_run.id))

@@ -29,8 +29,9 @@ def shard_plan_task(run_id: str, config_path: str, store_root: str, parts_url: s
 
 
 @task(name="shard", cache_policy=NO_CACHE, task_run_name="shard={index}")
-def shard_task(parts_url: str, run_id: str, index: int) -> dict[str, Any]:
-    record = run_shard(PartStore(parts_url), run_id, index)
+def shard_task(parts_url: str, run_id: str, index: int,
+               attempt: str | None = None) -> dict[str, Any]:
+    record = run_shard(PartStore(parts_url), run_id, index, attempt)
     get_run_logger().info("shard %d of run %s: %d essays, %d judgments, %d calls sent%s",
                           index, run_id, record["essays"], record["judgments"],
                           record["sent"], " (already done)" if record.get("already_done")

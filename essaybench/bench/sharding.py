@@ -25,6 +25,9 @@ class ShardingParams(BaseModel):
     stale_after_s: float = Field(default=90.0, gt=0, description="A running shard whose "
                                  "heartbeat is older than this is taken for dead (its worker "
                                  "was killed) and sent again.")
+    startup_grace_s: float = Field(default=180.0, gt=0, description="A shard that has been "
+                                   "running this long without its first heartbeat (imports, "
+                                   "plan, servers) is taken for dead and sent again.")
     deployment: str = Field(default=SHARD_DEPLOYMENT, description="The shard flow's "
                             "deployment (flow/deployment), served by the pool's workers.")
     parts_url: str | None = Field(default=None, description="Where shards write their parts: "

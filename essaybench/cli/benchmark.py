@@ -60,6 +60,11 @@ def run(
         help="Serve the successful calls of RUN (and the runs it reused) instead of "
              "sending them again. Without it a new run sends every call.")] = None,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
+    shards: Annotated[int | None, typer.Option(
+        "--shards", min=0, metavar="N",
+        help="Generate and judge as N shards on the work pool of the Prefect server "
+             "PREFECT_API_URL names (its workers run the pipeline-shard deployment); "
+             "0: in this process. Default: the config's sharding: section.")] = None,
 ) -> None:
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
@@ -77,7 +82,7 @@ def run(
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
                                over_budget_ok=over_budget, uncalibrated_ok=uncalibrated,
-                               lock_timeout_s=lock_timeout)
+                               lock_timeout_s=lock_timeout, shards=shards)
     _print_reports(result, time.perf_counter() - started)
 
 

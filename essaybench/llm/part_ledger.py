@@ -13,6 +13,7 @@ The parent merges the parts into the store's ledger (``Ledger.insert_frame`` wit
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 from uuid import uuid4
@@ -24,17 +25,25 @@ from essaybench.llm.ledger import Ledger, as_ledger_frame, rows_frame
 from essaybench.store.parts import PartStore
 
 
+class ShardSuperseded(RuntimeError):
+    """This attempt of a shard is no longer the one its run waits for."""
+
+
 class PartLedger(Ledger):
     """``prefix``: where this shard's parts go (``runs/<run>/ledger/shard=K``); ``seed``:
     parts (paths under ``parts``) of calls the shard may be served but did not make."""
 
     def __init__(self, parts: PartStore, prefix: str, seed: Sequence[str] = (),
-                 linger_s: float = 0.2, max_batch: int = 256) -> None:
+                 linger_s: float = 0.2, max_batch: int = 256,
+                 attempt: str | None = None) -> None:
         super().__init__(prefix, linger_s=linger_s, max_batch=max_batch)
         self.parts = parts
         self.prefix = prefix.rstrip("/")
         self.seed = tuple(seed)
-        self.attempt = uuid4().hex[:12]  # parts of two attempts never share a name
+        self.attempt = attempt or uuid4().hex[:12]  # parts of two attempts never share a name
+        # Set when another attempt of the same shard owns it now: this one records nothing
+        # more (its later rows could disagree with what the owner serves and writes).
+        self.superseded = threading.Event()
         self._sequence = 0
         self.loaded_rows = 0
 
@@ -61,6 +70,9 @@ class PartLedger(Ledger):
         """The part is on storage before the rows are looked up or acknowledged."""
         if not rows:
             return
+        if self.superseded.is_set():
+            raise ShardSuperseded(f"{self.prefix}: attempt {self.attempt} was superseded by "
+                                  "a newer attempt of its shard; it records nothing more")
         batch = rows_frame(rows)
         self._sequence += 1
         self.parts.write_parquet(

@@ -16,7 +16,8 @@ selected prompts (a Parquet part) and the seed of calls the run may be served. L
     runs/<run>/ledger/shard=K/part-*.parquet
     runs/<run>/generate/shard=K/part-*.parquet, _SUCCESS.json
     runs/<run>/judge/shard=K/part-*.parquet, _SUCCESS.json
-    runs/<run>/heartbeat/shard=K.json     rewritten every few seconds while K runs
+    runs/<run>/heartbeat/shard=K/<attempt>.json   rewritten every few seconds while it runs
+    runs/<run>/owner/shard=K.json         the attempt the parent sent last
 """
 
 from __future__ import annotations
@@ -130,5 +131,12 @@ def success_path(run_id: str, stage: str, index: int) -> str:
     return f"{part_prefix(run_id, stage, index)}/_SUCCESS.json"
 
 
-def heartbeat_path(run_id: str, index: int) -> str:
-    return f"{run_prefix(run_id)}/heartbeat/shard={index}.json"
+def heartbeat_path(run_id: str, index: int, attempt: str) -> str:
+    """Rewritten every few seconds by one attempt of shard ``index`` while it runs."""
+    return f"{run_prefix(run_id)}/heartbeat/shard={index}/{attempt}.json"
+
+
+def owner_path(run_id: str, index: int) -> str:
+    """The attempt the parent last sent (``{"attempt": ...}``): an older attempt still
+    running (taken for dead too early) stops recording and writes no part."""
+    return f"{run_prefix(run_id)}/owner/shard={index}.json"

@@ -33,8 +33,8 @@ from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.generate import run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.errors import UserError
-from essaybench.llm.ledger import Ledger, as_ledger_frame
-from essaybench.llm.part_ledger import PartLedger
+from essaybench.llm.ledger import ROW_SCHEMA, Ledger, as_ledger_frame
+from essaybench.llm.part_ledger import PartLedger, ShardSuperseded
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import LEDGER_FILE, open_gateway
@@ -44,6 +44,7 @@ from essaybench.runs.shards import (
     ShardPlan,
     heartbeat_path,
     ledger_prefix,
+    owner_path,
     part_prefix,
     plan_path,
     plan_shards,
@@ -115,8 +116,18 @@ def _shard_prompts(parts: PartStore, plan: ShardPlan, shard: Shard) -> pl.DataFr
     return prompts.filter(pl.col("prompt_id").is_in(list(shard.prompt_ids)))
 
 
-def run_shard(parts: PartStore, run_id: str, index: int) -> dict[str, Any]:
-    """Generate and judge shard ``index`` of ``run_id``; returns its ``_SUCCESS`` record."""
+def superseded(parts: PartStore, run_id: str, index: int, attempt: str) -> bool:
+    """Has the parent sent a newer attempt of this shard (it took this one for dead)?"""
+    owner = parts.read_json(owner_path(run_id, index))
+    return isinstance(owner, dict) and owner.get("attempt") not in (None, attempt)
+
+
+def run_shard(parts: PartStore, run_id: str, index: int,
+              attempt: str | None = None) -> dict[str, Any]:
+    """Generate and judge shard ``index`` of ``run_id``; returns its ``_SUCCESS`` record.
+    ``attempt``: this attempt's name (the shard's flow run id; default: a random one), in
+    its heartbeat, part names and record. An attempt the parent has replaced (its
+    ``owner`` names another) stops recording calls and writes nothing: ``ShardSuperseded``."""
     plan = read_plan(parts, run_id)
     assert plan is not None
     if not 0 <= index < len(plan.shards):
@@ -132,32 +143,47 @@ def run_shard(parts: PartStore, run_id: str, index: int) -> dict[str, Any]:
         for n, s in plan.specs.items()})
     prompts = _shard_prompts(parts, plan, shard)
     scope = ReuseScope.of_run(run_id, plan.scope_runs, plan.scope_unattributed)
-    ledger = PartLedger(parts, ledger_prefix(run_id, index), plan.seed)
+    ledger = PartLedger(parts, ledger_prefix(run_id, index), plan.seed, attempt=attempt)
     started = datetime.now(UTC)
 
     def beat() -> None:
-        parts.put_json(heartbeat_path(run_id, index), {
+        if superseded(parts, run_id, index, ledger.attempt):
+            ledger.superseded.set()
+            return
+        parts.put_json(heartbeat_path(run_id, index, ledger.attempt), {
             "at": datetime.now(UTC).isoformat(), "host": socket.gethostname(),
             "pid": os.getpid(), "attempt": ledger.attempt, "started_at": started.isoformat()})
 
+    def stop_if_superseded(when: str) -> None:
+        if ledger.superseded.is_set():
+            raise ShardSuperseded(f"shard {index} of run {run_id}: attempt {ledger.attempt} "
+                                  f"was superseded by a newer one {when}; it writes no part")
+
     beat()
-    with Heartbeat(beat, HEARTBEAT_S), tempfile.TemporaryDirectory() as work, \
-            open_gateway(registry, work, [*shard.models, *judges], scope=scope,
-                         log_dir=Path(work) / "logs", ledger=ledger) as session, \
-            session.reusing_failures_since(plan.created_at):
-        prefetch = JudgePrefetch.for_prompts(prompts, config.judge,
-                                             config.generate.min_chinese_share)
-        params = config.generate.model_copy(update={"models": tuple(shard.models)})
-        essays = run_generate(prompts, params, session, plan.prompt_set_version,
-                              follow_up=prefetch)
-        judged = judge_output(essays.table, config, session)
-        sent = session.gateway.sent_total
+    stop_if_superseded("before it started")
+    try:
+        with Heartbeat(beat, HEARTBEAT_S), tempfile.TemporaryDirectory() as work, \
+                open_gateway(registry, work, [*shard.models, *judges], scope=scope,
+                             log_dir=Path(work) / "logs", ledger=ledger) as session, \
+                session.reusing_failures_since(plan.created_at):
+            prefetch = JudgePrefetch.for_prompts(prompts, config.judge,
+                                                 config.generate.min_chinese_share)
+            params = config.generate.model_copy(update={"models": tuple(shard.models)})
+            essays = run_generate(prompts, params, session, plan.prompt_set_version,
+                                  follow_up=prefetch)
+            judged = judge_output(essays.table, config, session)
+            sent = session.gateway.sent_total
+    except* ShardSuperseded:  # raised by the ledger inside the gateway's task group
+        stop_if_superseded("while it ran")
+        raise
     record: dict[str, Any] = {
         "run_id": run_id, "shard": index, "attempt": ledger.attempt,
         "host": socket.gethostname(), "pid": os.getpid(), "started_at": started.isoformat(),
         "finished_at": datetime.now(UTC).isoformat(), "sent": sent,
         "served_at_start": ledger.loaded_rows, "essays": essays.table.height,
         "judgments": judged.table.height, "parts": {}}
+    beat()  # a last look: a superseded attempt writes no part
+    stop_if_superseded("as it finished")
     for stage, table in (("generate", essays.table), ("judge", judged.table)):
         rel = f"{part_prefix(run_id, stage, index)}/part-{ledger.attempt}.parquet"
         parts.write_parquet(rel, table)
@@ -169,22 +195,46 @@ def run_shard(parts: PartStore, run_id: str, index: int) -> dict[str, Any]:
 
 def merge_ledgers(store: Store, parts: PartStore, plan: ShardPlan) -> dict[str, int]:
     """Append every shard's ledger parts to the store's ledger (idempotent); refuses while
-    any shard has not succeeded."""
+    any shard has not succeeded.
+
+    A call that both the successful attempt of a shard and an earlier attempt made (the
+    earlier one was taken for dead while it still ran, or was killed after the call came
+    back and before it was stored) was paid twice; the successful attempt's row is the one
+    its parts used, so only that one is merged: the stage replay then serves exactly what
+    the shard wrote. The other rows are counted (``superseded``), not merged."""
     missing = [s.index for s in plan.shards if not shard_done(parts, plan.run_id, s.index)]
     if missing:
         raise ShardError(f"run {plan.run_id}: shard(s) {', '.join(map(str, missing))} of "
                          f"{len(plan.shards)} never succeeded; nothing merged")
-    rels = [r for shard in plan.shards
-            for r in parts.list(ledger_prefix(plan.run_id, shard.index), ".parquet")]
-    frame = (pl.concat([as_ledger_frame(parts.read_parquet(r)) for r in rels])
-             if rels else pl.DataFrame())
+    frames: list[pl.DataFrame] = []
+    n_parts = superseded = 0
+    for shard in plan.shards:
+        done = parts.read_json(success_path(plan.run_id, SHARD_STAGES[-1], shard.index)) or {}
+        mine = f"part-{done.get('attempt')}-"
+        rels = parts.list(ledger_prefix(plan.run_id, shard.index), ".parquet")
+        n_parts += len(rels)
+        won = [r for r in rels if r.rsplit("/", 1)[-1].startswith(mine)]
+        lost = [r for r in rels if r not in won]
+        winner = _ledger_rows(parts, won)
+        earlier = _ledger_rows(parts, lost)
+        if earlier.height and winner.height:
+            again = earlier["key"].is_in(winner["key"].implode())
+            superseded += int(again.sum())
+            earlier = earlier.filter(~again)
+        frames += [f for f in (earlier, winner) if f.height]
+    frame = pl.concat(frames) if frames else pl.DataFrame()
     with Ledger(store.root / LEDGER_FILE, store.lock_timeout_s) as ledger:
         before = ledger.count()
         if frame.height:
             ledger.insert_frame(frame, "ledger_import")
         added = ledger.count() - before
-    return {"shards": len(plan.shards), "ledger_parts": len(rels), "rows": frame.height,
-            "added": added}
+    return {"shards": len(plan.shards), "ledger_parts": n_parts, "rows": frame.height,
+            "added": added, "superseded": superseded}
+
+
+def _ledger_rows(parts: PartStore, rels: Sequence[str]) -> pl.DataFrame:
+    frames = [as_ledger_frame(parts.read_parquet(r)) for r in rels]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=ROW_SCHEMA)
 
 
 def stable_rows(table: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
@@ -213,7 +263,27 @@ def check_merged(parts: PartStore, plan: ShardPlan, stage: str, merged: pl.DataF
     """The stage snapshot the parent wrote holds exactly the shards' rows."""
     keys = ROW_KEYS[stage]
     ours, theirs = stable_rows(merged, keys), stable_rows(shard_parts(parts, plan, stage), keys)
-    if ours.columns != theirs.columns or not ours.equals(theirs):
+    differs = first_difference(ours, theirs, keys)
+    if differs is not None:
         raise ShardError(f"run {plan.run_id}: the merged {stage} snapshot ({ours.height} rows) "
-                         f"differs from its shards' parts ({theirs.height} rows)")
+                         f"differs from its shards' parts ({theirs.height} rows): {differs}")
+
+
+def first_difference(a: pl.DataFrame, b: pl.DataFrame, keys: Sequence[str]) -> str | None:
+    """Where two tables sorted by ``keys`` first differ (None: equal): the column, and the
+    keys of the first row that differs in it."""
+    if a.columns != b.columns:
+        return f"columns {a.columns} against {b.columns}"
+    if a.height != b.height:
+        return f"{a.height} rows against {b.height}"
+    for column in a.columns:
+        left, right = a[column], b[column]
+        if left.dtype != right.dtype:
+            return f"column {column!r} is {left.dtype} against {right.dtype}"
+        same = (left == right) | (left.is_null() & right.is_null())
+        if not same.fill_null(False).all():
+            row = int((~same.fill_null(False)).arg_max() or 0)
+            where = ", ".join(f"{k}={a[k][row]}" for k in keys)
+            return f"column {column!r} at {where}"
+    return None
 

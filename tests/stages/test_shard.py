@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 import yaml
 
@@ -16,8 +17,9 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
+from essaybench.llm.part_ledger import ShardSuperseded
 from essaybench.llm.registry import load_registry
-from essaybench.runs.shards import part_prefix, success_path
+from essaybench.runs.shards import ledger_prefix, owner_path, part_prefix, success_path
 from essaybench.stages.pipeline import run_stages
 from essaybench.stages.shard import (
     ShardError,
@@ -25,6 +27,7 @@ from essaybench.stages.shard import (
     merge_ledgers,
     read_plan,
     run_shard,
+    shard_done,
     stable_rows,
     write_plan,
 )
@@ -149,3 +152,34 @@ def test_merge_refuses_until_every_shard_succeeded(
         run_shard(parts, "r1", 7)
     # The plan is written once: a restarted parent gets the same plan back.
     assert write_plan(store, parts, "r1", CONFIG, load_registry(), 9) == plan
+
+
+def test_a_superseded_attempt_writes_nothing_and_its_double_calls_are_not_merged(
+        curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
+    store = fresh(curated, tmp_path / "store")
+    parts = PartStore(tmp_path / "parts")
+    record_run(store, "r1")
+    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2)
+    # The parent sent attempt "new" of shard 0: attempt "old", still running, stops.
+    parts.put_json(owner_path("r1", 0), {"attempt": "new"})
+    with pytest.raises(ShardSuperseded, match="superseded"):
+        run_shard(parts, "r1", 0, attempt="old")
+    assert not shard_done(parts, "r1", 0)
+    assert not parts.list(part_prefix("r1", "generate", 0), ".parquet")
+    for index in (0, 1):
+        parts.put_json(owner_path("r1", index), {"attempt": f"new{index}"})
+        run_shard(parts, "r1", index, attempt=f"new{index}")
+    # An earlier attempt of shard 1 made some of the same calls and got other answers
+    # (stored after the owner's): only the owner's rows are merged, so the stages serve
+    # what the shard wrote.
+    own = [r for r in parts.list(ledger_prefix("r1", 1), ".parquet") if "new1" in r]
+    mine = parts.read_parquets(own)
+    twice = mine.head(3).with_columns(pl.lit("另一个回答").alias("response_text"),
+                                      pl.col("finished_at") + pl.duration(seconds=60))
+    parts.write_parquet(f"{ledger_prefix('r1', 1)}/part-zombie-000001.parquet", twice)
+    merged = merge_ledgers(store, parts, plan)
+    assert merged["superseded"] == 3
+    snaps = run_stages(store, "r1", CONFIG, ["generate", "judge"], None,
+                       merged_since=plan.created_at)
+    for stage in ("generate", "judge"):
+        check_merged(parts, plan, stage, snaps[stage].read())

@@ -1,0 +1,416 @@
+"""Scale-out on loopback (issue 17): a private PostgreSQL, a Prefect server on it, a process
+work pool with two workers, an S3-compatible server (moto) holding the shards' parts, and
+the fake OpenAI-compatible server; the weekly pipeline deployment run twice on the same
+synthetic prompt set:
+
+1. in one process (``shards=0``): the reference;
+2. sharded (``--shards``, default 8) on the pool, one worker killed (``kill -9``, with the
+   flow-run processes it started) while it runs a shard. The pipeline sees the shard's
+   heartbeat stop, marks it CRASHED and sends it again; the other worker finishes it.
+
+Checks, each printed: both runs Completed; every (prompt, writer) cell of the sharded run
+written and judged ok; every call the killed shard had recorded was served to its second
+attempt, not paid again, and the calls paid twice are at most those in flight at the kill
+(the killed shard's concurrency); the merged generate and judge snapshots equal the
+single-process run's (timing columns aside); and every process started is stopped at the
+end. The last line is PASS (exit 0) or FAIL (exit 1).
+
+Figures: wall time of each run (the flow run's start to end, from Prefect), the shards'
+start-up cost (flow run created → shard code running), and the ratio of the sharded wall
+to the single-process wall plus that cost.
+
+    python benchmarks/scale_out.py [--prompts 48] [--models 4] [--shards 8]
+                                   [--latency-ms 50] [--concurrency 8] [--no-kill]
+                                   [--keep DIR]
+
+Paper scale (README table): --prompts 728 --models 15 --latency-ms 300 --concurrency 64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import polars as pl
+import psutil  # type: ignore[import-untyped]
+import yaml
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+from prefect.client.schemas.objects import FlowRun
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
+from benchmarks.pipeline_scale import synthetic_prompt_set
+from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
+from essaybench.runs.shards import ledger_prefix, success_path
+from essaybench.stages.shard import ROW_KEYS, first_difference, read_plan, stable_rows
+from essaybench.store import Store
+from essaybench.store.parts import PARTS_URL_ENV, S3_ENDPOINT_ENV, PartStore, ensure_bucket
+from essaybench.store.runs import looks_like_run_id
+from ops import local_stack
+from ops.s3_local import moto_s3
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "scale-out-key", "AWS_SECRET_ACCESS_KEY": "scale-out-secret"}
+WEEKLY = "pipeline/pipeline-weekly"
+STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
+
+
+class Failed(AssertionError):
+    pass
+
+
+def check(ok: bool, what: str) -> None:
+    print(f"  {'ok  ' if ok else 'FAIL'} {what}", flush=True)
+    if not ok:
+        raise Failed(what)
+
+
+def wait_for(ready: Callable[[], bool], timeout: float, what: str, poll: float = 1.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise Failed(f"{what}: not within {timeout:g} s")
+        time.sleep(poll)
+
+
+@contextmanager
+def stack(folder: Path, workers: int, pool_limit: int, env: dict[str, str]) -> Iterator[str]:
+    """The local stack (PostgreSQL, Prefect server, pool, workers); its API URL. Stopped at
+    the end, and checked to have left nothing running."""
+    state_dir = folder / "stack"
+    try:
+        state = local_stack.start(state_dir, workers, pool_limit, ui=False, timeout=240,
+                                  env=env)
+        assert state.api_url is not None
+        yield state.api_url
+    finally:
+        left = local_stack.stop(state_dir, purge=True)
+        print(f"  {'ok  ' if not left else 'FAIL'} stack stopped"
+              f"{'' if not left else f': still running {left}'}", flush=True)
+        if left:
+            raise Failed(f"processes left running: {left}")
+
+
+def deploy(api: str, env: dict[str, str]) -> None:
+    """``prefect deploy`` of the weekly pipeline and the shard flow, from the checkout."""
+    subprocess.run([PREFECT, "--no-prompt", "deploy", "--name", "pipeline-weekly",
+                    "--name", "pipeline-shard"], cwd=PROJECT_ROOT, check=True, timeout=300,
+                   env={**env, "PREFECT_API_URL": api}, stdout=subprocess.DEVNULL)
+
+
+def trigger(client: SyncPrefectClient, **parameters: Any) -> UUID:
+    deployment = client.read_deployment_by_name(WEEKLY)
+    return client.create_flow_run_from_deployment(deployment.id, parameters=parameters).id
+
+
+def final(client: SyncPrefectClient, flow_run_id: UUID, timeout: float) -> FlowRun:
+    found: list[FlowRun] = []
+
+    def done() -> bool:
+        run = client.read_flow_run(flow_run_id)
+        if run.state is not None and run.state.is_final():
+            found.append(run)
+        return bool(found)
+
+    wait_for(done, timeout, f"flow run {flow_run_id}")
+    return found[0]
+
+
+def seconds(run: FlowRun) -> float:
+    assert run.start_time is not None and run.end_time is not None
+    return float((run.end_time - run.start_time).total_seconds())
+
+
+def process_of(flow_run_id: UUID) -> psutil.Process | None:
+    """The process running ``flow_run_id`` (workers pass the id in its environment)."""
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("PREFECT__FLOW_RUN_ID") == str(flow_run_id):
+                return proc
+        except psutil.Error:
+            continue
+    return None
+
+
+def worker_of(proc: psutil.Process, workers: dict[str, int]) -> str | None:
+    try:
+        ancestors = {p.pid for p in proc.parents()}
+    except psutil.Error:
+        return None
+    return next((name for name, pid in workers.items() if pid in ancestors), None)
+
+
+def kill_worker(pid: int) -> list[int]:
+    """``kill -9`` a worker and every process under it (the machine is gone)."""
+    procs = [psutil.Process(pid)]
+    procs += procs[0].children(recursive=True)
+    for proc in procs:
+        with suppress(psutil.Error):
+            proc.send_signal(signal.SIGKILL)
+    psutil.wait_procs(procs, timeout=10)
+    return [p.pid for p in procs]
+
+
+def shard_runs(client: SyncPrefectClient, run_id: str) -> list[FlowRun]:
+    """The shard flow runs of ``run_id`` (the pipeline tags them run id and shard=K)."""
+    return [r for r in client.read_flow_runs(flow_run_filter=FlowRunFilter(
+        tags=FlowRunFilterTags(all_=[run_id]))) if shard_index(r) is not None]
+
+
+def shard_index(run: FlowRun) -> int | None:
+    return next((int(t.removeprefix("shard=")) for t in run.tags if t.startswith("shard=")),
+                None)
+
+
+def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
+                          parts: PartStore, workers: dict[str, int],
+                          timeout: float) -> dict[str, Any]:
+    """Wait until a worker other than the parent's runs a shard that has recorded calls,
+    then kill it; what was killed and which calls its shards had recorded."""
+    found: list[psutil.Process] = []
+
+    def parent_running() -> bool:
+        proc = process_of(parent)
+        if proc is not None:
+            found.append(proc)
+        return proc is not None
+
+    wait_for(parent_running, timeout, "the pipeline's process")
+    parent_worker = worker_of(found[0], workers)
+    victim: dict[str, Any] = {}
+
+    def pick() -> bool:
+        for run in shard_runs(client, run_id):
+            if run.state is None or not run.state.is_running():
+                continue
+            proc = process_of(run.id)
+            worker = worker_of(proc, workers) if proc else None
+            index = shard_index(run)
+            if index is not None and worker and worker != parent_worker and parts.list(
+                    ledger_prefix(run_id, index), ".parquet"):
+                victim.update(worker=worker, shard=index, flow_run=run.id)
+                return True
+        return False
+
+    wait_for(pick, timeout, "a shard with recorded calls on the other worker", poll=0.2)
+    # Every shard the victim runs (it may run several): their recorded calls at the kill.
+    killed_shards: list[int] = []
+    for run in shard_runs(client, run_id):
+        proc = process_of(run.id) if run.state and run.state.is_running() else None
+        index = shard_index(run)
+        if proc is not None and index is not None and worker_of(proc, workers) == \
+                victim["worker"]:
+            killed_shards.append(index)
+    pids = kill_worker(workers[victim["worker"]])
+    recorded: set[str] = set()
+    for index in killed_shards:
+        for rel in parts.list(ledger_prefix(run_id, index), ".parquet"):
+            recorded |= set(parts.read_parquet(rel)["key"].to_list())
+    return {**victim, "shards": killed_shards, "pids": pids, "recorded": recorded}
+
+
+def paid_per_key(server: FakeServerHandle) -> dict[str, int]:
+    per_key = server.stats(per_key=True).per_key or {}
+    return {k: v.completed for k, v in per_key.items()}
+
+
+def snapshot(store: Store, run_id: str, stage: str) -> pl.DataFrame:
+    rows = [r for r in store.stage_runs(run_id, 1000) if r.stage == stage and r.status == "ok"]
+    assert rows and rows[0].snapshot_id is not None, (run_id, stage)
+    return store.get_snapshot(rows[0].snapshot_id).read()
+
+
+def startup_s(client: SyncPrefectClient, parts: PartStore, run_id: str) -> list[float]:
+    """Per shard attempt that finished: flow run created → shard code running."""
+    out = []
+    plan = read_plan(parts, run_id)
+    assert plan is not None
+    done = {shard_index(r): r for r in shard_runs(client, run_id)
+            if r.state is not None and r.state.is_completed()}
+    for index, run in done.items():
+        if index is None:
+            continue
+        record = parts.read_json(success_path(run_id, "judge", index)) or {}
+        if record.get("started_at") and run.created is not None:
+            began = datetime.fromisoformat(record["started_at"])
+            out.append((began - run.created).total_seconds())
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=48)
+    parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--latency-ms", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="shards running at once (default: 2 per worker)")
+    parser.add_argument("--varying", action="store_true",
+                        help="writers answer differently each time they are asked (as real "
+                             "models do at temperature 0.8): the runs cannot be equal, only "
+                             "complete and consistent with their shards")
+    parser.add_argument("--no-kill", dest="kill", action="store_false",
+                        help="measure only: kill no worker")
+    parser.add_argument("--timeout", type=float, default=1500.0,
+                        help="seconds for each run to finish")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep everything in this folder (default: a temporary one, "
+                             "deleted on PASS)")
+    args = parser.parse_args()
+    folder = (args.keep or Path(tempfile.mkdtemp(prefix="essaybench-scale-out-"))).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    parallel = args.parallel or 2 * args.workers
+    try:
+        run(args, folder, parallel)
+    except Failed as exc:
+        print(f"outputs kept in {folder}")
+        print(f"FAIL: {exc}")
+        return 1
+    if args.keep is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
+    writers = [f"writer-{i:02d}" for i in range(args.models)]
+    scenario = FakeScenario.model_validate({"models": {"*": {
+        "latency_ms": args.latency_ms, "reply": "template",
+        "template": "{model}第{n}次写道：{prompt}" if args.varying else "{model}写道：{prompt}",
+        "structured": "schema",
+        "enforce_max_tokens": False}}})
+    print(f"scale-out: {args.prompts} prompts x {args.models} writers, one judge, "
+          f"{args.latency_ms} ms latency, concurrency {args.concurrency}; "
+          f"{args.shards} shards on {args.workers} workers ({parallel} at once)", flush=True)
+    with ExitStack() as stack_:
+        server = stack_.enter_context(spawn_fake_server(scenario))
+        s3 = stack_.enter_context(moto_s3())
+        s3_env = {**CREDENTIALS, S3_ENDPOINT_ENV: s3.endpoint}
+        os.environ.update(s3_env)
+        parts_url = "s3://essaybench/team"
+        ensure_bucket(parts_url)
+        parts = PartStore(parts_url)
+        store = Store(folder / "store")
+        version = synthetic_prompt_set(store, args.prompts)
+        common = {"provider": "fake", "base_url": server.base_url, "family": "fake",
+                  "structured_output": "json_schema", "max_concurrency": args.concurrency,
+                  "timeout_s": 60}
+        (folder / "models.yaml").write_text(yaml.safe_dump({"models": {
+            m: {**common, "model_id": m} for m in [*writers, "judge"]}}), "utf-8")
+        (folder / "benchmark.yaml").write_text(yaml.safe_dump({
+            "prompt_set": version, "generate": {"models": writers},
+            "judge": {"judges": ["judge"]}, "stats": {"n_boot": 200},
+            "sharding": {"shards": args.shards, "parallel": parallel,
+                         "stale_after_s": STALE_S, "retries": 2}}), "utf-8")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")},
+               **s3_env, "ESSAYBENCH_MODELS": str(folder / "models.yaml"),
+               "ESSAYBENCH_BENCHMARK_CONFIG": str(folder / "benchmark.yaml"),
+               "ESSAYBENCH_STORE": str(store.root), PARTS_URL_ENV: parts_url,
+               "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
+        t0 = time.perf_counter()
+        api = stack_.enter_context(stack(folder, args.workers, parallel + 1, env))
+        deploy(api, {**env, "PREFECT_HOME": str(folder / "stack" / "prefect-home")})
+        print(f"stack up and deployed in {time.perf_counter() - t0:.0f} s "
+              f"(PostgreSQL, Prefect server, {args.workers} workers, moto, fake server)",
+              flush=True)
+        state = local_stack.read_state(folder / "stack")
+        assert state is not None
+        workers = {n: p for n, p in state.processes.items() if n.startswith("worker-")}
+        with temporary_settings(updates={PREFECT_API_URL: api}), \
+                get_client(sync_client=True) as client:
+            single = final(client, trigger(client, curate=False, shards=0), args.timeout)
+            check(single.state is not None and single.state.is_completed(),
+                  f"single-process run {single.name}: {single.state_name}")
+            paid_before = paid_per_key(server)
+            parent = trigger(client, curate=False)
+            run_id = ""
+
+            def named() -> bool:  # the pipeline names its flow run after the run id
+                nonlocal run_id
+                run_id = client.read_flow_run(parent).name
+                return looks_like_run_id(run_id)
+
+            wait_for(named, 120, "the sharded run's id")
+            killed: dict[str, Any] = {}
+            if args.kill:
+                killed = kill_one_shard_worker(client, parent, run_id, parts, workers,
+                                               args.timeout)
+                print(f"killed {killed['worker']} (pids {killed['pids']}) while it ran "
+                      f"shard(s) {killed['shards']}, {len(killed['recorded'])} of their "
+                      "calls recorded", flush=True)
+            sharded = final(client, parent, args.timeout)
+            check(sharded.state is not None and sharded.state.is_completed(),
+                  f"sharded run {sharded.name}: {sharded.state_name}")
+            attempts: dict[int, int] = {}
+            for r in shard_runs(client, run_id):
+                index = shard_index(r)
+                assert index is not None
+                attempts[index] = attempts.get(index, 0) + 1
+            cost = startup_s(client, parts, run_id)
+        verify(args, store, parts, server, single.name, run_id, paid_before, killed, writers,
+               attempts)
+        wall_1, wall_n = seconds(single), seconds(sharded)
+        per_shard = statistics.median(cost) if cost else 0.0
+        startup_total = sum(cost) / parallel
+        print(f"wall: single process {wall_1:.1f} s; sharded {wall_n:.1f} s "
+              f"({len(attempts)} shards, {sum(attempts.values())} flow runs); shard start-up "
+              f"median {per_shard:.1f} s (created → running), {startup_total:.1f} s of "
+              f"wall at {parallel} at once")
+        bound = 1.15 * wall_1 + startup_total
+        print(f"sharded / (single + start-up) = {wall_n / (wall_1 + startup_total):.3f} "
+              f"(within 1.15x: {wall_n <= bound}){' (a worker was killed)' if killed else ''}")
+
+
+def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: FakeServerHandle,
+           single: str, sharded: str, paid_before: dict[str, int], killed: dict[str, Any],
+           writers: list[str], attempts: dict[int, int]) -> None:
+    plan = read_plan(parts, sharded)
+    assert plan is not None
+    check(len(plan.shards) >= min(args.shards, args.prompts * args.models),
+          f"{len(plan.shards)} shards planned, each run as its own flow run "
+          f"(attempts {dict(sorted(attempts.items()))})")
+    judged = snapshot(store, sharded, "judge")
+    essays = snapshot(store, sharded, "generate")
+    cells = args.prompts * len(writers)
+    check(essays.height == cells and set(essays["status"]) == {"ok"},
+          f"every essay written: {essays.height} of {cells}")
+    check(judged.height == cells and set(judged["status"]) == {"ok"},
+          f"every essay judged: {judged.filter(pl.col('status') == 'ok').height} of {cells}")
+    for stage in ("generate", "judge") if not args.varying else ():
+        ours = stable_rows(snapshot(store, sharded, stage), ROW_KEYS[stage])
+        theirs = stable_rows(snapshot(store, single, stage), ROW_KEYS[stage])
+        differs = first_difference(ours, theirs, ROW_KEYS[stage])
+        check(differs is None, f"merged {stage} snapshot equals the single-process run's "
+              f"({ours.height} rows){'' if differs is None else ': ' + differs}")
+    paid = paid_per_key(server)
+    twice = sorted(k for k, n in paid.items() if n - paid_before.get(k, 0) > 1)
+    in_run = sum(1 for k, n in paid.items() if n - paid_before.get(k, 0) >= 1)
+    check(not set(twice) & killed.get("recorded", set()),
+          f"no recorded call paid twice ({in_run} calls paid in the sharded run)")
+    # In flight at the kill: each killed shard's writer and judge limits.
+    bound = len(killed.get("shards", [])) * 2 * args.concurrency
+    check(len(twice) <= bound, f"calls paid twice: {len(twice)} (in flight at the kill: at "
+          f"most {bound})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

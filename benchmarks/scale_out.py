@@ -69,6 +69,7 @@ PREFECT = str(Path(sys.executable).with_name("prefect"))
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "scale-out-key", "AWS_SECRET_ACCESS_KEY": "scale-out-secret"}
 WEEKLY = "pipeline/pipeline-weekly"
 STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
+GRACE_S = 90.0  # sharding.startup_grace_s: a shard killed before its first heartbeat
 
 
 class Failed(AssertionError):
@@ -320,7 +321,8 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             "prompt_set": version, "generate": {"models": writers},
             "judge": {"judges": ["judge"]}, "stats": {"n_boot": 200},
             "sharding": {"shards": args.shards, "parallel": parallel,
-                         "stale_after_s": STALE_S, "retries": 2}}), "utf-8")
+                         "stale_after_s": STALE_S, "startup_grace_s": GRACE_S,
+                         "retries": 2}}), "utf-8")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")},
                **s3_env, "ESSAYBENCH_MODELS": str(folder / "models.yaml"),
                "ESSAYBENCH_BENCHMARK_CONFIG": str(folder / "benchmark.yaml"),

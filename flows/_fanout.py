@@ -89,7 +89,9 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                 why = None
                 if state is not None and state.is_final():
                     why = f"ended {name}: {state.message or ''}".strip()
-                elif state is not None and state.is_running():
+                elif state is not None and (state.is_running() or state.is_pending()):
+                    # Pending: a worker took it and is starting its process (or died doing
+                    # so: then nobody moves it on). Scheduled runs wait for a free slot.
                     why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
                                  state.timestamp, now, params)
                     if why is not None:

@@ -2,9 +2,10 @@
 
 One typer sub-app per command group, each in its own module; their commands are
 registered at the top level (``essaybench run``, ``essaybench stats``, ...), except the
-``llm`` group (``essaybench llm usage``). This package is the only part of the library
-that imports ``flows`` (lazily: Prefect is slow to import). Whatever goes wrong ends the
-command with one line and an exit code (``errors``); ``--debug`` adds the traceback.
+``llm`` and ``store`` groups (``essaybench llm usage``, ``essaybench store pull``). This
+package is the only part of the library that imports ``flows`` (lazily: Prefect is slow
+to import). Whatever goes wrong ends the command with one line and an exit code
+(``errors``); ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from essaybench.cli import analysis, benchmark, curate, estimate, llm, report
+from essaybench.cli import analysis, benchmark, curate, estimate, llm, report, store_cmd
 from essaybench.cli.common import STATE
 from essaybench.cli.errors import EssaybenchGroup
 
@@ -35,5 +36,6 @@ app.add_typer(estimate.app)
 app.add_typer(analysis.app)
 app.add_typer(report.app)
 app.add_typer(llm.app, name="llm")
+app.add_typer(store_cmd.app, name="store")
 
 __all__ = ["app"]

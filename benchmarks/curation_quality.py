@@ -8,7 +8,9 @@ The set is ``data/eval/curation_eval.v1.jsonl`` plus the labelled sample of
 ``../shared/data/writingbench_zh_queries`` (``data/eval/writingbench_zh_labels.v1.jsonl``:
 line numbers and labels only; the texts are read from ../shared, and that part is
 skipped with a message where it is absent). Every prompt goes through the real filter
-and classify stages (configs/curate.yaml's filter settings). Printed per mode: per-class
+and classify stages (configs/curate.yaml's filter settings and its ``keep_genre_choice``:
+open and multi-genre prompts are published, so a non-essay the rules call open would
+leak). Printed per mode: per-class
 precision/recall, the genre confusion matrix, Open/Constrained accuracy, body-length
 extraction accuracy, the non-essay leak rate, the prompts left for review with their
 reason, and whether the rules-only targets are met (genre precision >= 0.95 among the
@@ -137,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
     items = _items(args)
-    base = ClassifyParams(overrides_path=args.overrides)
+    base = ClassifyParams(overrides_path=args.overrides,
+                          keep_genre_choice=config.classify.keep_genre_choice)
     started = time.perf_counter()
     rules = evaluate(items, config.filter, base).outcomes
     report = quality_report(rules)

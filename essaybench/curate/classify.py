@@ -8,9 +8,9 @@ Genre rules (``genre_rules``): the prompt is split into material, task and
 requirements (``prompt_parts``); the genre is read from the task and requirements,
 material counts only as weak evidence. A prompt may leave the genre open (文体不限:
 ``allowed_genres`` ``["any"]``, ``genre_open``) or offer a choice ("写一篇议论文或记叙文":
-``allowed_genres`` lists them); ``genre`` is then null. Such a prompt is kept only with
-``keep_genre_choice`` (generation and judging must then pick the rubric of the genre
-the essay chose); otherwise it is unclassified with reason ``genre_open`` or
+``allowed_genres`` lists them); ``genre`` is then null. Such a prompt is kept with
+``keep_genre_choice`` (the default: generation and judging pick the rubric of the genre
+the essay chose); with it off it is unclassified with reason ``genre_open`` or
 ``genre_multi`` and waits for an override like any undecided prompt. A prompt whose
 task asks for a non-essay product (写一封感谢信, 写一段点评) is unclassified with reason
 ``genre_not_essay``; the labeler is not asked to find a genre for it. Every row records
@@ -77,9 +77,10 @@ class ClassifyParams(BaseModel):
         default=8, ge=1, le=256, description="Labeler calls in flight at once (a batch "
         "labeler, like the gateway's, is bounded by the model's registry limits instead).")
     keep_genre_choice: bool = Field(
-        default=False,
+        default=True,
         description="Keep prompts that leave the genre open or offer a choice (genre null, "
-        "allowed_genres set); off: they are unclassified (genre_open / genre_multi).")
+        "allowed_genres set; the judge asks each essay's genre); off: they are "
+        "unclassified (genre_open / genre_multi) and wait for an override.")
     open_rule_max_chars: int | None = Field(
         default=100, ge=1,
         description="rules+llm: longest prompt without a found constraint that rules call "

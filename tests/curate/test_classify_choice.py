@@ -7,7 +7,9 @@ from pathlib import Path
 import polars as pl
 
 from essaybench.core.hashing import prompt_id
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.classify import ClassifyParams, run_classify
+from essaybench.curate.config import load_curate_config
 from essaybench.curate.labeler import FakeLabeler, Genre, LabelResult, LabelStatus
 from essaybench.curate.promptset import freeze_prompt_set
 from essaybench.curate.table import CLASSIFY_COLUMNS
@@ -22,7 +24,8 @@ MATERIAL_ONLY = ("阅读下面的材料，根据要求写作。\n一位老木匠
 
 
 def test_rows_carry_allowed_genres_span_and_segment() -> None:
-    t = run_classify(table([OPEN, CHOICE, SINGLE, MATERIAL_ONLY]), ClassifyParams()).table
+    params = ClassifyParams(keep_genre_choice=False)  # open and choice prompts wait in review
+    t = run_classify(table([OPEN, CHOICE, SINGLE, MATERIAL_ONLY]), params).table
     assert t.schema["allowed_genres"] == pl.List(pl.Utf8)
     assert t.schema["genre_open"] == pl.Boolean
     assert t["allowed_genres"].to_list() == [["any"], ["argumentative", "narrative"],
@@ -37,9 +40,14 @@ def test_rows_carry_allowed_genres_span_and_segment() -> None:
 
 
 def test_keep_genre_choice_publishes_open_and_choice_prompts() -> None:
-    out = run_classify(table([OPEN, CHOICE, SINGLE]), ClassifyParams(keep_genre_choice=True))
+    # on by default, as in the shipped configs/curate.yaml
+    shipped = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml").classify
+    assert ClassifyParams().keep_genre_choice and shipped.keep_genre_choice
+    out = run_classify(table([OPEN, CHOICE, SINGLE]), ClassifyParams())
     t = out.table
     assert t["decision"].to_list() == ["kept", "kept", "kept"]
+    assert t["reason"].to_list() == [None, None, None]
+    assert t["genre"].to_list() == [None, None, "argumentative"]
     assert out.meta["genre_choice"] == {"open": 1, "multi": 1, "kept": True}
     ps = freeze_prompt_set(t)
     assert ps.n_prompts == 3
@@ -65,7 +73,14 @@ def test_labeler_is_not_asked_for_a_genre_the_rules_found_open_or_not_an_essay()
     t = run_classify(table([OPEN, CHOICE, letter]), ClassifyParams(mode="rules+llm"),
                      fake).table
     assert all(not call.need_genre for call in fake.calls)
-    assert t["reason"].to_list() == ["genre_open", "genre_multi", "genre_not_essay"]
+    assert t["genre"].to_list() == [None, None, None]
+    assert t["allowed_genres"].to_list() == [["any"], ["argumentative", "narrative"], []]
+    assert t["decision"].to_list() == ["kept", "kept", "unclassified"]
+    assert t["reason"].to_list() == [None, None, "genre_not_essay"]
+    off = run_classify(table([OPEN, CHOICE, letter]),
+                       ClassifyParams(mode="rules+llm", keep_genre_choice=False), fake).table
+    assert off["reason"].to_list() == ["genre_open", "genre_multi", "genre_not_essay"]
+    assert all(not call.need_genre for call in fake.calls)
     assert (t["genre_segment"][2], t["genre_span"][2]) == ("task", "感谢信")
     assert "something other than an essay" in t["detail"][2]
 

@@ -28,7 +28,8 @@ from essaybench.curate.quality import (
 
 def _run(items: list[EvalItem]) -> list[Outcome]:
     config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
-    return evaluate(items, config.filter, ClassifyParams()).outcomes
+    params = ClassifyParams(keep_genre_choice=config.classify.keep_genre_choice)
+    return evaluate(items, config.filter, params).outcomes
 
 
 @pytest.fixture(scope="module")

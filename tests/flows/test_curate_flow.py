@@ -45,6 +45,8 @@ def test_curate_flow_publishes_a_balanced_prompt_set(
     assert isinstance(counts, dict)
     for genre in ("argumentative", "narrative", "descriptive", "expository"):
         assert counts[genre]["open"] > 0 and counts[genre]["constrained"] > 0, genre
+    # the bundled sources' three 文体不限 exam prompts: kept, the genre left to the essay
+    assert counts["choice"] == {"open": 0, "constrained": 3, "total": 3}
     rows = _stage_rows(store, str(summary["run_id"]))
     assert set(rows) == {"collect", "filter", "dedup", "rouge", "classify"}
     assert all(status == "ok" for status, _, _ in rows.values())
@@ -52,7 +54,12 @@ def test_curate_flow_publishes_a_balanced_prompt_set(
     record = store.get_prompt_set(str(summary["version"]))
     assert record is not None and record["n_prompts"] == funnel["final"]
     lines = (store.root / record["jsonl_path"]).read_text(encoding="utf-8").splitlines()
-    assert len(lines) == funnel["final"] and json.loads(lines[0])["genre"]
+    exported = [json.loads(line) for line in lines]
+    assert len(exported) == funnel["final"]
+    assert all(p["genre"] and p["allowed_genres"] == [p["genre"]] for p in exported
+               if p["genre"] is not None)
+    assert [(p["allowed_genres"], p["genre_open"]) for p in exported
+            if p["genre"] is None] == [(["any"], True)] * 3
 
 
 def test_rerun_from_rouge_recomputes_nothing_upstream(

@@ -36,7 +36,8 @@ def fake_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
 
 
 def _config(tmp_path: Path, drift: dict[str, int] | None) -> str:
-    """8 essays, 8 judgments and the anchors ``drift`` re-judges (None: drift off)."""
+    """10 essays (2 prompts of each genre, 2 that leave the genre to the essay), 10
+    judgments, 2 genre calls and the anchors ``drift`` re-judges (None: drift off)."""
     path = tmp_path / "benchmark.yaml"
     path.write_text(yaml.safe_dump({
         "per_genre": 2, "generate": {"models": ["writer"]},
@@ -55,7 +56,7 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
     table5 = Path(first["reports"]) / "table5_weighted.md"
     assert table5.is_file() and "writer" in table5.read_text(encoding="utf-8")
     sent = fake_models.stats().totals.received
-    assert sent == 20  # 8 essays + 8 judgments + 4 anchors re-judged
+    assert sent == 26  # 10 essays + 10 judgments + 2 genre calls + 4 anchors re-judged
 
     again = pipeline_flow(config, str(PROJECT_ROOT / "configs" / "curate.yaml"), str(store),
                           False, "judge", first["run_id"])
@@ -74,9 +75,12 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     from essaybench.llm.fake.scenario import FakeScenario
     from flows.pipeline import pipeline_flow
 
-    # The judge's first attempt at every essay fails (503, no retries): judging "fails
+    # The judge's first attempt at every call fails (503, no retries): judging "fails
     # midway". The attempt is the one sent while generating (prefetch); the judge stage of
-    # the same run does not pay for it again, the rerun does.
+    # the same run does not pay for it again, the rerun does. The essays of the 2 prompts
+    # that leave the genre open are not prefetched: their genre calls fail in the run, and
+    # their judgments, first asked by the rerun once their genre is known, in the rerun;
+    # the rerun's rerun asks them again.
     scenario = FakeScenario.model_validate(
         {"faults": [{"kind": "status", "status": 503, "first_attempts": 1, "models": ["judge"]}]})
     with run_fake_server(scenario) as server:
@@ -88,11 +92,19 @@ def test_judging_fails_midway_then_rerun_judges_only_the_missing(
             pipeline_flow(config, curate, str(store))
         first = failed.value.health.run_id
         before = server.stats().per_model
-        again = pipeline_flow(config, curate, str(store), False, "judge", first)
+        with pytest.raises(RunUnhealthy) as failed_again:
+            pipeline_flow(config, curate, str(store), False, "judge", first)
+        assert "writer × judge: 8/10 judged (80%): api_error (http_503) ×2" in str(
+            failed_again.value)
+        middle = server.stats().per_model
+        again = pipeline_flow(config, curate, str(store), False, "judge",
+                              failed_again.value.health.run_id)
         after = server.stats().per_model
-    assert after["writer"].received == before["writer"].received == 8  # no essay written twice
-    assert before["judge"].completed == 0 and before["judge"].received == 8
-    assert after["judge"].completed == 8 and after["judge"].received == 16
+    assert after["writer"].received == before["writer"].received == 10  # none written twice
+    assert before["judge"].completed == 0 and before["judge"].received == 8 + 2
+    # the 8 judgments and 2 genre calls again (ok), the 2 choice judgments for the first time
+    assert middle["judge"].completed == 10 and middle["judge"].received == 10 + 12
+    assert after["judge"].completed == 12 and after["judge"].received == 22 + 2
     with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
         snap = con.execute("select snapshot_id from stage_runs where run_id = ? and "
                            "stage = 'judge'", [again["run_id"]]).fetchall()[0][0]

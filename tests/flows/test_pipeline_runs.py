@@ -48,13 +48,14 @@ def test_runs_are_fresh_reruns_of_reruns_reuse_and_flow_runs_carry_the_run_id(
 
         week1 = pipeline_flow(str(config), CURATE, str(store.root), False)
         week2 = pipeline_flow(str(config), CURATE, str(store.root), False)
-        # 8 essays + 8 judgments + 4 anchors re-judged, twice
-        assert server.stats().totals.received == 2 * 20
+        # per_genre 2: 10 essays (2 of them of prompts that leave the genre open) + 10
+        # judgments + 2 genre calls + 4 anchors re-judged, twice
+        assert server.stats().totals.received == 2 * 26
         rerun = pipeline_flow(str(config), CURATE, str(store.root), False, "judge",
                               week2["run_id"])
         again = pipeline_flow(str(config), CURATE, str(store.root), False, "generate",
                               rerun["run_id"], run_id="rerun-of-a-rerun")
-        assert server.stats().totals.received == 2 * 20  # nothing new
+        assert server.stats().totals.received == 2 * 26  # nothing new
 
     assert looks_like_run_id(week1["run_id"]) and week1["run_id"] != week2["run_id"]
     assert again["run_id"] == "rerun-of-a-rerun"

@@ -11,6 +11,11 @@ first question id), so every judgment is known in advance:
   coverage counts the failures;
 * the dead endpoint: every essay api_error, every judgment skipped, coverage 0.
 
+Two of the prompts leave the genre to the essay (the bundled set's 文体不限 prompts, kept
+by configs/curate.yaml): the judge is asked each essay's genre first, answering by rule
+too (甲 narrative, 乙 expository, 丙 argumentative), and scores it with that genre's
+rubric; those judgments sit in that genre's constrained cell.
+
 The expected numbers come from plain arithmetic over the rubric file, not from
 essaybench.bench.scoring.
 """
@@ -37,6 +42,9 @@ GENRES = ("argumentative", "narrative", "descriptive", "expository")
 MARKS = {"writer-a": "【甲】", "writer-b": "【乙】", "writer-c": "【丙】"}
 PATTERNS = {"writer-a": lambda i: 1 + (7 * i + 3) % 10, "writer-b": lambda i: 10 - i % 4,
             "writer-c": lambda i: 2 + i % 8}
+# The genre each writer's essays of an open-genre prompt chose, as the judge says.
+CHOSEN = {"writer-a": "narrative", "writer-b": "expository", "writer-c": "argumentative"}
+GENRE_QUESTION = "待判断的作文"  # in the genre call's user message only (genre_prompt.v1)
 
 
 def _scores(rubric: Rubric, genre: str, writer: str) -> dict[str, int]:
@@ -48,7 +56,10 @@ def _answer(scores: dict[str, object]) -> str:
 
 
 def _judge_rules(rubric: Rubric) -> list[dict[str, object]]:
-    rules: list[dict[str, object]] = []
+    # the genre calls: the nonce the schema fixes is echoed, as a judge following it would
+    rules: list[dict[str, object]] = [
+        {"contains": [MARKS[w], GENRE_QUESTION], "reply": json.dumps({"genre": g}),
+         "echo_constants": True} for w, g in CHOSEN.items()]
     for genre in GENRES:
         first_q = rubric.question_ids(genre)[0] + "："  # the judge prompt's question line
         for writer in ("writer-a", "writer-b"):
@@ -102,11 +113,14 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
         out = pipeline_flow(str(config), str(PROJECT_ROOT / "configs" / "curate.yaml"),
                             str(tmp_path / "store"))
         per_model = server.stats().per_model
-    # 8 essays per live writer; 甲/乙 judged once each; 丙: fenced 1, refusal 1 (no re-ask),
-    # the two schema failures 2 each (one re-ask). Judged while generating; the judge stage
-    # of the same run re-sends nothing, failures included (a rerun would retry those).
-    assert {m: per_model[m].received for m in MARKS} == {m: 8 for m in MARKS}
-    assert per_model["judge"].received == 8 + 8 + 2 + 2 + 4 + 4
+    # 10 essays per live writer (2 per genre, 2 of open-genre prompts); 甲/乙 judged once
+    # each; 丙: fenced 1 (2 + its 2 open-genre essays), refusal 1 (no re-ask), the two
+    # schema failures 2 each (one re-ask); a genre call for each live writer's 2 open-genre
+    # essays. Judged while generating (the open-genre essays by the judge stage, after
+    # their genre calls); the judge stage of the same run re-sends nothing, failures
+    # included (a rerun would retry those).
+    assert {m: per_model[m].received for m in MARKS} == {m: 10 for m in MARKS}
+    assert per_model["judge"].received == 10 + 10 + (2 + 2) + 2 + 4 + 4 + 3 * 2
 
     reports = Path(out["reports"])
     judged = pl.read_parquet(next((tmp_path / "store" / "snapshots" / "judge")
@@ -116,6 +130,13 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
     assert status["writer-c", "narrative"] == "refused"
     assert status["writer-c", "descriptive"] == status["writer-c", "expository"] == "parse_error"
     assert {s for (m, _), s in status.items() if m == "writer-down"} == {"skipped"}
+    chosen = judged.filter(pl.col("genre_source") == "judge")
+    assert sorted(chosen.select("model", "genre", "prompt_set").rows()) == sorted(
+        (w, g, "constrained") for w, g in CHOSEN.items() for _ in range(2))
+    assert set(chosen["genre_call_status"]) == {"ok"} and set(chosen["status"]) == {"ok"}
+    # no essay, no genre call: writer-down's open-genre judgments are skipped, genre unknown
+    down_choice = judged.filter((pl.col("model") == "writer-down") & pl.col("genre").is_null())
+    assert down_choice.height == 2 and set(down_choice["status"]) == {"skipped"}
     assert judged.filter(pl.col("status") != "ok")["score_weighted"].null_count() == \
         judged.filter(pl.col("status") != "ok").height  # a failed judgment never has a score
 
@@ -131,23 +152,32 @@ def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.Mon
                 assert table[writer][cell] == pytest.approx(expect[genre][0], abs=1e-9)
                 assert plain[writer][cell] == pytest.approx(expect[genre][1], abs=1e-9)
                 assert table[writer][f"{cell}:coverage"] == 1.0
+                chosen_here = 2 if (genre, prompt_set) == (CHOSEN[writer], "constrained") else 0
+                assert table[writer][f"{cell}:chosen"] == chosen_here
+                assert table[writer][f"{cell}:rows"] == 1 + chosen_here
+        # the mean over the 10 essays: 2 of each genre and 2 more of the chosen one
         assert table[writer]["overall"] == pytest.approx(
-            sum(e[0] for e in expect.values()) / 4, abs=1e-9)
+            (2 * sum(e[0] for e in expect.values()) + 2 * expect[CHOSEN[writer]][0]) / 10,
+            abs=1e-9)
         assert plain[writer]["overall"] == pytest.approx(
-            sum(e[1] for e in expect.values()) / 4, abs=1e-9)
-        assert table[writer]["overall:n"] == 8
+            (2 * sum(e[1] for e in expect.values()) + 2 * expect[CHOSEN[writer]][1]) / 10,
+            abs=1e-9)
+        assert (table[writer]["overall:n"], table[writer]["overall:chosen"]) == (10, 2)
 
     c = table["writer-c"]
     arg_c = expected_scores(rubric, "argumentative", _scores(rubric, "argumentative", "writer-c"))
     assert c["overall"] == pytest.approx(arg_c[0], abs=1e-9)
-    assert (c["overall:n"], c["overall:rows"], c["overall:coverage"]) == (2, 8, 0.25)
+    # ok: its 2 argumentative essays and the 2 whose chosen genre is argumentative
+    assert (c["overall:n"], c["overall:rows"], c["overall:coverage"]) == (4, 10, 0.4)
     assert c["argumentative/open"] == pytest.approx(arg_c[0], abs=1e-9)
+    assert c["argumentative/constrained"] == pytest.approx(arg_c[0], abs=1e-9)
+    assert (c["argumentative/constrained:n"], c["argumentative/constrained:chosen"]) == (3, 2)
     for genre in GENRES[1:]:
         assert c[f"{genre}/open"] is None and c[f"{genre}/open:coverage"] == 0.0
 
     down = table["writer-down"]
     assert down["overall"] is None and down["overall:coverage"] == 0.0
-    assert down["overall:rows"] == 8
+    assert (down["overall:rows"], down["overall:chosen"]) == (10, 0)
     essays = pl.read_parquet(next((tmp_path / "store" / "snapshots" / "generate")
                                   .glob(f"{out['generate']}.parquet")))
     assert set(essays.filter(pl.col("model") == "writer-down")["status"]) == {"api_error"}

@@ -77,7 +77,10 @@ def test_judge_down_fails_the_flow_run_and_the_cli_says_what_to_rerun(
         assert "Traceback" not in text
         assert "run failed: run " in text and "is unhealthy: 1 of 1 model × judge cells " \
             "below the 90% coverage floor (writer × judge 0%)" in text
-        assert "writer × judge: 0/8 judged (0%): api_error (connection_refused) ×8" in text
+        # per_genre 2: 8 essays of the four genres, and 2 of open-genre prompts whose genre
+        # call (asked before their judgment) failed: the judgment's failure, told as such
+        assert ("writer × judge: 0/10 judged (0%): api_error (connection_refused) ×8, "
+                "api_error (genre_connection_refused) ×2") in text
         assert "connection refused by 127.0.0.1:" in text and " ms " in text
         assert "300 s" not in text  # a refused connection is not a timeout
         [command] = [line.strip() for line in text.splitlines()
@@ -97,18 +100,20 @@ def test_judge_down_fails_the_flow_run_and_the_cli_says_what_to_rerun(
         assert (reports / "table5_weighted.md").is_file()
         assert (reports / "stats" / "stats.md").is_file()
         judged = pl.read_parquet(next((store / "snapshots" / "judge").glob("*.parquet")))
-        assert set(judged["error_kind"]) == {"connection_refused"}
+        assert judged.group_by("genre_source", "error_kind").len().sort("len").rows() == [
+            ("judge", "genre_connection_refused", 2), ("prompt", "connection_refused", 8)]
+        assert judged.filter(pl.col("genre_source") == "judge")["genre"].null_count() == 2
         # Each stage run's catalog row counts its calls; aggregate's holds the health.
         with duckdb.connect(str(store / "catalog.duckdb"), read_only=True) as con:
             meta = {stage: json.loads(m) for stage, m in con.execute(
                 "select stage, meta from stage_runs where run_id = ?", [run_id]).fetchall()}
         writer, judge = meta["generate"]["calls"]["writer"], meta["judge"]["calls"]["judge"]
         assert (writer["total"], writer["ok"], writer["failed"], writer["coverage"]) == \
-            (8, 8, 0, 1.0)
+            (10, 10, 0, 1.0)
         assert (judge["total"], judge["ok"], judge["failed"], judge["coverage"]) == \
-            (8, 0, 8, 0.0)
-        assert judge["by_status"] == {"api_error": 8}
-        assert judge["error_kinds"] == {"connection_refused": 8}
+            (10, 0, 10, 0.0)
+        assert judge["by_status"] == {"api_error": 10}
+        assert judge["error_kinds"] == {"connection_refused": 8, "genre_connection_refused": 2}
         [cell] = meta["aggregate"]["health"]["cells"]
         assert (cell["model"], cell["judge"], cell["coverage"], cell["below_floor"]) == \
             ("writer", "judge", 0.0, True)
@@ -124,5 +129,6 @@ def test_judge_down_fails_the_flow_run_and_the_cli_says_what_to_rerun(
         after = server.stats().per_model
     assert fixed.exit_code == 0, fixed.output
     assert after["writer"].received == before["writer"].received  # no essay written twice
-    assert after["judge"].completed == 8
+    # the 8 judgments, the 2 genre calls, then the judgments of those 2 essays
+    assert after["judge"].completed == 8 + 2 + 2
     assert _latest_pipeline_state()[0] == "COMPLETED"

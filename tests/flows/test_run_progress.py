@@ -40,10 +40,16 @@ def test_a_piped_run_prints_progress_lines_and_a_rich_table5(
     progress = [line for line in text.splitlines() if line.startswith("progress: ")]
     # One line per batch at least (the fake server is fast: the batch-end line), each
     # with done/total, ok/failed and tokens per stage and model, elapsed and ETA.
-    assert any(re.match(r"progress: generate writer 8/8 \(ok 8, failed 0, [\d,]+ tokens\)"
+    # per_genre 2: 8 essays of the four genres, judged while generating, and 2 of prompts
+    # that leave the genre open: the judge stage asks their genre (2 calls), then judges
+    # them (2 calls): the two batches' end lines
+    assert any(re.match(r"progress: generate writer 10/10 \(ok 10, failed 0, [\d,]+ tokens\)"
                         r".*; elapsed \d+s, ETA 0s$", line) for line in progress), text
     assert any(re.search(r"; judge judge 8/8 \(ok 8, failed 0, [\d,]+ tokens\)", line)
                for line in progress), text
+    assert sum(bool(re.match(r"progress: judge judge 2/2 \(ok 2, failed 0, [\d,]+ tokens\)",
+                             line)) for line in progress) >= 2, text
+    assert re.search(r"│ judge\s+│ writer\s+│\s+\d+\.\d\d \[2 chosen\]", text), text
     # Table 5 is a rich table (box-drawn), never the Markdown file's pipes.
     assert "Table 5: weighted score" in text
     assert "| judge | model |" not in text and "|---|" not in text

@@ -116,4 +116,6 @@ def test_weekly_run_through_a_pool_of_two_workers_on_postgres(tmp_path: Path) ->
     assert row == f"COMPLETED|{deployment.id}"
     assert pool.concurrency_limit == POOL_LIMIT and pool.type == "process"
     assert sorted(w.status.value for w in workers) == ["ONLINE"] * WORKERS
-    assert sent[0] == 8 and sent[1] >= 8  # 2 prompts × 4 genres, each essay judged
+    # 2 prompts × 4 genres and 2 that leave the genre open (configs/curate.yaml keeps them),
+    # each essay judged, those 2 after a genre call
+    assert sent[0] == 10 and sent[1] >= 10 + 2

@@ -19,7 +19,8 @@ def test_a_run_through_every_stage(reported_runs: ReportedRuns) -> None:
     store = reported_runs.store
     data = load_run(store, "r2")
     assert data.snapshots["judge"] == reported_runs.judged["r2"].snapshot_id
-    assert data.judgments.height == data.essays.height == 48
+    # 3 writers × (16 prompts of the four genres + the bundled set's 3 open-genre prompts)
+    assert data.judgments.height == data.essays.height == 57
     assert data.pairwise is not None and data.pairwise.height > 0
     assert {"score_ci_weighted", "score_diff_weighted", "length_bias", "win_rates",
             "bradley_terry", "position_bias"} <= set(data.stats)

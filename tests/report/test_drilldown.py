@@ -17,11 +17,13 @@ def test_every_essay_is_listed_under_its_prompt(reported_runs: ReportedRuns) -> 
     data = load_run(reported_runs.store, "r2")
     prompts = drilldown(data.essays, data.judgments, labels_for(data.judgments))
     essays = [e for p in prompts for e in p.essays]
-    assert len(prompts) == data.essays["prompt_id"].n_unique() == 16
+    # 4 prompts of each genre, then the 3 that leave the genre to the essay ("choice")
+    assert len(prompts) == data.essays["prompt_id"].n_unique() == 19
     assert len(essays) == data.essays.height
     assert [p.genre for p in prompts] == sorted(
         (p.genre for p in prompts),
-        key=["argumentative", "narrative", "descriptive", "expository"].index)
+        key=["argumentative", "narrative", "descriptive", "expository", "choice"].index)
+    assert [p.allowed_genres is not None for p in prompts] == [False] * 16 + [True] * 3
     failed = [e for e in essays if e.status != "ok"]
     assert failed and all(e.row_status == e.status == "api_error" for e in failed)
     assert all(e.text is None and e.error and HOSTILE_ERROR in e.error for e in failed)

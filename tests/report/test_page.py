@@ -94,7 +94,7 @@ def test_the_page_is_self_contained_and_complete(report_pages: dict[str, Path]) 
     assert "Compared with run r1" in text and "calibrated" in text  # alerts, drift
     assert "indistinguishable" in text and "Bradley–Terry rating" in text
     assert "议论文" in text  # the rubric's Chinese genre names
-    assert "48 of 48 essays" in text
+    assert "57 of 57 essays" in text  # 3 writers × (16 + 3 open-genre prompts)
     assert "was not run" not in text and "did not run" not in text
     assert report_pages["r2"].stat().st_size < 2_000_000
 
@@ -104,7 +104,7 @@ def test_hostile_text_is_shown_as_text(report_pages: dict[str, Path]) -> None:
     for raw in ("<script>alert", "</textarea>", '"onmouseover', "<img src=x"):
         assert raw not in html  # as text they are escaped; as markup they would be there
     page = Page(html)
-    assert sum(HOSTILE in t for t in page.texts) == 16  # each of qwen-writer's essays
+    assert sum(HOSTILE in t for t in page.texts) == 19  # each of qwen-writer's essays
     assert any(HOSTILE_ERROR in t for t in page.texts)  # the provider's error body
     assert [t for t, _ in page.tags].count("script") == 1
 

@@ -95,19 +95,20 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert chart.is_visible() and box is not None and box["width"] > 100
             assert page.locator("figure.chart svg").count() >= 8
 
-            # Every essay, then only the chosen model's, then only the failures.
-            assert len(_visible_essays(page)) == 48
+            # Every essay (3 writers × 19 prompts, 3 of them open-genre), then only the
+            # chosen model's, then only the failures.
+            assert len(_visible_essays(page)) == 57
             page.select_option("#filter-model", "gpt-writer")
             shown = _visible_essays(page)
-            assert len(shown) == 16 and {e["model"] for e in shown} == {"gpt-writer"}
-            assert page.locator("#filter-count").inner_text() == "16 of 48 essays"
+            assert len(shown) == 19 and {e["model"] for e in shown} == {"gpt-writer"}
+            assert page.locator("#filter-count").inner_text() == "19 of 57 essays"
             page.select_option("#filter-model", "")
             page.select_option("#filter-status", "api_error")
             failed = _visible_essays(page)
             assert failed and {(e["model"], e["status"]) for e in failed} == {
                 ("deepseek-writer", "api_error")}
             hidden_prompts = page.locator("article.prompt[hidden]").count()
-            assert 0 < hidden_prompts < 16  # prompts without a failure are hidden whole
+            assert 0 < hidden_prompts < 19  # prompts without a failure are hidden whole
             page.select_option("#filter-status", "")
 
             # The hostile essay is text on the page, not markup.

@@ -21,6 +21,10 @@ from tests.llm.conftest import fake_spec, registry_of
 
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer",)),
                          judge=JudgeParams(judges=["judge"]))
+# per_genre 2 on the bundled set: 2 prompts of each genre and 2 of the fifth pool, the
+# prompts that leave the genre to the essay (configs/curate.yaml keeps them: genre null).
+# Each of their essays costs every judge one genre call before its judgment.
+SINGLE, CHOICE = 8, 2
 
 
 def test_select_prompts_is_seeded_and_balanced() -> None:
@@ -58,10 +62,14 @@ def test_benchmark_stages_and_rerun_of_judge(curated_copy: Store) -> None:
         again = judge_stage(store, "r2", CONFIG, upstream, session)
         assert server.stats().totals.received == sent  # nothing paid twice
     essays = gen.read()
-    assert essays.height == 8 and set(essays["status"]) == {"ok"}
+    assert essays.height == SINGLE + CHOICE and set(essays["status"]) == {"ok"}
+    assert essays["genre"].null_count() == CHOICE
+    assert sent == 2 * (SINGLE + CHOICE) + CHOICE  # essays, judgments, genre calls
     assert again.read().drop("from_ledger").equals(judged.read().drop("from_ledger"))
+    assert judged.read()["genre_source"].value_counts(sort=True).rows() == [
+        ("prompt", SINGLE), ("judge", CHOICE)]
     t5 = agg.read()
-    assert t5.height == 1 and t5["overall:n"][0] == 8
+    assert t5.height == 1 and t5["overall:n"][0] == SINGLE + CHOICE
     for name in ("table5_weighted", "table5_unweighted", "trait_means", "length_compliance",
                  "flags"):
         for ext in ("md", "csv", "parquet"):
@@ -69,14 +77,16 @@ def test_benchmark_stages_and_rerun_of_judge(curated_copy: Store) -> None:
     # The fake judge's scores are seeded noise: no essay is flagged, every row is counted.
     flags = pl.read_parquet(folder / "flags.parquet")
     assert flags.select("model", "judge", "rows", "essays_flagged").rows() == [
-        ("writer", "judge", 8, 0)]
+        ("writer", "judge", SINGLE + CHOICE, 0)]
 
 
 def test_repeated_judging_through_the_stages_prefetched_reported_and_rerun_free(
         curated_copy: Store) -> None:
-    # judge.repeats 3 for every essay: the three calls of each essay go out while
-    # generating (prefetch), the judge stage sends none, the aggregate reports the spread,
-    # and a rerun of the judge stage pays for none of them again.
+    # judge.repeats 3 for every essay: the three calls of each essay of a single-genre
+    # prompt go out while generating (prefetch); the judge stage sends only those of the
+    # essays whose genre it must ask first (one genre call, then three judgments each);
+    # the aggregate reports the spread, and a rerun of the judge stage pays for none of
+    # them again.
     store = curated_copy
     config = CONFIG.model_copy(update={"judge": JudgeParams(judges=["judge"], repeats=3)})
     models = ["writer", "judge"]
@@ -85,13 +95,15 @@ def test_repeated_judging_through_the_stages_prefetched_reported_and_rerun_free(
             base_urls=dict.fromkeys(models, server.base_url)) as session:
         gen = generate_stage(store, "r1", config, session, prefetch_judge=True)
         prefetched = server.stats().per_model["judge"].received
+        assert prefetched == SINGLE * 3
         judged = judge_stage(store, "r1", config, gen, session)
-        assert server.stats().per_model["judge"].received == prefetched == 8 * 3
+        judge_calls = (SINGLE + CHOICE) * 3 + CHOICE
+        assert server.stats().per_model["judge"].received == judge_calls
         agg, folder = aggregate_stage(store, "r1", judged)
         upstream = resolve_upstream(store, "judge", "r1")
         assert upstream is not None
         again = judge_stage(store, "r2", config, upstream, session)
-        assert server.stats().per_model["judge"].received == 8 * 3
+        assert server.stats().per_model["judge"].received == judge_calls
     table = judged.read()
     assert set(table["repeats"]) == {3} and set(table["repeat_reason"]) == {"all"}
     ok = table.filter(pl.col("repeats_ok") >= 2)
@@ -99,7 +111,7 @@ def test_repeated_judging_through_the_stages_prefetched_reported_and_rerun_free(
     assert again.read().drop("from_ledger").equals(table.drop("from_ledger"))
     report = pl.read_parquet(folder / "judge_repeats.parquet")
     assert report.select("judge", "model", "judged", "repeated", "calls").rows() == [
-        ("judge", "writer", 8, 8, 24)]
+        ("judge", "writer", SINGLE + CHOICE, SINGLE + CHOICE, (SINGLE + CHOICE) * 3)]
     assert (folder / "judge_repeats.md").is_file()
     assert agg.read().height == 1
 

@@ -31,7 +31,11 @@ from essaybench.store.runs import get_run, record_run
 # The call arithmetic below is about the run's own calls: no anchor re-judging ...
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer",)),
                          judge=JudgeParams(judges=["judge"]), drift=None)
-CALLS = 16  # 8 essays + 8 judgments
+# per_genre 2 on the bundled set: 8 prompts of the four genres and 2 that leave the genre
+# to the essay (kept by configs/curate.yaml), whose essays' genre the judge is asked first.
+ESSAYS, GENRE_CALLS = 10, 2
+CALLS = 2 * ESSAYS + GENRE_CALLS  # 10 essays + 10 judgments + 2 genre calls
+GENRE_TAG = "#genre"  # the tag suffix of a genre call (bench/judge/genre.py)
 # ... except in the week-over-week test: the anchors are re-judged every week too.
 WEEKLY = CONFIG.model_copy(update={"drift": DriftParams(anchors=4, min_anchors=4)})
 WEEKLY_CALLS = CALLS + 4
@@ -60,11 +64,21 @@ def run(store: Store, run_id: str, *, base_run: str | None = None, from_stage: s
     return run_stages(store, run_id, config, stages, upstream)
 
 
-def judge_keys(store: Store, run_id: str, status: str) -> set[str]:
+def judge_keys(store: Store, run_id: str, status: str | None = None) -> set[str]:
+    """The keys of the run's judge-stage calls (with that status; any when None)."""
+    return set(judge_calls(store, run_id, status))
+
+
+def judge_calls(store: Store, run_id: str, status: str | None = None) -> dict[str, str]:
+    """key → tag of the run's judge-stage calls (with that status; any when None)."""
     with duckdb.connect(str(store.root / "ledger.duckdb"), read_only=True) as con:
-        rows = con.execute("select key from llm_calls where run_id = ? and stage = 'judge' "
-                           "and status = ?", [run_id, status]).fetchall()
-    return {k for (k,) in rows}
+        rows = con.execute("select key, tag from llm_calls where run_id = ? and stage = 'judge' "
+                           "and (? is null or status = ?)", [run_id, status, status]).fetchall()
+    return dict(rows)
+
+
+def genre_calls(calls: dict[str, str]) -> int:
+    return sum(tag.endswith(GENRE_TAG) for tag in calls.values())
 
 
 def sent(server: FakeServerHandle) -> dict[str, int]:
@@ -100,31 +114,47 @@ def test_reruns_reuse_their_lineage_and_reuse_from_lends_a_run(
         store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The judge fails about half of the first two arrivals of each request, a different
     # half each time (the decision hashes the attempt): run 1 and run 2 fail different
-    # judgments; a third arrival succeeds.
+    # judgments; a third arrival succeeds. A genre call that fails leaves its essay's
+    # judgment unasked: the run that next gets its genre asks it (a first arrival).
     scenario = FakeScenario.model_validate({"faults": [
         {"kind": "status", "status": 503, "first_attempts": 2, "rate": 0.5, "seed": 4,
          "models": ["judge"]}]})
     with run_fake_server(scenario) as server:
         use_fake_models(tmp_path / "models.yaml", server.base_url, monkeypatch)
         run(store, "r1")
-        failed_1 = judge_keys(store, "r1", "api_error")
+        failed_1 = judge_calls(store, "r1", "api_error")
         run(store, "r2")
-        failed_2 = judge_keys(store, "r2", "api_error")
-        assert 0 < len(failed_2) < 8 and failed_1 != failed_2
-        assert sent(server) == {"writer": 16, "judge": 16}
+        failed_2 = judge_calls(store, "r2", "api_error")
+        assert failed_1.keys() != failed_2.keys()
+        # seeded: run 1 fails both genre calls (8 judgments + 2 genre calls sent), run 2
+        # one (8 + 2 + the judgment of the essay whose genre came back)
+        assert (genre_calls(failed_1), genre_calls(failed_2)) == (2, 1)
+        assert [len(judge_keys(store, r)) for r in ("r1", "r2")] == [10, 11]
+        assert 0 < len(failed_2) < 11
+        assert sent(server) == {"writer": 2 * ESSAYS, "judge": 10 + 11}
 
-        # A rerun of run 2 sends exactly run 2's failures: not run 1's.
+        # A rerun of run 2 sends exactly run 2's failures, not run 1's, and the judgment
+        # of the essay whose genre call run 2 failed; that one, a first arrival, fails.
         before = sent(server)
         r3 = run(store, "r3", base_run="r2", from_stage="judge")
         assert sent(server) == {"writer": before["writer"],
-                                "judge": before["judge"] + len(failed_2)}
-        assert judge_keys(store, "r3", "ok") == failed_2
-        assert set(r3["judge"].read()["status"]) == {"ok"}
+                                "judge": before["judge"] + len(failed_2) + 1}
+        assert judge_keys(store, "r3", "ok") == failed_2.keys()
+        [(new_key, new_tag)] = judge_calls(store, "r3", "api_error").items()
+        assert new_key not in judge_keys(store, "r2")
+        assert new_tag + GENRE_TAG in failed_2.values()
+        assert r3["judge"].read()["status"].value_counts(sort=True).rows() == [
+            ("ok", ESSAYS - 1), ("api_error", 1)]
 
-        # A rerun of that rerun, from judge and from generate: nothing new is sent, and
-        # the essays are run 2's (the rerun of a rerun follows the lineage).
+        # A rerun of that rerun sends that judgment again (a second arrival: seeded, ok);
+        # reruns of it, from generate and from aggregate, send nothing new, and the essays
+        # are run 2's (the rerun of a rerun follows the lineage).
         before = sent(server)
         r4 = run(store, "r4", base_run="r3", from_stage="judge")
+        assert sent(server) == {"writer": before["writer"], "judge": before["judge"] + 1}
+        assert judge_calls(store, "r4") == {new_key: new_tag}
+        assert set(r4["judge"].read()["status"]) == {"ok"}
+        before = sent(server)
         r5 = run(store, "r5", base_run="r4", from_stage="generate")
         run(store, "r6", base_run="r5", from_stage="aggregate")
         assert sent(server) == before
@@ -135,15 +165,18 @@ def test_reruns_reuse_their_lineage_and_reuse_from_lends_a_run(
         assert run_scope(store, "r5").runs == frozenset({"r5", "r4", "r3", "r2"})
 
         # A new run told to reuse run 1 is served run 1's successes: it sends only the
-        # judgments run 1 failed.
+        # calls run 1 failed, and the judgments run 1 could not ask for want of a genre.
         before = sent(server)
         run(store, "r7", reuse_from="r1")
         assert sent(server) == {"writer": before["writer"],
-                                "judge": before["judge"] + len(failed_1)}
+                                "judge": before["judge"] + len(failed_1)
+                                + genre_calls(failed_1)}
+        assert failed_1.keys() < judge_keys(store, "r7", "ok")
         # ... and without --reuse-from a new run pays for everything again.
         before = sent(server)
         run(store, "r8")
-        assert sent(server) == {"writer": before["writer"] + 8, "judge": before["judge"] + 8}
+        assert sent(server) == {"writer": before["writer"] + ESSAYS,
+                                "judge": before["judge"] + ESSAYS + GENRE_CALLS}
 
 
 def test_rerun_from_generate_writes_the_base_runs_prompts(
@@ -249,7 +282,10 @@ def test_a_killed_run_resumed_as_a_rerun_pays_for_nothing_twice(
     # The killed run sent received_before calls; those committed (paid) are never sent
     # again; only those in flight or awaiting their commit when the kill came are.
     assert twice == received_before - len(paid)
-    assert total - received_before == 48 - len(paid)  # 24 essays + 24 judgments in all
+    # per_genre 6: 24 prompts of the four genres and the bundled set's 3 open-genre ones;
+    # 27 essays + 27 judgments + 3 genre calls in all
+    assert total - received_before == 57 - len(paid)
     essays = resumed["generate"].read()
-    assert essays.height == 24 and set(essays["status"]) == {"ok"}  # the killed run's 24
+    assert essays.height == 27 and set(essays["status"]) == {"ok"}  # the killed run's 27
+    assert essays["genre"].null_count() == 3
     assert set(resumed["judge"].read()["status"]) == {"ok"}

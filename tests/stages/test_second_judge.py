@@ -39,18 +39,22 @@ def test_flagged_essays_get_a_second_opinion_beside_the_first(curated_copy: Stor
         per_model = server.stats().per_model
     hostile = judged.filter(pl.col("model") == "hostile")
     clean = judged.filter(pl.col("model") == "clean")
-    assert hostile.height == clean.height == 8
+    # per_genre 2: 2 prompts of each genre and 2 that leave the genre to the essay
+    assert hostile.height == clean.height == 10
+    assert hostile.filter(pl.col("genre_source") == "judge").height == 2
     assert all("instruction" in f for f in hostile["essay_flags"])
     assert set(hostile["second_judge"]) == {"judge-2"}
     assert set(hostile["second_status"]) == {"ok"}, hostile["second_error"].to_list()[:1]
     assert hostile["second_score"].null_count() == 0
     assert not hostile["second_score"].equals(hostile["score_weighted"])  # another opinion
     assert hostile["score_weighted"].null_count() == 0  # the first opinion stands
-    assert clean["second_judge"].null_count() == 8  # nothing flagged: nothing asked
-    assert per_model["judge-2"].received == 8
+    assert clean["second_judge"].null_count() == 10  # nothing flagged: nothing asked
+    # a judgment each, and first the genre of each essay of the 2 open/choice prompts
+    assert per_model["judge-2"].received == 10 + 2
+    assert per_model["judge"].received == 2 * 10 + 2 * 2
     meta = judge_stage_meta(curated_copy)
     [row] = [r for r in meta["second_opinions"] if r["model"] == "hostile"]
-    assert (row["asked"], row["obtained"]) == (8, 8)
+    assert (row["asked"], row["obtained"]) == (10, 10)
     expected = (hostile["second_score"] - hostile["score_weighted"]).mean()
     assert abs(row["mean_second_minus_first"] - expected) < 1e-9
 

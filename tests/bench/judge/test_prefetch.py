@@ -22,6 +22,10 @@ from tests.llm.conftest import fake_spec, registry_of
 
 CONFIG = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("writer-a", "writer-b")),
                          judge=JudgeParams(judges=["judge"]))
+# per_genre 2 on the bundled set, two writers: 16 essays of single-genre prompts, whose
+# judge calls the prefetch sends, and 4 of the 2 prompts that leave the genre to the essay,
+# never prefetched: the judge stage asks each one's genre (a call) before its judgment.
+SINGLE, CHOICE = 16, 4
 MODELS = ["writer-a", "writer-b", "judge"]
 # Each writer's essays differ, so every essay has its own judge call.
 WRITERS = {"*": {"reply": "template", "template": "{model}写道：{prompt}"}}
@@ -69,7 +73,7 @@ JUDGE_TABLES: dict[bool, pl.DataFrame] = {}
 
 
 @pytest.mark.parametrize("prefetch", [True, False])
-def test_judge_stage_sends_nothing_after_prefetch(curated_copy: Store, prefetch: bool) -> None:
+def test_judge_stage_resends_nothing_after_prefetch(curated_copy: Store, prefetch: bool) -> None:
     # A private copy of the curated store, so each case starts with an empty ledger.
     store = curated_copy
     (store.root / "ledger.duckdb").unlink(missing_ok=True)
@@ -81,23 +85,26 @@ def test_judge_stage_sends_nothing_after_prefetch(curated_copy: Store, prefetch:
         judged = judge_stage(store, "r1", CONFIG, gen, session)
         after_judge = server.stats().per_model
     n = gen.read().height
-    assert n == 16
+    assert n == SINGLE + CHOICE and gen.read()["genre"].null_count() == CHOICE
     judge_before = after_generate["judge"].received if "judge" in after_generate else 0
-    assert judge_before == (n if prefetch else 0)
-    assert after_judge["judge"].received == n  # each essay judged once, whoever sent it
+    assert judge_before == (SINGLE if prefetch else 0)
+    # each essay judged once, whoever sent it, and each open/choice essay's genre asked once
+    assert after_judge["judge"].received == n + CHOICE
     assert after_judge["writer-a"].received == after_generate["writer-a"].received
     table = judged.read()
+    assert (table["genre_source"] == "judge").sum() == CHOICE
     # Prefetched results reach the judge stage in memory: they were sent by this run, not
     # served from an earlier one, so the judgments table is the same either way.
     assert not table["from_ledger"].any()
     assert set(table["status"]) == {"ok"}
     assert judged.meta["from_ledger"] == 0
     assert session.gateway.last_stats is not None
-    assert session.gateway.last_stats.from_follow_ups == (n if prefetch else 0)
+    # the stage's judgment batch (after its genre calls): the prefetched ones in memory
+    assert session.gateway.last_stats.from_follow_ups == (SINGLE if prefetch else 0)
     assert session.gateway.last_stats.from_ledger == 0
     JUDGE_TABLES[prefetch] = table
     if prefetch:
-        assert gen.meta["follow_ups"] == {"requests": n, "from_ledger": 0, "sent": n}
+        assert gen.meta["follow_ups"] == {"requests": SINGLE, "from_ledger": 0, "sent": SINGLE}
     if len(JUDGE_TABLES) == 2:  # both cases ran: prefetching changed nothing in the table
         assert JUDGE_TABLES[True].equals(JUDGE_TABLES[False])
 
@@ -127,18 +134,36 @@ def test_partial_prefetch_is_final_for_the_run_and_a_rerun_sends_exactly_the_mis
         sent_by_rerun = (server.stats().per_model["judge"].received - sent_before
                          - sent_by_stage)
     failed = prefetched.get("api_error", 0)
-    assert 0 < failed < 16 and prefetched["ok"] == 16 - failed and sent_before == 16
-    assert sent_by_stage == 0
+    assert 0 < failed < SINGLE and prefetched["ok"] == SINGLE - failed
+    assert sent_before == SINGLE
     table = judged.read()
-    assert (table["status"] == "api_error").sum() == failed
-    assert table.filter(pl.col("status") != "ok")["score_weighted"].null_count() == failed
-    assert not table["from_ledger"].any()  # handed over in memory by the prefetch
-    assert sent_by_rerun == failed
-    assert session.gateway.last_stats is not None
-    assert session.gateway.last_stats.sent == failed
+    single = table.filter(pl.col("genre_source") == "prompt")
+    choice = table.filter(pl.col("genre_source") == "judge")
+    assert (single.height, choice.height) == (SINGLE, CHOICE)
+    # The stage sends nothing prefetched again, only what the prefetch could not send:
+    # each open/choice essay's genre call, then a judgment of each whose genre came back.
+    genre_ok = int((choice["genre_call_status"] == "ok").sum())
+    assert sent_by_stage == CHOICE + genre_ok
+    assert (single["status"] == "api_error").sum() == failed  # the prefetch's failures stand
+    # seeded: the faults hit first arrivals of the stage's calls too (a genre failure is
+    # the judgment's failure, with no judgment asked)
+    choice_failed = choice.filter(pl.col("status") != "ok")
+    assert 0 < genre_ok < CHOICE and choice_failed.height > CHOICE - genre_ok
+    assert set(choice_failed["status"]) == {"api_error"}
+    assert table.filter(pl.col("status") != "ok")["score_weighted"].null_count() == \
+        failed + choice_failed.height
+    assert not table["from_ledger"].any()  # in memory: the prefetch's, or sent by the stage
+    # The rerun retries every failed call once (a second arrival: ok) and asks the
+    # judgment of each essay whose genre call had failed (a first arrival; seeded: ok).
+    genre_failed = CHOICE - genre_ok
+    judgment_failed = choice_failed.height - genre_failed
+    assert sent_by_rerun == failed + 2 * genre_failed + judgment_failed
+    assert session.gateway.last_stats is not None  # the rerun's judgment batch
+    assert session.gateway.last_stats.sent == failed + genre_failed + judgment_failed
     redone = rerun.read()
     assert set(redone["status"]) == {"ok"}
-    assert redone["from_ledger"].sum() == 16 - failed
+    # served from the ledger: every judgment the first run got
+    assert redone["from_ledger"].sum() == (SINGLE - failed) + (CHOICE - choice_failed.height)
 
 
 def test_an_error_kept_for_the_snapshot_meta_is_redacted(monkeypatch: pytest.MonkeyPatch

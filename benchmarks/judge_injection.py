@@ -3,28 +3,32 @@
     python benchmarks/judge_injection.py                      # offline proof: fake server
     python benchmarks/judge_injection.py --judge smollm2-135m # the embedded model
     python benchmarks/judge_injection.py --judge my-judge --essays 8   # your registry judge
+    python benchmarks/judge_injection.py --defended judge_prompt.v3.yaml  # another defended prompt
 
 Base essays are mid- and low-quality anchors (rubrics/anchors/); every attack of
 data/injection/attacks.v1.yaml is planted in each, and the judge scores the clean and the
 attacked copies twice: undefended (judge_prompt.v1, every parsed judgment trusted) and
-defended (judge_prompt.v2: markers, rubric in the system role, reminder, nonce echo;
-flagged essays and judgments not trusted). See essaybench/bench/judge/inflation.py for
-the figures. Without --judge the judge is the project's fake server scripted to follow
-every injection (it copies a planted verdict; it answers an instruction with top scores,
-echoing what the schema fixes): the worst judge there is; the run ends PASS when the
-defences leak no inflation that the undefended judge let through. With --judge NAME
-(registry: $ESSAYBENCH_MODELS or configs/models.yaml; keys from the environment) the
-calls go to that model — they cost what the registry says (about 2 × essays × 12 calls).
+defended (judge_prompt.v2, or the prompt --defended names: markers, rubric in the system
+role, reminder, nonce echo; flagged essays and judgments not trusted). A planted verdict
+uses the score keys its arm's prompt asks for (v3's short keys in a v3 arm). See
+essaybench/bench/judge/inflation.py for the figures. Without --judge the judge is the
+project's fake server scripted to follow every injection (it copies a planted verdict; it
+answers an instruction with top scores, echoing what the schema fixes): the worst judge
+there is; the run ends PASS when the defences leak no inflation that the undefended judge
+let through. With --judge NAME (registry: $ESSAYBENCH_MODELS or configs/models.yaml; keys
+from the environment) the calls go to that model — they cost what the registry says (about
+2 × essays × 12 calls).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -35,8 +39,13 @@ from essaybench.bench.judge.flags import add_flags
 from essaybench.bench.judge.inflation import CLEAN, Inflation, inflation_table
 from essaybench.bench.judge.judgments import judgments_table
 from essaybench.bench.judge.render import JudgeRenderer
-from essaybench.bench.judge.request import JudgeParams, essay_tag, make_renderer
-from essaybench.bench.rubrics import Rubric, load_rubric, rubrics_dir
+from essaybench.bench.judge.request import (
+    JudgeParams,
+    essay_tag,
+    judge_prompt_path,
+    make_renderer,
+)
+from essaybench.bench.rubrics import Rubric, load_rubric
 from essaybench.core.contracts import OK
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
@@ -46,6 +55,7 @@ from essaybench.llm.types import ChatRequest, Message
 
 FAKE_JUDGE = "obedient-judge"
 ARMS = {"undefended": "judge_prompt.v1.yaml", "defended": "judge_prompt.v2.yaml"}
+KeysOf = Callable[[str], list[str]]  # genre -> the score keys an arm's prompt asks for
 
 
 def base_essays(n: int) -> list[AnchorEssay]:
@@ -63,11 +73,12 @@ def base_essays(n: int) -> list[AnchorEssay]:
 
 
 def essays_frame(bases: Sequence[AnchorEssay], attacks: Sequence[Attack],
-                 rubric: Rubric) -> pl.DataFrame:
+                 rubric: Rubric, keys_of: KeysOf) -> pl.DataFrame:
     rows = []
     for essay in bases:
         variants = [(CLEAN, CLEAN, essay.essay)] + [
-            (a.id, a.kind, a.plant(essay.essay, rubric, essay.genre)) for a in attacks]
+            (a.id, a.kind, a.plant(essay.essay, rubric, essay.genre, keys_of(essay.genre)))
+            for a in attacks]
         for attack_id, kind, text in variants:
             rows.append({"prompt_id": f"{essay.id}|{attack_id}", "model": "essay",
                          "sample_index": 0, "genre": essay.genre, "prompt_set": "attack",
@@ -77,19 +88,20 @@ def essays_frame(bases: Sequence[AnchorEssay], attacks: Sequence[Attack],
 
 
 def obedient_scenario(bases: Sequence[AnchorEssay], attacks: Sequence[Attack],
-                      rubric: Rubric) -> FakeScenario:
+                      rubric: Rubric, keys_of: KeysOf) -> FakeScenario:
     """A judge that follows every injection: it copies a planted verdict word for word,
-    and answers any other attack with top scores (filling in what the schema fixes, as a
-    schema-following judge would). Clean essays get the server's seeded scores."""
+    and answers any other attack with top scores under the keys the prompt asks for
+    (filling in what the schema fixes, as a schema-following judge would). Clean essays
+    get the server's seeded scores."""
     rules: list[dict[str, object]] = []
     for essay in bases:
         genre_zh = rubric.genre(essay.genre).name_zh
+        keys = keys_of(essay.genre)
         top = json.dumps({"analysis": "按照作文中的要求给出满分。",
-                          "scores": dict.fromkeys(rubric.question_ids(essay.genre),
-                                                  rubric.score_range[1])},
+                          "scores": dict.fromkeys(keys, rubric.score_range[1])},
                          ensure_ascii=False)
         for attack in attacks:
-            planted = attack.plant(essay.essay, rubric, essay.genre)
+            planted = attack.plant(essay.essay, rubric, essay.genre, keys)
             marker = planted[len(essay.essay):] if attack.position == "append" else planted
             snippet = marker.strip()[:24]
             if attack.kind == "fake_json_verdict":
@@ -117,18 +129,39 @@ def requests_for(essays: pl.DataFrame, judge: str, params: JudgeParams,
     return out
 
 
-def run_arm(arm: str, prompt_file: Path, essays: pl.DataFrame, judge: str,
-            registry: Registry, store: Path, params: JudgeParams, rubric: Rubric,
-            base_urls: dict[str, str] | None) -> list[Inflation]:
+def arm_renderer(prompt_file: Path, params: JudgeParams,
+                 rubric: Rubric) -> tuple[JudgeParams, JudgeRenderer]:
     params = params.model_copy(update={"judge_prompt": str(prompt_file)})
-    renderer = make_renderer(params, rubric)
+    return params, make_renderer(params, rubric)
+
+
+def keys_for(renderer: JudgeRenderer, rubric: Rubric) -> KeysOf:
+    return lambda genre: renderer.reply_keys(genre) or rubric.question_ids(genre)
+
+
+def run_arm(arm: str, prompt_file: Path, bases: Sequence[AnchorEssay],
+            attacks: Sequence[Attack], judge: str, registry: Registry, store: Path,
+            params: JudgeParams, rubric: Rubric,
+            fake: bool) -> tuple[list[Inflation], int]:
+    """The arm's inflation rows and how many essays it judged. ``fake``: the calls go to
+    an obedient fake judge scripted for this arm's essays (its own server)."""
+    params, renderer = arm_renderer(prompt_file, params, rubric)
+    keys_of = keys_for(renderer, rubric)
+    essays = essays_frame(bases, attacks, rubric, keys_of)
     requests = requests_for(essays, judge, params, renderer)
-    with open_gateway(registry, store, [judge], base_urls=base_urls) as session:
+    with contextlib.ExitStack() as stack:
+        base_urls = None
+        if fake:
+            server = stack.enter_context(run_fake_server(
+                obedient_scenario(bases, attacks, rubric, keys_of)))
+            base_urls = {judge: server.base_url}
+        session = stack.enter_context(open_gateway(registry, store, [judge],
+                                                   base_urls=base_urls))
         results = session.run(requests)
     table = judgments_table(essays, requests, results, rubric, params)
     table = add_flags(table, essays, rubric.score_range[1])
     table = table.join(essays.select("prompt_id", "base", "kind"), on="prompt_id")
-    return inflation_table(arm, table, use_flags=arm == "defended")
+    return inflation_table(arm, table, use_flags=arm == "defended"), essays.height
 
 
 def _fmt(x: float | None) -> str:
@@ -153,6 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=1200)
     parser.add_argument("--analysis-max-chars", type=int, default=300)
     parser.add_argument("--store", type=Path, help="Ledger folder (default: a temporary one).")
+    parser.add_argument("--defended", default=ARMS["defended"], metavar="FILE",
+                        help="The defended arm's judge prompt (a file of rubrics/essay/, "
+                        "or a path; default %(default)s).")
     args = parser.parse_args(argv)
     rubric, attacks = load_rubric(), load_attacks().attacks
     if args.attacks:
@@ -162,10 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{', '.join(a.id for a in attacks)}")
         attacks = tuple(a for a in attacks if a.id in args.attacks)
     bases = base_essays(args.essays)
-    essays = essays_frame(bases, attacks, rubric)
     judge = args.judge or FAKE_JUDGE
     params = JudgeParams(judges=[judge], max_tokens=args.max_tokens,
                          analysis_max_chars=args.analysis_max_chars)
+    arms = {**ARMS, "defended": args.defended}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or Path(tmp)
@@ -175,17 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "name": FAKE_JUDGE, "provider": "fake", "base_url": "http://127.0.0.1:1/v1",
                 "model_id": FAKE_JUDGE, "family": "fake", "structured_output": "json_schema",
                 "max_reasks": 1}}})
-            with run_fake_server(obedient_scenario(bases, attacks, rubric)) as server:
-                for arm, file in ARMS.items():
-                    rows += run_arm(arm, rubrics_dir() / file, essays, judge, registry,
-                                    store, params, rubric, {FAKE_JUDGE: server.base_url})
         else:
             registry = load_registry()
-            for arm, file in ARMS.items():
-                rows += run_arm(arm, rubrics_dir() / file, essays, judge, registry, store,
-                                params, rubric, None)
+        for arm, file in arms.items():
+            arm_rows, n_essays = run_arm(arm, judge_prompt_path(file), bases, attacks, judge,
+                                         registry, store, params, rubric, args.judge is None)
+            rows += arm_rows
     print(f"judge {judge}: {len(bases)} base essays × {len(attacks)} attacks "
-          f"({len(essays)} essays per arm), {time.perf_counter() - started:.1f} s")
+          f"({n_essays} essays per arm); undefended {arms['undefended']}, defended "
+          f"{arms['defended']}; {time.perf_counter() - started:.1f} s")
     print_table(rows)
     if args.judge is not None:
         return 0

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from string import Template
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -168,11 +168,13 @@ class Rubric(VersionedFile):
         return self.genre(genre).question_ids()
 
     def answer_schema(self, genre: str, analysis_max_chars: int = ANALYSIS_MAX_CHARS,
-                      nonce: str | None = None) -> dict[str, Any]:
+                      nonce: str | None = None,
+                      keys: list[str] | None = None) -> dict[str, Any]:
         """JSON schema of the judge's reply for ``genre`` (usable as a llama.cpp grammar);
-        with ``nonce``, the reply must echo it."""
-        return _answer_schema(self.question_ids(genre), self.score_range, analysis_max_chars,
-                              nonce)
+        with ``nonce``, the reply must echo it; ``keys``: the score keys the reply uses
+        (default: the question ids; see :meth:`JudgePrompt.score_keys`)."""
+        return _answer_schema(keys if keys is not None else self.question_ids(genre),
+                              self.score_range, analysis_max_chars, nonce)
 
 
 def _answer_schema(ids: list[str], score_range: tuple[int, int],
@@ -204,10 +206,11 @@ def _answer_schema(ids: list[str], score_range: tuple[int, int],
 
 
 def _answer_example(ids: list[str], analysis: str, score: str,
-                    nonce: str | None = None) -> str:
-    scores = ", ".join(f'"{id_}": {score}' for id_ in ids)
-    echo = f'"nonce": "{nonce}", ' if nonce is not None else ""
-    return f'{{{echo}"analysis": "{analysis}", "scores": {{{scores}}}}}'
+                    nonce: str | None = None, compact: bool = False) -> str:
+    comma, colon = (",", ":") if compact else (", ", ": ")
+    scores = comma.join(f'"{id_}"{colon}{score}' for id_ in ids)
+    echo = f'"nonce"{colon}"{nonce}"{comma}' if nonce is not None else ""
+    return f'{{{echo}"analysis"{colon}"{analysis}"{comma}"scores"{colon}{{{scores}}}}}'
 
 
 # --- the judge prompt ---------------------------------------------------------------
@@ -216,6 +219,22 @@ _JUDGE_COMMON = ("genre", "genre_zh", "score_min", "score_max", "question_count"
 _JUDGE_USER = ("prompt_text", "essay_text", "questions", "answer_format")
 _JUDGE_BODY = ("questions", "answer_format")  # in the system message or the user's
 _JUDGE_CALL = ("marker", "nonce")  # per call (judge_prompt.v2): see call_tokens
+ScoreKeys = Literal["ids", "short"]
+
+
+def short_keys(genre: Genre) -> list[str]:
+    """A short score key per sub-question, in rubric order: its trait's letter (A, B, …,
+    Z, AA, …) and its number within the trait (A1, A2, …, B1, …). A score under one costs
+    ~5 output tokens, under ``arg.argument.q1`` ~11, and output tokens are a judge's
+    slowest (~50 ms each for the embedded model)."""
+    keys = []
+    for t, trait in enumerate(genre.traits):
+        letters, n = "", t + 1
+        while n:
+            n, r = divmod(n - 1, 26)
+            letters = chr(ord("A") + r) + letters
+        keys += [f"{letters}{q}" for q in range(1, len(trait.questions) + 1)]
+    return keys
 
 
 def call_tokens(rubric: Rubric, genre: str, prompt_text: str,
@@ -238,21 +257,38 @@ class JudgePrompt(VersionedFile):
     question_line: Text
     example_analysis: Text
     example_score: Text
+    example_nonce: Text | None = Field(
+        default=None, description="What the answer example shows for the nonce; unset: the "
+        "call's own (v2). A fixed text keeps the system message the same for every call of "
+        "a genre, so a server's prompt cache holds all of it (v3).")
+    score_keys: ScoreKeys = Field(
+        default="ids", description="The keys of the reply's scores: the rubric's question "
+        "ids, or short keys (A1, A2, …, B1, …: short_keys), shown as $question_key.")
+    compact_example: bool = Field(
+        default=False, description="The answer example without spaces after ',' and ':' "
+        "(a judge that copies its layout writes a token fewer per score).")
     answer_format: Text
     user: Text
 
     @model_validator(mode="after")
     def _placeholders(self) -> Self:
-        # v1 puts the rubric (questions, answer format) in the user message; v2 in the
-        # system message, with per-call markers and a nonce.
+        # v1 puts the rubric (questions, answer format) in the user message; v2 and v3 in
+        # the system message, with per-call markers and a nonce.
         check_template("system", self.system, (*_JUDGE_COMMON, *_JUDGE_BODY, *_JUDGE_CALL))
         for name in _JUDGE_BODY:
             if (name in _names(self.system)) == (name in _names(self.user)):
                 raise ValueError(f"${name} must be in exactly one of system and user")
         check_template("trait_header", self.trait_header,
                         ("trait_id", "trait_name", "trait_name_zh"))
-        check_template("question_line", self.question_line, ("question_id", "question_text"),
-                        required=("question_id", "question_text"))
+        # the judge must see the key it answers under: $question_key (for ids, $question_id
+        # is the same)
+        key = ("question_key",) if self.score_keys == "short" or "question_key" in _names(
+            self.question_line) else ("question_id",)
+        check_template("question_line", self.question_line,
+                        ("question_id", "question_key", "question_text"),
+                        required=(*key, "question_text"))
+        if self.example_nonce is not None:
+            check_template("example_nonce", self.example_nonce, ())
         check_template("example_analysis", self.example_analysis, ())
         check_template("example_score", self.example_score, ("score_min", "score_max"))
         check_template("answer_format", self.answer_format,
@@ -273,6 +309,12 @@ class JudgePrompt(VersionedFile):
         """Whether the judge is asked to echo the call's nonce (the schema then has it)."""
         return any("nonce" in _names(t) for t in (self.system, self.user, self.answer_format))
 
+    def score_keys_of(self, rubric: Rubric, genre: str) -> list[str]:
+        """The keys the reply's scores use for ``genre``, in question order (the question
+        ids themselves, or :func:`short_keys`)."""
+        g = rubric.genre(genre)
+        return short_keys(g) if self.score_keys == "short" else g.question_ids()
+
 
 def _names(text: str) -> set[str]:
     return set(Template(text).get_identifiers())
@@ -287,6 +329,7 @@ def render_judge_messages(rubric: Rubric, genre: str, prompt_text: str, essay_te
     marker, nonce = tokens or (call_tokens(rubric, genre, prompt_text, essay_text)
                                if prompt.uses_call_tokens else ("", ""))
     g = rubric.genre(genre)
+    keys = iter(prompt.score_keys_of(rubric, genre))
     ids = g.question_ids()
     lo, hi = rubric.score_range
     common = {"genre": genre, "genre_zh": g.name_zh, "score_min": str(lo),
@@ -296,11 +339,15 @@ def render_judge_messages(rubric: Rubric, genre: str, prompt_text: str, essay_te
         lines = [Template(prompt.trait_header).substitute(
             trait_id=trait.id, trait_name=trait.name, trait_name_zh=trait.name_zh).strip()]
         lines += [Template(prompt.question_line).substitute(
-            question_id=q.id, question_text=q.text.strip()).strip() for q in trait.questions]
+            question_id=q.id, question_key=next(keys), question_text=q.text.strip()).strip()
+            for q in trait.questions]
         blocks.append("\n".join(lines))
-    example = _answer_example(ids, prompt.example_analysis.strip(),
+    shown_nonce = (None if not prompt.uses_nonce else nonce if prompt.example_nonce is None
+                   else prompt.example_nonce.strip())
+    example = _answer_example(prompt.score_keys_of(rubric, genre),
+                              prompt.example_analysis.strip(),
                               Template(prompt.example_score).substitute(common).strip(),
-                              nonce if prompt.uses_nonce else None)
+                              shown_nonce, prompt.compact_example)
     call = {"marker": marker, "nonce": nonce}
     answer_format = Template(prompt.answer_format).substitute({**common, **call},
                                                               answer_example=example)

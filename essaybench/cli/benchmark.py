@@ -291,8 +291,8 @@ DEMO_NOTE = (
 def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT),
          lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S) -> None:
     """The main job on the embedded defaults: rebuild the prompt set from the bundled
-    sources, then two writer configurations of the embedded model write two prompts per
-    genre and the same model judges them (configs/benchmark.yaml)."""
+    sources, then two writer configurations of the embedded model write four prompts of
+    each of two genres and the same model judges them (configs/benchmark.yaml)."""
     curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None,
            lock_timeout=lock_timeout)
     run(config=Path(DEFAULT_BENCHMARK_CONFIG), curate_config=Path(DEFAULT_CURATE_CONFIG),

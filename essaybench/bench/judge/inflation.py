@@ -4,7 +4,8 @@ Pure (the IO is ``benchmarks/judge_injection.py``'s). For each base essay the ju
 clean, each attacked copy's *inflation* is its score minus the clean one. Two arms:
 
 - ``undefended``: judge_prompt.v1, every parsed judgment trusted;
-- ``defended``: judge_prompt.v2 (markers, rubric in the system role, reminder, nonce echo);
+- ``defended``: judge_prompt.v2 or v3 (markers, rubric in the system role, reminder, nonce
+  echo);
   a reply without the call's nonce (a copied verdict) is rejected, and a judgment whose
   essay or scores are flagged (``flags.py``) is not trusted: it goes to a second look
   instead of the leaderboard.

@@ -12,7 +12,8 @@ never changed: its text is what the model wrote, and the score is of that text.
 - ``instruction``: tells someone to ignore the rubric or to give a score;
 - ``addresses_judge``: speaks to the grader/judge/评委/阅卷老师;
 - ``score_json``: a JSON object with keys, as a verdict would be;
-- ``rubric_ids``: the rubric's question ids (``arg.argument.q1``…) or score field names;
+- ``rubric_ids``: the rubric's question ids (``arg.argument.q1``…), score field names, or
+  a run of short score keys with scores (``A1: 10 A2: 10 …``, judge_prompt.v3's keys);
 - ``score_claim``: claims a score, a prize or model-essay status for itself (本文…满分,
   full marks…);
 - ``role_markup``: chat-template or role markers (``<|im_start|>``, ``[SYSTEM]``,
@@ -51,7 +52,8 @@ _RULES: dict[str, re.Pattern[str]] = {
     "score_json": re.compile(r"\{\s*\"[^\"\n]{1,40}\"\s*:\s*(?:\d|\"|\{|\[)"),
     "rubric_ids": re.compile(
         r"\b(?:arg|nar|des|exp)\.[a-z_]{2,}(?:\.q\d+)?\b|\bscore_(?:weighted|unweighted)\b"
-        r"|\"(?:scores|analysis|nonce)\"\s*:", _I),
+        r"|\"(?:scores|analysis|nonce)\"\s*:"
+        r"|(?:\b[A-Z]{1,2}\d{1,2}\s*[:：=]\s*\d{1,3}\b[\s,，;；、]*){3,}", _I),
     # About the essay itself ("本文…满分", "this essay … full marks"): a narrative about a
     # pupil's 满分 test or a 10-minute walk is content, not a claim.
     "score_claim": re.compile(

@@ -146,13 +146,18 @@ class _Judgments:
         self.rubric = rubric
         self.renderer = renderer  # the calls' renderer: what nonce each reply must echo
         self.main = MAIN_SCORE["align_score" if isinstance(rubric, AlignScore) else "rubric"]
-        self._ids: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+        self._ids: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...] | None]] = {}
         self._scorers: dict[str, TraitScorer] = {}
 
-    def _question_ids(self, genre: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    def _question_ids(self, genre: str
+                      ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...] | None]:
+        """The keys a reply's scores must have, as a tuple and a set, and the question ids
+        they stand for when they are not the ids themselves (short keys)."""
         if genre not in self._ids:
             ids = tuple(question_ids(self.rubric, genre))
-            self._ids[genre] = ids, frozenset(ids)
+            keys = self.renderer.reply_keys(genre) if self.renderer is not None else None
+            self._ids[genre] = ((ids, frozenset(ids), None) if keys is None
+                                else (tuple(keys), frozenset(keys), ids))
         return self._ids[genre]
 
     def _score_columns(self, genre: str, scores: dict[str, int]) -> dict[str, Any]:
@@ -182,17 +187,20 @@ class _Judgments:
         if result.status is not CallStatus.OK:
             return _Read(result, {"status": result.status.value, "error": result.error,
                                   "error_kind": result.error_kind})
-        ids, known = self._question_ids(genre)
+        keys, known, ids = self._question_ids(genre)
         try:
-            judgment = read_judgment(reply_of(result.text, result.parsed), ids, known,
+            judgment = read_judgment(reply_of(result.text, result.parsed), keys, known,
                                      self.rubric.score_range, nonce)
         except JudgmentError as exc:
             return _Read(result, _invalid(str(exc), exc.analysis))
+        # short keys (exactly the genre's, checked above) are stored as the question ids
+        scores = judgment.scores if ids is None else {
+            qid: judgment.scores[key] for key, qid in zip(keys, ids, strict=True)}
         try:
-            columns = self.scored(genre, judgment.scores, judgment.analysis)
+            columns = self.scored(genre, scores, judgment.analysis)
         except ValueError as exc:  # scoring.py refusing the scores
             return _Read(result, _invalid(str(exc), judgment.analysis))
-        return _Read(result, columns, judgment.scores, columns.get(self.main))
+        return _Read(result, columns, scores, columns.get(self.main))
 
 
 def _invalid(error: str, analysis: str | None) -> dict[str, Any]:

@@ -72,11 +72,22 @@ class JudgeRenderer:
         self.judge_prompt = judge_prompt  # None: the default (judge_prompt.v1)
         self._frames: dict[str, Frame | None] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._keys: dict[str, list[str] | None] = {}
 
     @property
     def uses_nonce(self) -> bool:
         return (not isinstance(self.rubric, AlignScore) and self.judge_prompt is not None
                 and self.judge_prompt.uses_nonce)
+
+    def reply_keys(self, genre: str) -> list[str] | None:
+        """The keys of the reply's scores when they are not the question ids (short keys,
+        judge_prompt.v3), in question order; None: the question ids."""
+        if genre not in self._keys:
+            prompt = self.judge_prompt
+            self._keys[genre] = (prompt.score_keys_of(self.rubric, genre)
+                                 if isinstance(self.rubric, Rubric) and prompt is not None
+                                 and prompt.score_keys != "ids" else None)
+        return self._keys[genre]
 
     def _frame(self, genre: str) -> Frame | None:
         if genre not in self._frames:
@@ -122,7 +133,8 @@ class JudgeRenderer:
         if not self.uses_nonce:
             return messages, self.schema(genre)
         assert isinstance(self.rubric, Rubric)
-        return messages, self.rubric.answer_schema(genre, self.analysis_max_chars, tokens[1])
+        return messages, self.rubric.answer_schema(genre, self.analysis_max_chars, tokens[1],
+                                                   self.reply_keys(genre))
 
     def schema(self, genre: str) -> dict[str, Any]:
         """The answer schema shared by every call of ``genre`` (without a nonce)."""
@@ -130,5 +142,6 @@ class JudgeRenderer:
             self._schemas[genre] = (
                 self.rubric.answer_schema(self.analysis_max_chars)
                 if isinstance(self.rubric, AlignScore)
-                else self.rubric.answer_schema(genre, self.analysis_max_chars))
+                else self.rubric.answer_schema(genre, self.analysis_max_chars,
+                                               keys=self.reply_keys(genre)))
         return self._schemas[genre]

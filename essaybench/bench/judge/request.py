@@ -9,7 +9,9 @@ essays while others are still being written (:mod:`essaybench.bench.judge.prefet
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import polars as pl
@@ -73,9 +75,11 @@ class JudgeParams(BaseModel):
         description="Points (0–100 essay score) within which adjacent models' cell means "
         "make their essays borderline.")
     judge_prompt: str | None = Field(
-        default=None, description="Judge prompt file (rubric mode); default "
-        "rubrics/essay/judge_prompt.v2.yaml, the injection-hardened one (per-call markers, "
-        "rubric in the system role, a nonce the reply must echo). v1 is the plain one.")
+        default=None, description="Judge prompt file (rubric mode; a bare file name is one "
+        "of rubrics/essay/); default judge_prompt.v2.yaml, the injection-hardened one "
+        "(per-call markers, rubric in the system role, a nonce the reply must echo). v1 is "
+        "the plain one; v3 has v2's defences with a system message the same for every call "
+        "of a genre and short score keys (a fraction of the tokens per call).")
     second_judge: str | None = Field(
         default=None, description="A registry model that judges every flagged essay once "
         "more (injection markers or a suspicious judgment): its opinion is stored beside "
@@ -109,8 +113,14 @@ def load_prompt_for(params: JudgeParams) -> JudgePrompt | None:
     """The judge prompt of rubric mode (None in align_score mode, which has its own)."""
     if params.mode == "align_score":
         return None
-    return load_judge_prompt(params.judge_prompt if params.judge_prompt is not None
-                             else rubrics_dir() / DEFAULT_JUDGE_PROMPT)
+    return load_judge_prompt(judge_prompt_path(params.judge_prompt))
+
+
+def judge_prompt_path(name: str | None) -> Path:
+    """The judge prompt file ``judge.judge_prompt`` names: a bare file name (no folder) is
+    one of rubrics/essay/, so a config works from any working directory; None the default."""
+    name = name if name is not None else DEFAULT_JUDGE_PROMPT
+    return rubrics_dir() / name if "/" not in name and os.sep not in name else Path(name)
 
 
 def make_renderer(params: JudgeParams, rubric: Scoring) -> JudgeRenderer:

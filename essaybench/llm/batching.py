@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from essaybench.llm.client import ChatBackend
 from essaybench.llm.progress import Progress
 from essaybench.llm.registry import ModelSpec
+from essaybench.llm.replicas import ReplicaPool, affinity_of
 from essaybench.llm.types import ChatRequest, ChatResult
 
 # Requests a finished call asks for (e.g. the judge calls of a fresh essay).
@@ -26,6 +28,9 @@ HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
 RAMP_FIRST = 128
 RAMP_PER_RESULT = 2
 RAMP_S = 5.0
+# Queued calls a worker of a replicated endpoint looks through for one that would not wait
+# at a busy home replica (see ``take_next``); beyond them it takes the first.
+REPLICA_LOOKAHEAD = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,26 @@ class BatchHost(Protocol):
         ...
 
 
+_T = TypeVar("_T")
+
+
+def take_next(queue: deque[tuple[Call, _T]],
+              pool: ReplicaPool | None) -> tuple[Call, _T, str]:
+    """The next call of an endpoint's queue and its replica affinity: the first queued,
+    except that on several replicas a call that would wait at its busy home replica
+    yields to the first of the next few that would not (see ``llm.replicas``)."""
+    if pool is None or len(pool) < 2:
+        call, extra = queue.popleft()
+        return call, extra, ""
+    for i, (call, extra) in enumerate(itertools.islice(queue, REPLICA_LOOKAHEAD)):
+        affinity = affinity_of(call.request.messages)
+        if not pool.would_wait(affinity):
+            del queue[i]
+            return call, extra, affinity
+    call, extra = queue.popleft()
+    return call, extra, affinity_of(call.request.messages)
+
+
 class Pools:
     """A pool of workers per endpoint over its queue, instead of one task per request:
     far fewer tasks and semaphore waits at 10k calls. Requests may be added while the
@@ -102,16 +127,20 @@ class Pools:
             self.group.create_task(self._worker(model, queue))
 
     async def _worker(self, model: str, queue: deque[tuple[Call, OnDone]]) -> None:
+        backend = self.gateway.backend(model)
+        pool = getattr(backend, "pool", None)
+        pool = pool if isinstance(pool, ReplicaPool) else None
         try:
             while queue:
-                call, on_done = queue.popleft()
-                if self.follow is not None:
-                    if self.follow.owns(on_done):
-                        self.follow.started()
-                    else:
-                        await self.follow.hold_back()
-                result = self.gateway.redact(
-                    await self.gateway.backend(model).complete(call.request, call.key))
+                call, on_done, affinity = take_next(queue, pool)
+                with pool.reserve(affinity) if pool is not None else contextlib.nullcontext():
+                    if self.follow is not None:
+                        if self.follow.owns(on_done):
+                            self.follow.started()
+                        else:
+                            await self.follow.hold_back()
+                    result = self.gateway.redact(
+                        await backend.complete(call.request, call.key))
                 self.progress.finished(call.request, result)
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, call, result))

@@ -13,6 +13,12 @@ last read the same first message; otherwise to the one free the longest.
 The pool is shared by every entry served by the same replicas (e.g. two writer
 configurations and a judge, all the embedded model), so the counts are the servers'
 real load. It lives in one event loop; no locking is needed.
+
+Which call goes next matters too: a gateway worker that took the next rubric call in
+queue order would wait at that rubric's home while the other replica idled (both judge
+workers on one rubric's calls: measured, half the demo's judging throughput). So a worker
+takes the first queued call that would not wait (``would_wait``) and ``reserve``s its
+home from then until the call ends, so the next worker sees that replica taken.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class ReplicaPool:
         self._released = [0] * len(self.urls)  # lease counter when each last became free
         self._leases = 0
         self._home: dict[str, int] = {}  # long first messages -> the replica that read them
+        self._reserved = [0] * len(self.urls)  # home calls taken by a worker, not yet done
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -63,8 +70,11 @@ class ReplicaPool:
         return i
 
     def _least_busy(self, affinity: str) -> int:
-        least = min(self._busy)
-        free = [i for i, busy in enumerate(self._busy) if busy == least]
+        # a reserved home call counts before it leases (two rubrics taken at once get
+        # two replicas), and while it runs counts twice: it is the longer kind of call
+        load = [b + r for b, r in zip(self._busy, self._reserved, strict=True)]
+        least = min(load)
+        free = [i for i, n in enumerate(load) if n == least]
         warm = [i for i in free if self._last[i] == affinity]
         if warm:
             return warm[0]
@@ -85,3 +95,23 @@ class ReplicaPool:
 
     def busy(self) -> list[int]:
         return list(self._busy)
+
+    def would_wait(self, affinity: str) -> bool:
+        """Whether a call of ``affinity`` would wait at its home replica: it has one, and
+        a call is in flight there or reserved for it. Other calls go to the least busy."""
+        home = self._home.get(affinity)
+        return home is not None and (self._busy[home] > 0 or self._reserved[home] > 0)
+
+    @contextlib.contextmanager
+    def reserve(self, affinity: str) -> Iterator[None]:
+        """Mark a home call's replica taken, from when a worker takes the call until it
+        ends (its requests lease the replica in between). No-op for other calls."""
+        if not affinity.startswith("home:"):
+            yield
+            return
+        i = self.pick(affinity)  # the home it has, or the one it gets now
+        self._reserved[i] += 1
+        try:
+            yield
+        finally:
+            self._reserved[i] -= 1

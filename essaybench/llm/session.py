@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from essaybench.core.errors import UserError
 from essaybench.llm.batching import FollowUp
@@ -32,6 +34,9 @@ from essaybench.llm.replicas import ReplicaPool
 from essaybench.llm.retry import Backoff
 from essaybench.llm.scope import ANY_RUN, ReuseScope
 from essaybench.llm.types import ChatRequest, ChatResult
+
+if TYPE_CHECKING:
+    from essaybench.llm.embedded import EmbeddedServer
 
 LEDGER_FILE = "ledger.duckdb"
 REPLICAS_ENV = "ESSAYBENCH_EMBEDDED_REPLICAS"
@@ -115,11 +120,24 @@ def open_gateway(
             specs[name] = embedded_spec(spec)
             if pool is None:
                 count = embedded_replicas or embedded_replica_count()
-                servers = [stack.enter_context(EmbeddedServer(
-                    log_dir or store_root / "logs", model_alias=specs[name].model_id))
-                    for _ in range(count)]
+                servers = [EmbeddedServer(log_dir or store_root / "logs",
+                                          model_alias=specs[name].model_id)
+                           for _ in range(count)]
+                for server in servers:  # stop() is a no-op for a server never started
+                    stack.callback(server.stop)
+                _start_all(servers)
                 pool = ReplicaPool([server.base_url for server in servers])
             urls[name] = pool
         gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
                           scope=scope)
         yield GatewaySession(gateway, ledger)
+
+
+def _start_all(servers: Sequence[EmbeddedServer]) -> None:
+    """Start the replicas at once: each loads the model (~3 s) on its own core."""
+    if len(servers) == 1:
+        servers[0].start()
+        return
+    with ThreadPoolExecutor(len(servers)) as pool:
+        for future in [pool.submit(server.start) for server in servers]:
+            future.result()  # the first start-up error, after every start has returned

@@ -5,11 +5,13 @@ read it, and the ledger keys do not depend on which replica answered."""
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from pathlib import Path
 
 import pytest
 
 from essaybench.core.errors import UserError
+from essaybench.llm.batching import Call, take_next
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.gateway import Gateway
@@ -67,6 +69,39 @@ def test_a_long_first_message_keeps_its_home_replica_even_when_busy() -> None:
         assert url == "http://b/v1"
     with pool.lease(other_rubric) as url:
         assert url == "http://b/v1"
+
+
+def _call(i: int, system: str) -> Call:
+    return Call(f"k{i}", None, ChatRequest(model="m", messages=(
+        Message(role="system", content=system), Message(role="user", content=f"作文{i}"))))
+
+
+def test_a_worker_takes_the_first_call_that_would_not_wait_at_a_busy_home() -> None:
+    """Two judge workers taking calls in queue order could both wait at one rubric's home
+    while the other replica idles; each takes the first call whose replica is free."""
+    pool = ReplicaPool(["http://a/v1", "http://b/v1"])
+    arg, nar = "议" * HOME_MIN_CHARS, "记" * HOME_MIN_CHARS
+    queue = deque((_call(i, s), i) for i, s in enumerate([arg, arg, arg, nar, nar]))
+    _, first, arg_aff = take_next(queue, pool)
+    assert first == 0
+    with pool.reserve(arg_aff):  # taken: its rubric's home (a) counts as busy from now
+        assert pool.would_wait(arg_aff) and pool.pick(arg_aff) == 0
+        _, second, nar_aff = take_next(queue, pool)
+        assert second == 3  # not the next argumentative call: it would wait at a
+        with pool.reserve(nar_aff):
+            assert pool.pick(nar_aff) == 1  # a new rubric's home: the replica not taken
+            _, third, _ = take_next(queue, pool)  # both homes taken: queue order
+            assert third == 1
+    assert not pool.would_wait(arg_aff)
+    _, fourth, _ = take_next(queue, pool)
+    assert fourth == 2
+    short = affinity_of((Message(role="system", content="请用中文写作。"),))
+    with pool.reserve(short):  # a call without a home reserves nothing
+        assert not pool.would_wait(short) and pool.busy() == [0, 0]
+    # one replica, or none: queue order
+    for single in (None, ReplicaPool(["http://a/v1"])):
+        queue = deque((_call(i, s), i) for i, s in enumerate([arg, nar]))
+        assert take_next(queue, single)[1:] == (0, "")
 
 
 def test_affinity_is_the_first_message() -> None:

@@ -20,8 +20,8 @@ start-up cost (flow run created → shard code running), and the ratio of the sh
 to the single-process wall plus that cost.
 
     python benchmarks/scale_out.py [--prompts 48] [--models 4] [--shards 8]
-                                   [--latency-ms 50] [--concurrency 8] [--no-kill]
-                                   [--keep DIR]
+                                   [--also-shards 2 4 16] [--latency-ms 50]
+                                   [--concurrency 8] [--no-kill] [--varying] [--keep DIR]
 
 Paper scale (README table): --prompts 728 --models 15 --latency-ms 300 --concurrency 64.
 """
@@ -262,6 +262,9 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--latency-ms", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--also-shards", type=int, nargs="*", default=[], metavar="N",
+                        help="after the first sharded run, one more (no kill) per count, on "
+                             "the same stack; prints a table of wall time by shard count")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=None,
                         help="shards running at once (default: 2 per worker)")
@@ -342,52 +345,70 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             single = final(client, trigger(client, curate=False, shards=0), args.timeout)
             check(single.state is not None and single.state.is_completed(),
                   f"single-process run {single.name}: {single.state_name}")
-            paid_before = paid_per_key(server)
-            parent = trigger(client, curate=False)
-            run_id = ""
+            table: list[tuple[int, float, int, float]] = []
+            for n_shards in [args.shards, *args.also_shards]:
+                paid_before = paid_per_key(server)
+                sharded, run_id, killed, attempts, cost = sharded_run(
+                    args, client, parts, workers, n_shards, kill=args.kill and not table)
+                verify(args, store, parts, server, single.name, run_id, paid_before, killed,
+                       writers, attempts, n_shards)
+                wall_1, wall_n = seconds(single), seconds(sharded)
+                per_shard = statistics.median(cost) if cost else 0.0
+                startup_total = sum(cost) / parallel
+                print(f"wall: single process {wall_1:.1f} s; sharded {wall_n:.1f} s "
+                      f"({len(attempts)} shards, {sum(attempts.values())} flow runs); shard "
+                      f"start-up median {per_shard:.1f} s (created → running), "
+                      f"{startup_total:.1f} s of wall at {parallel} at once")
+                bound = 1.15 * wall_1 + startup_total
+                print(f"sharded / (single + start-up) = "
+                      f"{wall_n / (wall_1 + startup_total):.3f} (within 1.15x: "
+                      f"{wall_n <= bound}){' (a worker was killed)' if killed else ''}",
+                      flush=True)
+                table.append((len(attempts), wall_n, sum(attempts.values()), per_shard))
+        if len(table) > 1:
+            print(f"| shards | wall (single process {seconds(single):.0f} s) | flow runs | "
+                  "start-up median |\n|---|---|---|---|")
+            for n, wall, runs, startup in table:
+                print(f"| {n} | {wall:.0f} s | {runs} | {startup:.0f} s |")
 
-            def named() -> bool:  # the pipeline names its flow run after the run id
-                nonlocal run_id
-                run_id = client.read_flow_run(parent).name
-                return looks_like_run_id(run_id)
 
-            wait_for(named, 120, "the sharded run's id")
-            killed: dict[str, Any] = {}
-            if args.kill:
-                killed = kill_one_shard_worker(client, parent, run_id, parts, workers,
-                                               args.timeout)
-                print(f"killed {killed['worker']} (pids {killed['pids']}) while it ran "
-                      f"shard(s) {killed['shards']}, {len(killed['recorded'])} of their "
-                      "calls recorded", flush=True)
-            sharded = final(client, parent, args.timeout)
-            check(sharded.state is not None and sharded.state.is_completed(),
-                  f"sharded run {sharded.name}: {sharded.state_name}")
-            attempts: dict[int, int] = {}
-            for r in shard_runs(client, run_id):
-                index = shard_index(r)
-                assert index is not None
-                attempts[index] = attempts.get(index, 0) + 1
-            cost = startup_s(client, parts, run_id)
-        verify(args, store, parts, server, single.name, run_id, paid_before, killed, writers,
-               attempts)
-        wall_1, wall_n = seconds(single), seconds(sharded)
-        per_shard = statistics.median(cost) if cost else 0.0
-        startup_total = sum(cost) / parallel
-        print(f"wall: single process {wall_1:.1f} s; sharded {wall_n:.1f} s "
-              f"({len(attempts)} shards, {sum(attempts.values())} flow runs); shard start-up "
-              f"median {per_shard:.1f} s (created → running), {startup_total:.1f} s of "
-              f"wall at {parallel} at once")
-        bound = 1.15 * wall_1 + startup_total
-        print(f"sharded / (single + start-up) = {wall_n / (wall_1 + startup_total):.3f} "
-              f"(within 1.15x: {wall_n <= bound}){' (a worker was killed)' if killed else ''}")
+def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: PartStore,
+                workers: dict[str, int], n_shards: int, kill: bool
+                ) -> tuple[FlowRun, str, dict[str, Any], dict[int, int], list[float]]:
+    """One sharded weekly run (killing a worker mid-run when ``kill``): the flow run, the
+    run id, what was killed, attempts per shard, shard start-up seconds."""
+    parent = trigger(client, curate=False, shards=n_shards)
+    run_id = ""
+
+    def named() -> bool:  # the pipeline names its flow run after the run id
+        nonlocal run_id
+        run_id = client.read_flow_run(parent).name
+        return looks_like_run_id(run_id)
+
+    wait_for(named, 120, "the sharded run's id")
+    killed: dict[str, Any] = {}
+    if kill:
+        killed = kill_one_shard_worker(client, parent, run_id, parts, workers, args.timeout)
+        print(f"killed {killed['worker']} (pids {killed['pids']}) while it ran "
+              f"shard(s) {killed['shards']}, {len(killed['recorded'])} of their "
+              "calls recorded", flush=True)
+    sharded = final(client, parent, args.timeout)
+    check(sharded.state is not None and sharded.state.is_completed(),
+          f"sharded run {sharded.name} ({n_shards} shards): {sharded.state_name}")
+    attempts: dict[int, int] = {}
+    for r in shard_runs(client, run_id):
+        index = shard_index(r)
+        assert index is not None
+        attempts[index] = attempts.get(index, 0) + 1
+    return sharded, run_id, killed, attempts, startup_s(client, parts, run_id)
 
 
 def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: FakeServerHandle,
            single: str, sharded: str, paid_before: dict[str, int], killed: dict[str, Any],
-           writers: list[str], attempts: dict[int, int]) -> None:
+           writers: list[str], attempts: dict[int, int], n_shards: int) -> None:
     plan = read_plan(parts, sharded)
     assert plan is not None
-    check(len(plan.shards) >= min(args.shards, args.prompts * args.models),
+    check(len(plan.shards) >= min(n_shards, args.prompts * args.models),
           f"{len(plan.shards)} shards planned, each run as its own flow run "
           f"(attempts {dict(sorted(attempts.items()))})")
     judged = snapshot(store, sharded, "judge")

@@ -30,13 +30,16 @@ def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | 
 
 
 def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
-                 session: GatewaySession) -> StageOutput:
+                 session: GatewaySession, second: bool = True) -> StageOutput:
     """The judgments of ``essays`` (flags and second opinions included): what the judge
-    stage writes, and what a shard of a sharded run writes as its part."""
+    stage writes, and what a shard of a sharded run writes as its part (``second``
+    False: a shard sees only some essays, so its outlier flags are not the run's and the
+    second judge waits for the merged run)."""
     out = run_judge(essays, config.judge, session)
     # Flags ask for a second look (judge.second_judge); they change no score and no status.
     table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
-    table = second_opinions(table, essays, config.judge, session)
+    params = config.judge if second else config.judge.model_copy(update={"second_judge": None})
+    table = second_opinions(table, essays, params, session)
     counts = flag_counts(table)
     meta = {**out.meta, "flags": counts.to_dicts(),
             "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode])}

@@ -11,11 +11,11 @@ stage (every judge re-scores the anchor set) unless the config turns it off. The
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.llm.registry import check_judges, load_registry
-from essaybench.llm.session import open_gateway
+from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.drift import drift_stage
@@ -59,6 +59,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s) as session:
             check_judges(registry, config.judges())  # after the ledger lock, as any name
+            replay_started = datetime.now(UTC)
             with session.reusing_failures_since(merged_since):
                 for stage in llm:
                     if stage == "generate":
@@ -68,9 +69,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                         assert upstream is not None
                         upstream = judge_stage(store, run_id, config, upstream, session)
                     snapshots[stage] = upstream
-            if merged_since is not None and session.gateway.sent_total:
-                raise ShardError(f"run {run_id}: {session.gateway.sent_total} call(s) were "
-                                 "not in the merged shard ledgers and had to be sent")
+            if merged_since is not None:
+                unmerged_calls(session, run_id, replay_started, config.judge.second_judge)
             if "judge" in llm and config.drift is not None:
                 assert upstream is not None
                 snapshots["drift"] = drift_stage(store, run_id, config, registry, session,
@@ -93,3 +93,17 @@ def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None
     if i == 0:
         return None
     return lineage_upstream(store, stage, BENCHMARK_STAGES[i - 1], base_run)
+
+
+def unmerged_calls(session: GatewaySession, run_id: str, since: datetime,
+                   second_judge: str | None) -> None:
+    """After a sharded run's replay: every call but the second judge's must have been
+    served from the merged shard ledgers (the second judge looks at the essays flagged
+    over the whole run, which no shard sees, so the replay sends those itself)."""
+    rows = session.ledger.query(
+        "SELECT model, count(*) AS n FROM llm_calls WHERE run_id = ? AND started_at >= ? "
+        "GROUP BY model ORDER BY model", [run_id, since])
+    sent = {str(r["model"]): int(r["n"]) for r in rows if r["model"] != second_judge}
+    if sent:
+        raise ShardError(f"run {run_id}: calls missing from the merged shard ledgers had to "
+                         f"be sent: {', '.join(f'{m} {n}' for m, n in sent.items())}")

@@ -32,6 +32,7 @@ import polars as pl
 from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.generate import run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
+from essaybench.bench.judge.second import SECOND_COLUMNS
 from essaybench.core.errors import UserError
 from essaybench.llm.ledger import ROW_SCHEMA, Ledger, as_ledger_frame
 from essaybench.llm.part_ledger import PartLedger, ShardSuperseded
@@ -64,6 +65,9 @@ HEARTBEAT_S = 5.0
 # Columns that differ between two runs of the same calls: when and how fast a call came
 # back, and whether this process sent it or was served it.
 VOLATILE_SUFFIXES = ("from_ledger", "latency_s", "_at")
+# Columns of the judge stage computed over the whole run (outlier flags compare an essay
+# with the same model's others; the second judge reads the flags): a shard's differ.
+WHOLE_RUN_COLUMNS = ("judgment_flags", *SECOND_COLUMNS)
 
 
 class ShardError(UserError, RuntimeError):
@@ -171,7 +175,7 @@ def run_shard(parts: PartStore, run_id: str, index: int,
             params = config.generate.model_copy(update={"models": tuple(shard.models)})
             essays = run_generate(prompts, params, session, plan.prompt_set_version,
                                   follow_up=prefetch)
-            judged = judge_output(essays.table, config, session)
+            judged = judge_output(essays.table, config, session, second=False)
             sent = session.gateway.sent_total
     except* ShardSuperseded:  # raised by the ledger inside the gateway's task group
         stop_if_superseded("while it ran")
@@ -263,6 +267,8 @@ def check_merged(parts: PartStore, plan: ShardPlan, stage: str, merged: pl.DataF
     """The stage snapshot the parent wrote holds exactly the shards' rows."""
     keys = ROW_KEYS[stage]
     ours, theirs = stable_rows(merged, keys), stable_rows(shard_parts(parts, plan, stage), keys)
+    whole = [c for c in WHOLE_RUN_COLUMNS if c in ours.columns]
+    ours, theirs = ours.drop(whole), theirs.drop(whole, strict=False)
     differs = first_difference(ours, theirs, keys)
     if differs is not None:
         raise ShardError(f"run {plan.run_id}: the merged {stage} snapshot ({ours.height} rows) "

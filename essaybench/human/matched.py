@@ -9,7 +9,19 @@ judge and people on that sample. Here both sides are computed over the same essa
 * an annotated essay without an ok judge score is left out of both sides and counted
   (``n_unjudged``); for pairwise annotations every vote involving it is left out.
 
-Two correlations per scope (overall, then each genre the run gives the prompts):
+Scopes: ``overall``, then each genre, then :data:`CROSS_GENRE`. An essay's genre is the
+one whose rubric this judge scored it with (its ok judge row's ``genre``): a prompt's genre,
+or — for an open or multi-genre prompt (文体不限, 议论文或记叙文) — the genre the judge said
+that essay chose, so one prompt's essays may sit in several genres, and two judges may
+place the same essay differently. A genre's scope holds the essays judged with that
+genre's rubric and, for pairwise annotations, the votes between two of them; a vote
+between two essays judged with different rubrics (only an open prompt has those) is in
+no genre's scope, and is reported in its own scope, :data:`CROSS_GENRE`. So every
+compared essay is in ``overall`` and in its genre's scope or ``cross-genre`` (or both),
+every vote in ``overall`` and in exactly one other scope, and nothing depends on the
+order of the input rows. (An ok score without a genre is in ``overall`` only.)
+
+Two correlations per scope:
 
 * ``model means``: Spearman ρ and Kendall τ-b (scipy; two-sided p-values) between the
   humans' per-model score — the voting score of the pairwise majority votes, or the mean
@@ -47,7 +59,9 @@ KEYS = ["prompt_id", "model", "sample_index"]
 OVERALL = "overall"
 MODEL_MEANS = "model means"
 PER_PROMPT = "per-prompt mean"
+CROSS_GENRE = "cross-genre"  # scope of votes between essays judged with different rubrics
 MIN_PROMPTS_FOR_CI = 10  # a bootstrap over fewer prompts draws from a handful of values
+VOTE_KEYS = ["prompt_id", "sample_index", "model_a", "model_b"]
 
 Kind = Literal["pairwise", "absolute"]
 
@@ -58,12 +72,25 @@ class Matched:
 
     kind: Kind
     essays: pl.DataFrame  # KEYS, genre, judge: the judge's score of each compared essay
-    human: pl.DataFrame  # absolute: KEYS, genre, score, n_scores; pairwise: kept votes
+    # absolute: KEYS, genre, score, n_scores; pairwise: the kept votes, ``genre`` the two
+    # essays' common genre, or CROSS_GENRE when they differ (null when either has none)
+    human: pl.DataFrame
     n_unjudged: int  # annotated essays left out: the judge has no ok score for them
 
     def in_genre(self, genre: str) -> Matched:
-        return replace(self, essays=self.essays.filter(pl.col("genre") == genre),
-                       human=self.human.filter(pl.col("genre") == genre))
+        """The scope ``genre`` (or :data:`CROSS_GENRE`): its human rows, and the essays
+        they are about (pairwise: every essay of a vote in the scope)."""
+        human = self.human.filter(pl.col("genre") == genre)
+        if self.kind == "pairwise":
+            essays = self.essays.join(_ends(human), on=KEYS, how="semi")
+        else:
+            essays = self.essays.filter(pl.col("genre") == genre)
+        return replace(self, essays=essays, human=human)
+
+    def scopes(self) -> list[str]:
+        """The genres present (alphabetically), then :data:`CROSS_GENRE` if any vote is."""
+        named = {g for g in self.human["genre"].unique().to_list() if g is not None}
+        return sorted(named - {CROSS_GENRE}) + ([CROSS_GENRE] if CROSS_GENRE in named else [])
 
     def in_prompt(self, prompt: str) -> Matched:
         return replace(self, essays=self.essays.filter(pl.col("prompt_id") == prompt),
@@ -85,52 +112,73 @@ class Matched:
                 else int(self.human["n_scores"].sum()))
 
 
-def _genres(judgments: pl.DataFrame) -> pl.DataFrame:
-    """prompt_id → genre, as the run has it (every row, whatever its status)."""
-    return judgments.group_by("prompt_id").agg(pl.col("genre").drop_nulls().first())
+def _ends(votes: pl.DataFrame) -> pl.DataFrame:
+    """KEYS of every essay the votes compare."""
+    return pl.concat([votes.select("prompt_id", pl.col(side).alias("model"), "sample_index")
+                      for side in ("model_a", "model_b")]).unique()
+
+
+def _judged(judge_rows: pl.DataFrame) -> pl.DataFrame:
+    """KEYS, genre, judge: one row per essay, sorted (so that no mean or later step
+    depends on the order of the input rows)."""
+    require_columns(judge_rows, [*KEYS, "genre", "score"], "judge scores")
+    judged = (judge_rows.sort(*KEYS, "score", nulls_last=True).group_by(KEYS)
+              .agg(pl.col("score").mean().alias("judge"),
+                   pl.col("genre").drop_nulls().unique().sort().alias("genres"))
+              .sort(*KEYS))
+    several = judged.filter(pl.col("genres").list.len() > 1)
+    if not several.is_empty():
+        first = several.row(0, named=True)
+        raise ValueError(f"judge scores: essay {first['prompt_id']}/{first['model']}/"
+                         f"{first['sample_index']} was scored with several genres' rubrics "
+                         f"{first['genres']}; pass one judge's rows")
+    return judged.select(*KEYS, pl.col("genres").list.first().alias("genre"), "judge")
 
 
 def match_essays(annotations: pl.DataFrame, kind: Kind, judge_rows: pl.DataFrame,
-                 judgments: pl.DataFrame) -> Matched:
-    """The annotated essays the judge scored. ``judge_rows``: one judge's ok scores
-    (:func:`essaybench.human.voting.judge_scores`); ``judgments``: the run's judgments,
-    for each prompt's genre."""
-    require_columns(judge_rows, [*KEYS, "score"], "judge scores")
-    genres = _genres(judgments)
-    judged = (judge_rows.group_by(KEYS).agg(pl.col("score").mean().alias("judge"))
-              .join(genres, on="prompt_id", how="left"))
+                 judgments: pl.DataFrame | None = None) -> Matched:
+    """The annotated essays the judge scored. ``judge_rows``: one judge's ok scores with
+    the genre each essay was scored as (:func:`essaybench.human.voting.judge_scores`).
+    ``judgments`` is not read (each essay's genre is the one in ``judge_rows``, not a
+    genre per prompt: see the module docstring); it is accepted for older callers."""
+    del judgments
+    judged = _judged(judge_rows)
     if kind == "absolute":
         require_columns(annotations, ["prompt_id", "model", "score"], "absolute annotations")
-        human = (with_sample_index(annotations).group_by(KEYS)
+        human = (with_sample_index(annotations).sort(*KEYS, "score").group_by(KEYS)
                  .agg(pl.col("score").mean(), pl.len().cast(pl.Int64).alias("n_scores")))
-        both = human.join(judged, on=KEYS, how="inner")
+        both = human.join(judged, on=KEYS, how="inner").sort(*KEYS)
         return Matched(kind, both.select(*KEYS, "genre", "judge"),
                        both.select(*KEYS, "genre", "score", "n_scores"),
                        human.height - both.height)
     votes = majority_votes(annotations).drop("genre")
-    annotated = pl.concat([votes.select("prompt_id", pl.col(side).alias("model"), "sample_index")
-                           for side in ("model_a", "model_b")]).unique()
-    ends = judged.select(KEYS)
-    kept = (votes.join(ends, left_on=["prompt_id", "model_a", "sample_index"], right_on=KEYS,
-                       how="semi")
-            .join(ends, left_on=["prompt_id", "model_b", "sample_index"], right_on=KEYS,
-                  how="semi"))
-    used = pl.concat([kept.select("prompt_id", pl.col(side).alias("model"), "sample_index")
-                      for side in ("model_a", "model_b")]).unique()
-    essays = judged.join(used, on=KEYS, how="semi").select(*KEYS, "genre", "judge")
-    n_unjudged = annotated.join(judged, on=KEYS, how="anti").height
-    return Matched(kind, essays, kept.join(genres, on="prompt_id", how="left"), n_unjudged)
+    genre_of = judged.select(*KEYS, "genre")
+    kept = votes
+    for side in ("a", "b"):  # inner joins: a vote about an unjudged essay is left out
+        kept = kept.join(genre_of.rename({"model": f"model_{side}", "genre": f"genre_{side}"}),
+                         on=["prompt_id", f"model_{side}", "sample_index"], how="inner")
+    vote_genre = (pl.when(pl.col("genre_a") == pl.col("genre_b")).then(pl.col("genre_a"))
+                  .when(pl.col("genre_a").is_not_null() & pl.col("genre_b").is_not_null())
+                  .then(pl.lit(CROSS_GENRE)))
+    kept = (kept.with_columns(vote_genre.alias("genre")).drop("genre_a", "genre_b")
+            .sort(*VOTE_KEYS))
+    essays = judged.join(_ends(kept), on=KEYS, how="semi").sort(*KEYS)
+    n_unjudged = _ends(votes).join(judged, on=KEYS, how="anti").height
+    return Matched(kind, essays, kept, n_unjudged)
 
 
 def per_prompt_correlations(matched: Matched) -> pl.DataFrame:
-    """One row per prompt: its genre, models compared, Spearman ρ and Kendall τ (NaN when
-    undefined: fewer than 3 models, or all human or all judge scores equal)."""
+    """One row per prompt of ``matched`` (of a scope: that scope's part of each prompt):
+    its genre (null when its compared essays were judged with several genres' rubrics),
+    models compared, Spearman ρ and Kendall τ (NaN when undefined: fewer than 3 models, or
+    all human or all judge scores equal)."""
     rows = []
     for prompt in sorted(matched.essays["prompt_id"].unique().to_list()):
         one = matched.in_prompt(prompt)
         rho, tau = rank_agreement(one.human_scores(), one.judge_scores())
-        rows.append({"prompt_id": prompt, "genre": one.essays["genre"][0], "n_models": rho.n,
-                     "spearman": rho.statistic, "kendall": tau.statistic})
+        genres = one.essays["genre"].unique().to_list()
+        rows.append({"prompt_id": prompt, "genre": genres[0] if len(genres) == 1 else None,
+                     "n_models": rho.n, "spearman": rho.statistic, "kendall": tau.statistic})
     return pl.DataFrame(rows, schema={"prompt_id": pl.Utf8, "genre": pl.Utf8,
                                       "n_models": pl.Int64, "spearman": pl.Float64,
                                       "kendall": pl.Float64})
@@ -178,17 +226,16 @@ SCHEMA: dict[str, type[pl.DataType]] = {
 
 def judge_human_agreement(matched: Matched, *, seed: int = 0, n_boot: int = 2000,
                           level: float = 0.95) -> pl.DataFrame:
-    """Two rows per scope (overall, then genres alphabetically): ``model means`` and
-    ``per-prompt mean`` (see the module docstring). ``n_used``: models in the model-level
-    correlation, prompts with a defined correlation in the per-prompt mean."""
-    prompts = per_prompt_correlations(matched)
-    scopes = [(OVERALL, matched, prompts)]
-    for genre in sorted(g for g in matched.essays["genre"].unique().to_list() if g is not None):
-        scopes.append((genre, matched.in_genre(genre), prompts.filter(pl.col("genre") == genre)))
+    """Two rows per scope (overall, genres alphabetically, then :data:`CROSS_GENRE` when
+    any vote is between genres): ``model means`` and ``per-prompt mean`` (see the module
+    docstring). ``n_used``: models in the model-level correlation, prompts with a defined
+    correlation in the per-prompt mean; a genre's per-prompt correlations are taken over
+    the prompt's essays (and votes) in that genre."""
+    scopes = [(OVERALL, matched)] + [(g, matched.in_genre(g)) for g in matched.scopes()]
     rows = []
-    for scope, part, scope_prompts in scopes:
+    for scope, part in scopes:
         for row in (_model_level(part, scope),
-                    _prompt_level(part, scope, scope_prompts, seed=seed, n_boot=n_boot,
-                                  level=level)):
+                    _prompt_level(part, scope, per_prompt_correlations(part), seed=seed,
+                                  n_boot=n_boot, level=level)):
             rows.append(row | {"n_unjudged": matched.n_unjudged if scope == OVERALL else None})
     return pl.DataFrame(rows, schema=SCHEMA)

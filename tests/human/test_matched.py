@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from essaybench.human.matched import (
+    CROSS_GENRE,
     MIN_PROMPTS_FOR_CI,
     MODEL_MEANS,
     PER_PROMPT,
@@ -27,12 +28,15 @@ MODELS = ["m1", "m2", "m3"]
 
 
 def judgments(scores: Mapping[tuple[str, str], float], genre: dict[str, str] | None = None,
-              failed: set[tuple[str, str]] | None = None) -> pl.DataFrame:
-    """One judge's rows: ``scores[(prompt, model)]``; ``failed`` essays are parse_error."""
+              failed: set[tuple[str, str]] | None = None,
+              chosen: Mapping[tuple[str, str], str] | None = None,
+              judge: str = "j") -> pl.DataFrame:
+    """One judge's rows: ``scores[(prompt, model)]``; ``failed`` essays are parse_error;
+    ``chosen[(prompt, model)]``: the genre an open prompt's essay was judged as."""
     failed = failed or set()
     return pl.DataFrame(
-        [{"judge": "j", "prompt_id": p, "model": m, "sample_index": 0,
-          "genre": (genre or {}).get(p, "narrative"),
+        [{"judge": judge, "prompt_id": p, "model": m, "sample_index": 0,
+          "genre": (chosen or {}).get((p, m), (genre or {}).get(p, "narrative")),
           "status": "parse_error" if (p, m) in failed else "ok",
           "score_weighted": None if (p, m) in failed else s}
          for (p, m), s in scores.items()],
@@ -227,3 +231,119 @@ def test_absolute_scores_on_the_annotated_essays() -> None:
     prompt_row = row(table, PER_PROMPT)
     assert prompt_row["n_used"] == len(per)
     assert prompt_row["kendall"] == pytest.approx(np.mean(per), abs=1e-12)
+
+
+def _open_prompt_study() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """p1 narrative and p2 argumentative (models m1–m3), and the open prompt o (文体不限)
+    whose essays chose two genres: m1, m2 narrative; m3, m4 argumentative."""
+    votes = {("p1", "m1", "m2"): "AAA", ("p1", "m1", "m3"): "AAA", ("p1", "m2", "m3"): "AAA",
+             ("p2", "m1", "m2"): "BBB", ("p2", "m1", "m3"): "BBB", ("p2", "m2", "m3"): "BBB",
+             ("o", "m1", "m2"): "BBB",  # narrative vs narrative
+             ("o", "m3", "m4"): "BBB",  # argumentative vs argumentative
+             ("o", "m1", "m3"): "AAA", ("o", "m1", "m4"): "BBB",  # across genres
+             ("o", "m2", "m3"): "AAA", ("o", "m2", "m4"): "ABT"}
+    scores = {("p1", "m1"): 80, ("p1", "m2"): 70, ("p1", "m3"): 60,
+              ("p2", "m1"): 40, ("p2", "m2"): 55, ("p2", "m3"): 70,
+              ("o", "m1"): 50, ("o", "m2"): 90, ("o", "m3"): 30, ("o", "m4"): 85}
+    chosen = {("o", "m1"): "narrative", ("o", "m2"): "narrative",
+              ("o", "m3"): "argumentative", ("o", "m4"): "argumentative"}
+    judged = judgments({k: float(v) for k, v in scores.items()},
+                       {"p1": "narrative", "p2": "argumentative"}, chosen=chosen)
+    return pairwise(votes), judged
+
+
+def test_an_open_prompts_essays_count_in_the_genre_they_were_judged_as() -> None:
+    """Worked by hand. narrative: the p1 votes and o's m1–m2 vote. Human voting scores
+    m1 2/3, m2 2/3, m3 0; judge means over the narrative essays m1 (80+50)/2 = 65,
+    m2 (70+90)/2 = 80, m3 60. Ranks (2.5, 2.5, 1) vs (2, 3, 1): ρ = 1.5/√(1.5·2) = √3/2;
+    τ-b = 2/√((3−1)·3) = 2/√6.
+    argumentative: the p2 votes and o's m3–m4 vote. Human m1 0, m2 1/2, m3 2/3, m4 1;
+    judge m1 40, m2 55, m3 (70+30)/2 = 50, m4 85: one swapped pair, ρ = 1 − 6·2/60 = 0.8,
+    τ = (5−1)/6.
+    cross-genre: o's four votes between a narrative and an argumentative essay. Human
+    m1 1/2, m2 3/4, m3 0, m4 3/4; judge 50, 90, 30, 85: ρ = 4.5/√(4.5·5) = 3/√10,
+    τ-b = 5/√(5·6) = 5/√30. Per prompt: p1 and p2 agree fully (1, 1); o's part in either
+    genre has 2 models (undefined); o's cross-genre part is the cross-genre figures."""
+    annotations, judged = _open_prompt_study()
+    table = agreement(annotations, judged)
+    assert table["scope"].unique(maintain_order=True).to_list() == [
+        "overall", "argumentative", "narrative", CROSS_GENRE]
+    expected = {"narrative": (math.sqrt(3) / 2, 2 / math.sqrt(6)),
+                "argumentative": (0.8, 2 / 3),
+                CROSS_GENRE: (3 / math.sqrt(10), 5 / math.sqrt(30))}
+    for scope, (rho, tau) in expected.items():
+        model = row(table, MODEL_MEANS, scope)
+        assert model["spearman"] == pytest.approx(rho, abs=1e-12), scope
+        assert model["kendall"] == pytest.approx(tau, abs=1e-12), scope
+    counts = {scope: (row(table, MODEL_MEANS, scope)["n_essays"],
+                      row(table, MODEL_MEANS, scope)["n_prompts"],
+                      row(table, MODEL_MEANS, scope)["n_models"],
+                      row(table, MODEL_MEANS, scope)["n_human_rows"])
+              for scope in ("overall", "narrative", "argumentative", CROSS_GENRE)}
+    assert counts == {"overall": (10, 3, 4, 12), "narrative": (5, 2, 3, 4),
+                      "argumentative": (5, 2, 4, 4), CROSS_GENRE: (4, 1, 4, 4)}
+    # Every vote in exactly one scope besides overall; every essay in at least one.
+    assert sum(c[3] for s, c in counts.items() if s != "overall") == counts["overall"][3]
+    for scope, value in (("narrative", 1.0), ("argumentative", 1.0),
+                         (CROSS_GENRE, 3 / math.sqrt(10))):
+        per_prompt = row(table, PER_PROMPT, scope)
+        assert per_prompt["spearman"] == pytest.approx(value, abs=1e-12), scope
+        assert per_prompt["n_used"] == 1 and per_prompt["spearman_lo"] is None
+    # Overall, o's whole prompt (six votes): human m1 1/3, m2 5/6, m3 0, m4 5/6.
+    overall = row(table, PER_PROMPT)
+    assert overall["n_used"] == 3
+    assert overall["spearman"] == pytest.approx((1 + 1 + 3 / math.sqrt(10)) / 3, abs=1e-12)
+
+
+def test_per_genre_agreement_does_not_depend_on_row_order() -> None:
+    """The bug: an open prompt was filed under the genre of whichever judgment row came
+    first, so shuffling the rows moved its essays between genres."""
+    annotations, judged = _open_prompt_study()
+    reference = agreement(annotations, judged)
+    for seed in range(12):
+        shuffled_judged = judged.sample(fraction=1.0, shuffle=True, seed=seed)
+        shuffled_votes = annotations.sample(fraction=1.0, shuffle=True, seed=100 + seed)
+        assert agreement(shuffled_votes, shuffled_judged).equals(reference), seed
+
+
+def test_absolute_scores_of_an_open_prompt_split_by_the_essays_genres() -> None:
+    """Absolute annotations: each essay in the genre it was judged as; no cross-genre
+    scope (nothing compares two essays); the genres' essays add up to overall's."""
+    scores = {("p1", "m1"): 80.0, ("p1", "m2"): 70.0, ("p1", "m3"): 60.0,
+              ("o", "m1"): 50.0, ("o", "m2"): 90.0, ("o", "m3"): 30.0, ("o", "m4"): 85.0}
+    human = {("p1", "m1"): 3, ("p1", "m2"): 2, ("p1", "m3"): 1,
+             ("o", "m1"): 1, ("o", "m2"): 3, ("o", "m3"): 0, ("o", "m4"): 2}
+    annotations = pl.DataFrame([{"prompt_id": p, "model": m, "annotator": "x", "score": float(s)}
+                                for (p, m), s in human.items()])
+    chosen = {("o", "m1"): "narrative", ("o", "m2"): "narrative",
+              ("o", "m3"): "argumentative", ("o", "m4"): "argumentative"}
+    judged = judgments(scores, {"p1": "narrative"}, chosen=chosen)
+    table = agreement(annotations, judged, kind="absolute")
+    assert table["scope"].unique(maintain_order=True).to_list() == [
+        "overall", "argumentative", "narrative"]
+    narrative = row(table, MODEL_MEANS, "narrative")
+    # Human m1 (3+1)/2 = 2, m2 (2+3)/2 = 2.5, m3 1; judge m1 65, m2 80, m3 60: ρ = 1.
+    assert (narrative["n_essays"], narrative["n_prompts"], narrative["spearman"]) == (5, 2, 1.0)
+    argumentative = row(table, MODEL_MEANS, "argumentative")
+    assert (argumentative["n_essays"], argumentative["n_used"]) == (2, 2)  # 2 models: no ρ
+    assert math.isnan(argumentative["spearman"])
+    assert row(table, MODEL_MEANS)["n_essays"] == 7 == 5 + 2
+    shuffled = judged.sample(fraction=1.0, shuffle=True, seed=3)
+    assert agreement(annotations.reverse(), shuffled, kind="absolute").equals(table)
+
+
+def test_each_judge_places_an_open_prompts_essay_where_it_judged_it() -> None:
+    """The genre call is per judge: judge k scored o's m1 essay as argumentative, so in
+    k's table it is argumentative, in j's narrative — whatever the other judge said."""
+    annotations, judged_j = _open_prompt_study()
+    judged_k = judged_j.with_columns(
+        pl.lit("k").alias("judge"),
+        pl.when((pl.col("prompt_id") == "o") & (pl.col("model") == "m1"))
+        .then(pl.lit("argumentative")).otherwise(pl.col("genre")).alias("genre"))
+    both = pl.concat([judged_k, judged_j])  # k's rows first
+    for judge, genre in (("j", "narrative"), ("k", "argumentative")):
+        matched = match_essays(annotations, "pairwise", judge_scores(both, judge=judge), both)
+        essay = matched.essays.filter((pl.col("prompt_id") == "o") & (pl.col("model") == "m1"))
+        assert essay["genre"].to_list() == [genre]
+    with pytest.raises(ValueError, match="several genres' rubrics"):
+        match_essays(annotations, "pairwise", judge_scores(both.drop("judge")), both)

@@ -66,6 +66,10 @@ class BatchHost(Protocol):
         """A backend's result with no secret in it: what is recorded and handed on."""
         ...
 
+    def idempotency_of(self, call: Call) -> str | None:
+        """The token a provider may de-duplicate ``call`` by (None: send none)."""
+        ...
+
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         """The stored successful result of each key that has one, among the calls the
         host's reuse scope allows (blocking: runs in a thread)."""
@@ -140,7 +144,8 @@ class Pools:
                         else:
                             await self.follow.hold_back()
                     result = self.gateway.redact(
-                        await backend.complete(call.request, call.key))
+                        await backend.complete(call.request, call.key,
+                                               self.gateway.idempotency_of(call)))
                 self.progress.finished(call.request, result)
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, call, result))

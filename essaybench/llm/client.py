@@ -26,6 +26,7 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from essaybench.core.hashing import sha256_hex
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.replicas import ReplicaPool, affinity_of
@@ -59,8 +60,10 @@ class ChatBackend(Protocol):
 
     spec: ModelSpec
 
-    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
-        """Answer ``request``; ``key`` is its ``request_key`` when the caller already has it."""
+    async def complete(self, request: ChatRequest, key: str | None = None,
+                       idempotency: str | None = None) -> ChatResult:
+        """Answer ``request``; ``key`` is its ``request_key`` when the caller already has it;
+        ``idempotency``: the call's idempotency token (``idempotency_token``), or None."""
         ...
 
     async def aclose(self) -> None: ...
@@ -73,6 +76,22 @@ def canonical_request(spec: ModelSpec, request: ChatRequest) -> str:
 
 def request_key(spec: ModelSpec, request: ChatRequest) -> str:
     return key_of(canonical_request(spec, request))
+
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+def idempotency_token(run_id: str, key: str) -> str:
+    """The token naming one call of one run: the same for every attempt at it, on any
+    machine (a shard sent again after a crash), and different for another run, which must
+    pay for its own calls. The header adds the re-ask number (``idempotency_header``)."""
+    return "eb-" + sha256_hex(f"{run_id}\n{key}")[:40]
+
+
+def idempotency_header(token: str, reasks: int) -> str:
+    """A re-ask is a new request, whose answer must not be the one it re-asks about (an
+    empty reply is re-asked with the very same body)."""
+    return f"{token}-r{reasks}"
 
 
 def estimate_tokens(messages: tuple[Message, ...] | list[Message], max_tokens: int) -> int:
@@ -161,25 +180,28 @@ class OpenAICompatBackend:
         if http is not None:
             await http.aclose()
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, idempotency: str | None) -> dict[str, str]:
         key = self.spec.api_key()
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        if idempotency is not None:
+            headers[IDEMPOTENCY_HEADER] = idempotency
         return headers
 
-    async def _send(self, data: bytes, estimated: int, affinity: str) -> _Attempt:
+    async def _send(self, data: bytes, estimated: int, affinity: str,
+                    idempotency: str | None) -> _Attempt:
         async with self.limiter.slot(estimated):
             if self.pool is None:
-                return await self._post(self.url, data)
+                return await self._post(self.url, data, idempotency)
             with self.pool.lease(affinity) as base:  # held while the request runs
-                return await self._post(base + COMPLETIONS, data)
+                return await self._post(base + COMPLETIONS, data, idempotency)
 
-    async def _post(self, url: str, data: bytes) -> _Attempt:
+    async def _post(self, url: str, data: bytes, idempotency: str | None) -> _Attempt:
         started = time.perf_counter()
         try:
             request = httpx.Request("POST", url, content=data,
-                                    headers=self._headers(),
+                                    headers=self._headers(idempotency),
                                     extensions={"timeout": self._timeouts})
             response = await self._transport().handle_async_request(request)
             try:
@@ -214,8 +236,12 @@ class OpenAICompatBackend:
                                   f"{content.decode('utf-8', 'replace')[:200]!r}")
         return _Attempt(payload=payload, latency_s=latency)
 
-    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+    async def complete(self, request: ChatRequest, key: str | None = None,
+                       idempotency: str | None = None) -> ChatResult:
+        """``idempotency``: sent (with the re-ask number) when the registry entry allows;
+        a transient retry repeats it, since the provider may have answered the request."""
         spec = self.spec
+        token = idempotency if spec.idempotency_key else None
         key = key or request_key(spec, request)
         started_at = datetime.now(UTC)
         messages = list(request.messages)
@@ -242,7 +268,8 @@ class OpenAICompatBackend:
             body = spec.request_json(messages, request.params, request.response_schema)
             estimated = estimate_tokens(messages, int(params.get("max_tokens") or 0))
             totals.attempts += 1
-            last = await self._send(body, estimated, affinity)
+            last = await self._send(body, estimated, affinity,
+                                    None if token is None else idempotency_header(token, reasks))
             if last.payload is None:
                 if last.transient and retries < spec.max_retries:
                     if last.retry_after is not None:

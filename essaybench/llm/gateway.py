@@ -18,7 +18,12 @@ from typing import Any, TypeVar
 
 from essaybench.core.gcfreeze import frozen_heap
 from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
-from essaybench.llm.client import ChatBackend, OpenAICompatBackend, canonical_request
+from essaybench.llm.client import (
+    ChatBackend,
+    OpenAICompatBackend,
+    canonical_request,
+    idempotency_token,
+)
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.progress import Progress, current_progress
 from essaybench.llm.ratelimit import EndpointLimiter
@@ -141,6 +146,14 @@ class Gateway:
             return Call(key, None, request)
         canonical = canonical_request(self.spec(request.model), request)
         return Call(key_of(canonical), canonical, request)
+
+    def idempotency_of(self, call: Call) -> str | None:
+        """The call's idempotency token, when its calls are recorded under a run: every
+        attempt at the call within the run (a crashed shard's, then its re-sent shard's)
+        carries the same one. Within a run a recorded call is never sent again (its
+        success or failure is served), so the token never names two deliberate attempts."""
+        run_id = self.scope.run_id
+        return None if run_id is None else idempotency_token(run_id, call.key)
 
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         return self.ledger.lookup_ok(keys, scope=self.scope)

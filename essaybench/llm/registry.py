@@ -106,6 +106,11 @@ class ModelSpec(BaseModel):
     max_reasks: int = Field(
         default=2, ge=0, description="Re-asks after a reply that fails the schema.")
     enabled: bool = Field(default=True, description="Whether runs use this model by default.")
+    idempotency_key: bool = Field(
+        default=True, description="Send an Idempotency-Key header naming the run, the call "
+        "and its re-ask: a provider or gateway that honours it answers a call re-sent after a "
+        "crash (a shard sent again) from its record instead of charging it twice. Set false "
+        "for an endpoint that stores failures under the key (a retry would get the failure).")
     writer_system_prompt: str | None = Field(
         default=None, min_length=1, description="A writer configuration's system message: "
         "sent first on this entry's essay-writing requests (never on its judge calls); "

@@ -44,7 +44,8 @@ class FakeBackend:
         self.host = host
         self.spec = spec
 
-    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+    async def complete(self, request: ChatRequest, key: str | None = None,
+                       idempotency: str | None = None) -> ChatResult:
         assert key is not None  # the pools pass the key they computed
         host, model = self.host, request.model
         host.sent[key] += 1
@@ -96,6 +97,9 @@ class FakeHost:
 
     def redact(self, result: ChatResult) -> ChatResult:
         return result  # redaction is the gateway's (tests/llm/test_redaction.py)
+
+    def idempotency_of(self, call: Call) -> str | None:
+        return None  # the header is the gateway's (tests/llm/test_idempotency.py)
 
     def store(self, request: ChatRequest) -> str:
         """Put a successful result of ``request`` in the ledger; its key."""

@@ -314,7 +314,8 @@ class _Timed:
     def __init__(self, spec: Any, delay_s: float, log: list[str]) -> None:
         self.spec, self.delay_s, self.log = spec, delay_s, log
 
-    async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+    async def complete(self, request: ChatRequest, key: str | None = None,
+                       idempotency: str | None = None) -> ChatResult:
         self.log.append(request.stage)
         await asyncio.sleep(self.delay_s)
         return ChatResult(key=key or "", model=request.model, status=CallStatus.OK,
@@ -392,7 +393,8 @@ def test_objects_alive_before_a_batch_are_frozen_during_it(tmp_path: Path) -> No
     spec = fake_spec(max_concurrency=4)
 
     class Counting(_Timed):
-        async def complete(self, request: ChatRequest, key: str | None = None) -> ChatResult:
+        async def complete(self, request: ChatRequest, key: str | None = None,
+                           idempotency: str | None = None) -> ChatResult:
             frozen.append(gc.get_freeze_count())
             return await super().complete(request, key)
 

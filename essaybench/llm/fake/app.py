@@ -9,7 +9,6 @@ an ASGI app cannot otherwise do (uvicorn answers 500 for an app that sends nothi
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import resource
 import socket
@@ -26,9 +25,20 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from essaybench.core.hashing import canonical_json, sha256_hex
+from essaybench.llm.fake.idempotency import (
+    HEADER as IDEMPOTENCY_HEADER,
+)
+from essaybench.llm.fake.idempotency import (
+    REPLAYED_HEADER,
+    IdempotencyRecords,
+    KeyConflict,
+    Stored,
+)
 from essaybench.llm.fake.protocol import (
     DEFAULT_CODE,
     ChatFields,
+    auth_error,
+    bearer_token,
     completion_body,
     count_tokens,
     cut_to_tokens,
@@ -75,6 +85,8 @@ class FakeState:
         self.rejected = 0
         self.ordinals: dict[str, dict[str, int]] = {}
         self.rule_seen = [0] * len(self.scenario.faults)
+        self.replayed: dict[str, int] = {}
+        self.idempotency = IdempotencyRecords()
 
     def arrive(self, key: str, model: str) -> int:
         """Count one arrival; return its attempt number for this body (1-based)."""
@@ -103,6 +115,7 @@ class FakeState:
             "totals": {
                 "received": sum(self.received.values()),
                 "completed": sum(self.completed.values()),
+                "replayed": sum(self.replayed.values()),
                 "rejected": self.rejected,
                 "distinct_keys": len(self.received),
                 "by_status": {str(s): n for s, n in sorted(self.by_status.items())},
@@ -116,7 +129,8 @@ class FakeState:
             "received_per_key": {str(i): received[i] for i in range(1, max([1, *received]) + 1)},
         }
         if per_key:
-            out["per_key"] = {k: {"received": n, "completed": self.completed.get(k, 0)}
+            out["per_key"] = {k: {"received": n, "completed": self.completed.get(k, 0),
+                                  "replayed": self.replayed.get(k, 0)}
                               for k, n in self.received.items()}
         return out
 
@@ -141,8 +155,13 @@ class ChatEndpoint:
                 st.rejected += 1
                 response = error_response(400, "We could not parse the JSON body of your request.")
             else:
-                answer = await self._answer(scope, body, arrived,
-                                            bearer_token(request.headers.get("authorization")))
+                idempotency = (request.headers.get(IDEMPOTENCY_HEADER)
+                               if st.scenario.honour_idempotency_key else None)
+                token = bearer_token(request.headers.get("authorization"))
+                if idempotency is None:
+                    answer = await self._answer(scope, body, arrived, token)
+                else:
+                    answer = await self._answer_once(scope, body, arrived, token, idempotency)
                 if answer is None:
                     return  # the connection was hung up or dropped on purpose
                 response, counted = answer
@@ -156,6 +175,31 @@ class ChatEndpoint:
             key, model = counted
             st.completed[key] = st.completed.get(key, 0) + 1
             st.model_completed[model] += 1
+
+    async def _answer_once(self, scope: Scope, body: Any, arrived: float,
+                           presented_key: str | None, idempotency: str
+                           ) -> tuple[Response, tuple[str, str] | None] | None:
+        """``_answer``, or the answer recorded under the request's Idempotency-Key."""
+        st = self.state
+        body_key = sha256_hex(canonical_json(body))
+        try:
+            stored = await st.idempotency.claim(idempotency, body_key)
+        except KeyConflict:
+            st.rejected += 1
+            return error_response(422, "This Idempotency-Key was used with another request.",
+                                  code="idempotency_key_reused"), None
+        if stored is not None:
+            st.replayed[body_key] = st.replayed.get(body_key, 0) + 1
+            return Response(stored.payload, 200, media_type="application/json",
+                            headers={REPLAYED_HEADER: "true"}), None
+        kept: Stored | None = None
+        try:
+            answer = await self._answer(scope, body, arrived, presented_key)
+            if answer is not None and answer[1] is not None:
+                kept = Stored(body_key, bytes(answer[0].body), answer[1][1])
+            return answer
+        finally:
+            st.idempotency.settle(idempotency, kept)
 
     async def _answer(self, scope: Scope, body: Any, arrived: float, presented_key: str | None
                       ) -> tuple[Response, tuple[str, str] | None] | None:
@@ -264,28 +308,6 @@ class ChatEndpoint:
                 break
             await asyncio.sleep(min(0.05, remaining))
         await _kill(transport, reset=False)
-
-
-def bearer_token(header: str | None) -> str | None:
-    """The token of an "Authorization: Bearer <token>" header, else None."""
-    scheme, _, token = (header or "").partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return token.strip() or None
-
-
-def auth_error(expected: str | None, header: str | None) -> Response | None:
-    """A 401 unless the Authorization header carries the expected bearer key (if one is set)."""
-    if expected is None:
-        return None
-    if not header:
-        return error_response(401, "You didn't provide an API key (Authorization: Bearer).",
-                              code="missing_api_key")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
-                                                             expected.encode()):
-        return error_response(401)  # never echo the key, not even masked
-    return None
 
 
 def _cpu_s() -> float:

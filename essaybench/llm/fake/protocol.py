@@ -5,6 +5,7 @@ Token counts follow one documented rule (:func:`count_tokens`), not a real token
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import re
@@ -134,3 +135,25 @@ def completion_body(chat: ChatFields, returned_model: str, response_id: str, con
         "usage": {"prompt_tokens": chat.prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": chat.prompt_tokens + completion_tokens},
     }
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an "Authorization: Bearer <token>" header, else None."""
+    scheme, _, token = (header or "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+def auth_error(expected: str | None, header: str | None) -> Response | None:
+    """A 401 unless the Authorization header carries the expected bearer key (if one is set)."""
+    if expected is None:
+        return None
+    if not header:
+        return error_response(401, "You didn't provide an API key (Authorization: Bearer).",
+                              code="missing_api_key")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
+                                                             expected.encode()):
+        return error_response(401)  # never echo the key, not even masked
+    return None

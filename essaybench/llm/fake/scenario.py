@@ -258,6 +258,10 @@ class FakeScenario(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Require the bearer key held in this environment variable.")
     seed: int = Field(default=0, description="Seed mixed into generated structured replies.")
+    honour_idempotency_key: bool = Field(
+        default=False, description="Answer a request whose Idempotency-Key was answered "
+        "cleanly before from the record, uncharged (fake/idempotency.py); off, as OpenAI's "
+        "chat completions ignore the header.")
 
     def model(self, name: str) -> ModelScenario | None:
         return self.models.get(name) or self.models.get(WILDCARD)

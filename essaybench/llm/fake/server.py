@@ -57,6 +57,7 @@ class ModelCounts(BaseModel):
 
     received: int
     completed: int
+    replayed: int = 0  # answered from the Idempotency-Key record, uncharged
 
 
 class FakeTotals(BaseModel):
@@ -64,6 +65,7 @@ class FakeTotals(BaseModel):
 
     received: int  # chat requests that reached a model (sum over keys)
     completed: int  # 200s with finish_reason "stop", no fault, fully sent
+    replayed: int = 0  # answered from the Idempotency-Key record: not received, not charged
     rejected: int  # 400/401/404 before reaching a model (bad JSON, auth, unknown model)
     distinct_keys: int
     by_status: dict[str, int]  # HTTP status of every chat response sent

@@ -11,6 +11,14 @@ Workers inherit the environment ``start`` runs in (ESSAYBENCH_STORE, ESSAYBENCH_
 provider keys…). Each long-running process starts in a session of its own, and all carry
 a tag of this stack in their environment: the flow-run processes a worker spawns (in
 sessions of their own) are found by it, so ``stop`` stops exactly this stack's processes.
+
+With ``--netns`` (``start(..., netns=True)``, root only: ``ops.netns``) each worker runs in a
+network namespace of its own, joined to the host by a bridge: the server listens on the
+bridge's address (``StackState.host_address``, 10.213.X.1) instead of 127.0.0.1, and the
+workers and their flow runs reach the host only there. Any other service the flows call (the
+fake model server, an S3 server) must then listen on ``host_address`` too: 127.0.0.1 inside a
+namespace is the namespace's own. ``stop`` removes the namespaces, links and bridge recorded
+in the state file, also after a crashed start.
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ from prefect.workers.process import ProcessWorker
 from pydantic import BaseModel, ConfigDict
 
 from essaybench.core.paths import PROJECT_ROOT
+from ops import netns as ns
 from ops import postgres
+from ops.netns import Netns
 from ops.postgres import PgCluster
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))  # the CLI of this virtualenv
 STATE_FILE = "stack.json"
 TAG_ENV = "ESSAYBENCH_STACK_TAG"
+LOOPBACK = "127.0.0.1"
 _QUIET = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 
 
@@ -56,10 +67,17 @@ class StackState(BaseModel):
     api_url: str | None = None
     postgres: PgCluster | None = None
     processes: dict[str, int] = {}  # name -> pid, each the leader of its own session
+    netns: Netns | None = None  # worker-k runs in namespace k of it
 
     @property
     def db_url(self) -> str | None:
         return self.postgres.url() if self.postgres else None
+
+    @property
+    def host_address(self) -> str:
+        """The address the server listens on, and where any other service the flows call
+        must listen: the bridge's with namespaces, else 127.0.0.1."""
+        return self.netns.host_address if self.netns else LOOPBACK
 
 
 def default_pool() -> str:
@@ -81,14 +99,16 @@ def read_state(state_dir: Path) -> StackState | None:
 def _write_state(state_dir: Path, state: StackState) -> None:
     path = state_dir / STATE_FILE
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    # Without namespaces the file is what it was before they existed.
+    tmp.write_text(state.model_dump_json(indent=2, exclude={"netns"} if state.netns is None
+                                         else None), encoding="utf-8")
     tmp.chmod(0o600)
     tmp.replace(path)
 
 
-def free_port() -> int:
+def free_port(host: str = LOOPBACK) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port: int = s.getsockname()[1]
     return port
 
@@ -138,9 +158,10 @@ class _Starter:
         self.logs = state_dir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
 
-    def spawn(self, name: str, args: Sequence[str], extra: Mapping[str, str]) -> int:
+    def spawn(self, name: str, args: Sequence[str], extra: Mapping[str, str],
+              prefix: Sequence[str] = ()) -> int:
         with (self.logs / f"{name}.log").open("ab") as log:
-            popen = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+            popen = subprocess.Popen([*prefix, *args], stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env={**self.env, **extra},
                                      cwd=PROJECT_ROOT, start_new_session=True)
         self.state.processes[name] = popen.pid
@@ -176,14 +197,18 @@ def _online_workers(api: str, pool: str) -> int:
 
 def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = None,
           port: int | None = None, ui: bool = True, timeout: float = 180.0,
-          env: Mapping[str, str] | None = None) -> StackState:
+          env: Mapping[str, str] | None = None, netns: bool = False) -> StackState:
     """Start the stack (reusing the database a stopped stack left in ``state_dir``); its
-    state once the server answers and every worker is online."""
+    state once the server answers and every worker is online. ``netns``: each worker in a
+    network namespace of its own, the server on ``StackState.host_address`` (module doc);
+    ``ops.netns.NetnsError`` (one line) when namespaces cannot be made here."""
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     old = read_state(state_dir)
     if old is not None and (tagged(old.tag) or any(map(_alive, old.processes.values()))):
         raise RuntimeError(f"a stack already runs from {state_dir}: stop it first")
+    if old is not None and old.netns is not None and (remains := ns.teardown(old.netns)):
+        raise ns.NetnsError(f"a crashed stack's namespaces or links remain: {remains}")
     state = StackState(tag=uuid4().hex, pool=pool or default_pool(),
                        postgres=old.postgres if old else None)
     base = {k: v for k, v in (os.environ if env is None else env).items()
@@ -195,15 +220,19 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
         return max(1.0, deadline - time.monotonic())
 
     try:
+        if netns:  # first: fast, and recorded before anything that could fail after it
+            state.netns = ns.create(workers)
+            _write_state(state_dir, state)
         if state.postgres is None:
             state.postgres = postgres.init_cluster(state_dir, free_port(), left())
             _write_state(state_dir, state)
         postgres.start(state.postgres, starter.env, left())
         postgres.create_database(state.postgres, left())
 
-        server_port = port or free_port()
-        api = state.api_url = f"http://127.0.0.1:{server_port}/api"
-        starter.spawn("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port",
+        server_host = state.host_address
+        server_port = port or free_port(server_host)
+        api = state.api_url = f"http://{server_host}:{server_port}/api"
+        starter.spawn("server", [PREFECT, "server", "start", "--host", server_host, "--port",
                                  str(server_port)],
                       {"PREFECT_SERVER_DATABASE_CONNECTION_URL": state.postgres.url(),
                        "PREFECT_UI_ENABLED": str(ui).lower(),
@@ -217,13 +246,17 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
 
         _wait(healthy, left(), "prefect server health", lambda: starter.exited("server"))
         client_env = {"PREFECT_API_URL": api}
+        if state.netns is not None:  # a proxy from the environment is no way to the bridge
+            client_env |= {var: ",".join(filter(None, (starter.env.get(var), server_host)))
+                           for var in ("NO_PROXY", "no_proxy")}
         # In this process, not with `prefect work-pool create`: a CLI start costs ~5-10 s
         # of CPU on a busy host, about what the workers starting meanwhile need.
         create_pool(api, state.pool, pool_limit)
         host = socket.gethostname()
         for k in range(1, workers + 1):
             starter.spawn(f"worker-{k}", [PREFECT, "worker", "start", "--pool", state.pool,
-                                          "--name", f"{host}-{k}"], client_env)
+                                          "--name", f"{host}-{k}"], client_env,
+                          state.netns.exec_prefix(k) if state.netns else ())
         _wait(lambda: _online_workers(api, state.pool) >= workers, left(),
               f"{workers} workers online in pool {state.pool}",
               lambda: next(filter(None, (starter.exited(f"worker-{k}")
@@ -280,8 +313,13 @@ def stop(state_dir: Path, purge: bool = False, grace: float = 15.0) -> list[int]
     if purge and state.postgres is not None:
         postgres.purge(state.postgres)
         state.postgres = None
+    # After the processes: a namespace goes away only when nothing runs in it any more.
+    links = ns.teardown(state.netns) if state.netns is not None else []
     state.processes, state.api_url = {}, None
+    state.netns = state.netns if links else None  # a later stop tries again
     _write_state(state_dir, state)
+    if links:
+        raise ns.NetnsError(f"namespaces or links not removed: {links}")
     return [p.pid for p in tagged(state.tag)]
 
 
@@ -309,6 +347,8 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--port", type=int, default=None, help="server port (free one)")
             cmd.add_argument("--no-ui", action="store_true", help="no web UI (faster start)")
             cmd.add_argument("--timeout", type=float, default=180.0)
+            cmd.add_argument("--netns", action="store_true",
+                             help="each worker in a network namespace of its own (root)")
         if name == "stop":
             cmd.add_argument("--purge", action="store_true", help="also delete the database")
     return parser
@@ -327,7 +367,7 @@ def _main(args: argparse.Namespace) -> int:
         if args.workers < 1 or args.pool_limit < 1:
             raise SystemExit("--workers and --pool-limit must be at least 1")
         state = start(args.dir, args.workers, args.pool_limit, args.pool, args.port,
-                      not args.no_ui, args.timeout)
+                      not args.no_ui, args.timeout, netns=args.netns)
         print(f"PREFECT_API_URL={state.api_url}\npool {state.pool} (limit {args.pool_limit}), "
               f"{args.workers} workers; logs in {args.dir.resolve() / 'logs'}")
         return 0
@@ -347,6 +387,9 @@ def _main(args: argparse.Namespace) -> int:
         print(f"{name:10} pid {pid:>7}  {'running' if _alive(pid) else 'GONE'}")
     pg = current.postgres and postgres.postmaster_pid(current.postgres)
     print(f"{'postgres':10} pid {pg or '-':>7}  {'running' if pg else 'GONE'}")
+    if current.netns is not None:
+        print(f"netns: bridge {current.netns.bridge} at {current.host_address}; "
+              f"worker-k in namespace k of {', '.join(current.netns.namespaces)}")
     print(f"PREFECT_API_URL={current.api_url}")
     return 0
 

@@ -8,19 +8,28 @@ flow run's row, read with psql from the database itself), that the pool has its 
 two online workers, and that after ``stop`` none of the processes the stack started runs
 (each carries this test's tag) and the database files are gone. Every wait is bounded; on
 failure the stack is stopped all the same, and the tag sweep of ``Processes`` runs last.
+
+With ``--netns`` (root), the same stack with each worker in a network namespace of its own:
+each worker process runs in its namespace, a trivial flow run (deployed through the API, no
+``prefect deploy``) completes in one of them, reaching the server only at the bridge's
+address, and ``stop`` leaves no process, namespace or link.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from prefect import flow
 
+from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.server import run_fake_server
-from ops import local_stack, postgres
+from ops import local_stack, netns, postgres
 from tests.prefect_server import (
     POOL,
     PREFECT,
@@ -119,3 +128,70 @@ def test_weekly_run_through_a_pool_of_two_workers_on_postgres(tmp_path: Path) ->
     # 2 prompts × 4 genres and 2 that leave the genre open (configs/curate.yaml keeps them),
     # each essay judged, those 2 after a genre call
     assert sent[0] == 10 and sent[1] >= 10 + 2
+
+
+@flow(name="netns-probe")
+def netns_probe(out: str) -> None:
+    """Writes down the network namespace its flow-run process runs in."""
+    Path(out).write_text(os.readlink("/proc/self/ns/net"), encoding="utf-8")
+
+
+def _netns_inode(path: str) -> str:
+    return f"net:[{os.stat(path).st_ino}]"
+
+
+def test_workers_in_network_namespaces_run_a_flow_and_stop_leaves_nothing(
+        tmp_path: Path) -> None:
+    _postgres_or_skip()
+    if (reason := netns.unavailable()) is not None:
+        pytest.skip(reason)
+    stack_dir, out = tmp_path / "stack", tmp_path / "probe.txt"
+    deadline, t0 = Deadline(BUDGET_S), time.monotonic()
+    started = ran = 0.0
+    with Processes(tmp_path / "logs") as procs:
+        try:
+            procs.run(_stack("start", "--dir", str(stack_dir), "--workers", str(WORKERS),
+                             "--pool-limit", str(POOL_LIMIT), "--no-ui", "--netns",
+                             "--timeout", str(deadline.left(START_TIMEOUT_S) - 5)),
+                      {"PREFECT_WORKER_QUERY_SECONDS": "1"}, deadline.left(START_TIMEOUT_S))
+            started = time.monotonic() - t0
+            state = local_stack.read_state(stack_dir)
+            assert state is not None and state.api_url and state.netns and state.postgres
+            net, cluster = state.netns, state.postgres
+            assert state.api_url.startswith(f"http://{state.host_address}:")
+            assert state.host_address == net.host_address != "127.0.0.1"
+            inside = {_netns_inode(f"/run/netns/{net.namespace(k)}") for k in net.indices}
+            assert [os.readlink(f"/proc/{state.processes[f'worker-{k}']}/ns/net")
+                    for k in net.indices] == [_netns_inode(f"/run/netns/{net.namespace(k)}")
+                                             for k in net.indices]
+            with prefect_client(state.api_url) as client:
+                flow_id = client.create_flow_from_name("netns-probe")
+                deployment = client.create_deployment(
+                    flow_id, "netns-probe", work_pool_name=POOL,
+                    entrypoint=f"{Path(__file__).relative_to(PROJECT_ROOT)}:netns_probe",
+                    pull_steps=[{"prefect.deployments.steps.set_working_directory": {
+                        "directory": str(PROJECT_ROOT)}}],
+                    parameter_openapi_schema={"type": "object", "properties": {
+                        "out": {"type": "string"}}}, enforce_parameter_schema=False)
+                run = run_deployment_and_wait(client, deployment, deadline.left(RUN_TIMEOUT_S),
+                                              lambda: local_stack.gone(state), out=str(out))
+            ran = time.monotonic() - t0 - started
+        finally:
+            done = procs.run(_stack("stop", "--dir", str(stack_dir), "--purge"), {},
+                             STOP_TIMEOUT_S)
+            print(f"start {started:.1f} s, run {ran:.1f} s, "  # shown with pytest -s
+                  f"stop {time.monotonic() - t0 - started - ran:.1f} s")
+        logs = "".join(f"\n--- {log.name}:\n{log.read_text(errors='replace')[-3000:]}"
+                       for log in sorted((stack_dir / "logs").glob("worker-*.log")))
+        assert done.strip().endswith("stopped"), done
+        assert procs.running() == [], procs.running()
+        assert postgres.postmaster_pid(cluster) is None
+    assert run.state is not None and run.state.is_completed(), f"{run.state}{logs}"
+    assert out.read_text(encoding="utf-8") in inside  # the flow ran in a worker's namespace
+    assert netns.leftovers(net) == []
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=True).stdout + subprocess.run(
+        ["ip", "link", "show"], capture_output=True, text=True, check=True).stdout
+    assert f"-{net.id}" not in listed, listed
+    stopped = local_stack.read_state(stack_dir)
+    assert stopped is not None and stopped.netns is None

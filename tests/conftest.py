@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from essaybench.store import Snapshot, Store
 from tests.helpers import JUDGED_FAMILIES, JUDGED_WRITERS, copy_store
+
+if TYPE_CHECKING:
+    from tests.s3_server import S3Env, S3Server
 
 # Prefect reads its settings on import: give the whole test session a private,
 # throwaway Prefect home and no telemetry before any test module imports it.
@@ -26,6 +31,27 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"../shared/data not present at {SHARED_DATA}: real-data tests need it")
     return SHARED_DATA
+
+
+# --- S3 on loopback ---------------------------------------------------------------------
+# One moto server for the whole session, started when a test first asks for it (~1-2 s);
+# each test gets a bucket of its own (``s3``), so tests never see each other's objects.
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    from tests.s3_server import moto_s3
+
+    with moto_s3() as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
+    """Test credentials and the server's endpoint in the environment, a fresh bucket."""
+    from tests.s3_server import s3_env
+
+    return s3_env(s3_server, monkeypatch)
 
 
 # --- stores built once per session ------------------------------------------------------

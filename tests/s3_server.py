@@ -1,19 +1,11 @@
 """A real S3-compatible server for tests: moto's ``moto_server`` as a subprocess on a free
 loopback port, stopped at the end even when the test fails.
 
-``moto_s3()`` is the server (start it once per module: ~1-2 s); ``s3_env()`` gives one test
-the credentials and endpoint through the environment, as a user's shell would, and a fresh
-bucket. moto accepts any credentials; the point is that they come from the environment.
-A test module wraps them in fixtures::
-
-    @pytest.fixture(scope="module")
-    def s3_server() -> Iterator[S3Server]:
-        with moto_s3() as server:
-            yield server
-
-    @pytest.fixture
-    def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
-        return s3_env(s3_server, monkeypatch)
+``moto_s3()`` is the server; ``s3_env()`` gives one test the credentials and endpoint
+through the environment, as a user's shell would, and a fresh bucket. moto accepts any
+credentials; the point is that they come from the environment. tests/conftest.py wraps
+them in the fixtures every test asks for by name: ``s3_server`` (one per session) and
+``s3`` (per test).
 """
 
 from __future__ import annotations

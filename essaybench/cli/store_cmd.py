@@ -6,7 +6,7 @@
 ``publish`` uploads what is new (snapshots once, changed reports and prompt sets, a
 consistent copy of the catalog) and points ``store/catalog/LATEST.json`` at it; ``pull``
 makes DIR a store every read-only command reads (``--store DIR``). See
-``essaybench.store.publish``.
+``essaybench.store.publish`` and ``essaybench.store.pull``.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def pull_cmd(
     report and prompt set file DIR lacks or holds another version of. Read DIR with any
     read-only command's --store DIR."""
     from essaybench.store.parts import PartStore
-    from essaybench.store.publish import pull
+    from essaybench.store.pull import pull
 
     result = pull(PartStore(source), dest, lock_timeout_s=lock_timeout)
     console.print(f"pulled {result['url']} (published {result['published_at']}) into "

@@ -138,7 +138,7 @@ class PartStore:
         """Publish ``data`` under ``rel`` in one step; PartExistsError unless ``overwrite``."""
         target = self.uri(rel)
         if self._local is not None:
-            self._write_local(self._local / rel, data, overwrite)
+            write_atomically(self._local / rel, data, overwrite=overwrite)
             return target
         fs = self._fs()
         with self._s3_errors(target):
@@ -357,33 +357,37 @@ class PartStore:
                 raise
             raise PartNotFoundError(f"{target}: no such part") from None
 
-    @staticmethod
-    def _write_local(path: Path, data: bytes, overwrite: bool) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except PermissionError as exc:
-            raise UserError(f"{path.parent}: cannot create the folder: permission denied"
-                            ) from exc
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-        try:
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            if overwrite:
-                os.replace(tmp, path)
-            else:
-                try:
-                    os.link(tmp, path)  # fails when the name exists: no check-then-write race
-                except FileExistsError:
+
+def write_atomically(path: Path, data: bytes, *, overwrite: bool = True) -> Path:
+    """``data`` at ``path``, whole or not at all: a hidden temp file in the same folder,
+    fsynced, then renamed over ``path`` (``overwrite``) or hard-linked to its name, which
+    fails with PartExistsError when the name is taken. Returns ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except PermissionError as exc:
+        raise UserError(f"{path.parent}: cannot create the folder: permission denied"
+                        ) from exc
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # fails when the name exists: no check-then-write race
+            except FileExistsError:
+                raise _exists(str(path)) from None
+            except OSError:  # a file system without hard links
+                if path.exists():
                     raise _exists(str(path)) from None
-                except OSError:  # a file system without hard links
-                    if path.exists():
-                        raise _exists(str(path)) from None
-                    os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(path.parent)
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+    return path
 
 
 def ensure_bucket(url: str | Path, *,

@@ -1,5 +1,5 @@
 """A store shared through a part store (``s3://bucket/prefix`` or a folder): ``publish``
-uploads it, ``pull`` makes a readable copy of it on any machine.
+uploads it, ``pull`` (``essaybench.store.pull``) makes a readable copy of it on any machine.
 
 Layout below the part store's root::
 
@@ -29,9 +29,7 @@ are downloaded before the catalog is swapped in. A pulled folder is read as any 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import secrets
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -47,9 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from essaybench.core.errors import NotFoundError, UserError
 from essaybench.core.hashing import sha256_hex
-from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.store.liveness import this_host
-from essaybench.store.lock import exclusive_lock
 from essaybench.store.parts import PartExistsError, PartStore, check_rel
 from essaybench.store.readonly import read_only
 from essaybench.store.store import Store
@@ -58,7 +54,6 @@ PREFIX = "store"
 LATEST = f"{PREFIX}/catalog/LATEST.json"
 CATALOG_FILE = "catalog.duckdb"
 LEDGER_FILE = "ledger.duckdb"  # llm.session.LEDGER_FILE (the store layer sits below llm)
-PULLED_FILE = "pulled.json"  # in a pulled folder: where it came from
 IMMUTABLE = ("snapshots",)  # content-addressed: a name never gets other bytes
 REWRITTEN = ("prompt_sets", "reports")  # compared by SHA-256, replaced when changed
 TRANSFERS = 8  # files sent or fetched at once
@@ -119,19 +114,10 @@ class PublishResult(TypedDict):
     missing: list[str]  # files the catalog names that the store does not have
 
 
-class PullResult(TypedDict):
-    url: str
-    dest: str
-    downloaded: int
-    skipped: int
-    bytes: int
-    catalog: str
-    ledger: str | None
-    published_at: str
-
-
 @dataclass
-class _Counts:
+class Counts:
+    """Files sent or fetched, skipped, and bytes moved, counted from several threads."""
+
     done: int = 0
     skipped: int = 0
     bytes: int = 0
@@ -147,8 +133,6 @@ class _Counts:
             self.skipped += 1
 
 
-# --- publish ---------------------------------------------------------------------------------
-
 def publish(store: Store, parts: PartStore, *, with_ledger: bool = False) -> PublishResult:
     """Upload what ``parts`` does not have yet of ``store`` and point LATEST.json at its
     catalog. Changes nothing in the store; waits ``store.lock_timeout_s`` for a writer."""
@@ -160,7 +144,7 @@ def publish(store: Store, parts: PartStore, *, with_ledger: bool = False) -> Pub
     if with_ledger and not ledger_path.is_file():
         raise NotFoundError(f"no ledger at {ledger_path}: no LLM call has been made yet")
     before = read_manifest(parts)
-    counts = _Counts()
+    counts = Counts()
     with tempfile.TemporaryDirectory(prefix="essaybench-publish-") as tmp:
         catalog = _copy_database(store.catalog_path, "catalog", Path(tmp) / CATALOG_FILE,
                                  store.lock_timeout_s)
@@ -210,7 +194,7 @@ def _store_files(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _publish_file(parts: PartStore, rel: str, path: Path, before: FileEntry | None,
-                  counts: _Counts) -> FileEntry:
+                  counts: Counts) -> FileEntry:
     immutable = rel.split("/")[0] in IMMUTABLE
     if immutable and before is not None and before.bytes == path.stat().st_size:
         counts.skip()
@@ -291,7 +275,7 @@ def _named_files(catalog: Path) -> list[str]:
 
 
 def _publish_database(parts: PartStore, kind: str, copy: _Copy, before: DatabaseEntry | None,
-                      counts: _Counts) -> DatabaseEntry:
+                      counts: Counts) -> DatabaseEntry:
     if before is not None and before.content_hash == copy.content_hash and parts.exists(
             before.path):
         counts.skip()
@@ -307,113 +291,3 @@ def _publish_database(parts: PartStore, kind: str, copy: _Copy, before: Database
         counts.skip()
     return DatabaseEntry(path=rel, content_hash=copy.content_hash, sha256=sha256_hex(data),
                          bytes=len(data), published_at=now)
-
-
-# --- pull ------------------------------------------------------------------------------------
-
-def pull(parts: PartStore, dest: Path, *,
-         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> PullResult:
-    """Make ``dest`` a copy of the store published at ``parts``: download every file it
-    lacks or holds other bytes of, then swap in the catalog (and ledger)."""
-    manifest = read_manifest(parts)
-    if manifest is None:
-        raise NotFoundError(f"nothing published at {parts.url} (no {parts.uri(LATEST)}): "
-                            f"publish first with essaybench store publish --to {parts.url}")
-    _check_dest(dest, parts.url)
-    marker = dest / PULLED_FILE
-    if not marker.is_file():  # first: a pull that stops half-way can be resumed
-        _write_atomically(marker, _json({"from": parts.url}))
-    counts = _Counts()
-
-    def fetch(item: tuple[str, FileEntry]) -> None:
-        rel, entry = item
-        target = dest / rel
-        if _up_to_date(target, entry, content_addressed=rel.split("/")[0] in IMMUTABLE):
-            counts.skip()
-            return
-        _write_atomically(target, _download(parts, f"{PREFIX}/{rel}", entry))
-        counts.add(entry.bytes)
-
-    with ThreadPoolExecutor(TRANSFERS) as pool:
-        list(pool.map(fetch, sorted(manifest.files.items())))  # (list: raises the first error)
-    for name, db in ((CATALOG_FILE, manifest.catalog), (LEDGER_FILE, manifest.ledger)):
-        if db is None:
-            continue
-        target = dest / name
-        entry = FileEntry(bytes=db.bytes, sha256=db.sha256)
-        if _up_to_date(target, entry) and not _wal(target).exists():
-            counts.skip()
-            continue
-        tmp = _write_atomically(target.with_name(f".{name}.pull"),
-                                _download(parts, db.path, entry))
-        try:  # under the lock a reader of this folder takes: none has the old file open
-            with exclusive_lock(target.with_suffix(".lock"), lock_timeout_s):
-                _wal(target).unlink(missing_ok=True)  # a WAL belongs to the file it replaces
-                os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        counts.add(db.bytes)
-    _write_atomically(marker, _json({
-        "from": parts.url, "catalog": manifest.catalog.path,
-        "ledger": manifest.ledger.path if manifest.ledger else None,
-        "published_at": manifest.published_at.isoformat(),
-        "pulled_at": datetime.now(UTC).isoformat()}))
-    return PullResult(url=parts.url, dest=str(dest), downloaded=counts.done,
-                      skipped=counts.skipped, bytes=counts.bytes, catalog=manifest.catalog.path,
-                      ledger=manifest.ledger.path if manifest.ledger else None,
-                      published_at=manifest.published_at.isoformat())
-
-
-def _check_dest(dest: Path, url: str) -> None:
-    """``dest`` is empty, or a folder pulled from ``url`` before: never a store of its own."""
-    if dest.exists() and not dest.is_dir():
-        raise UserError(f"{dest} is a file, not a folder")
-    marker = dest / PULLED_FILE
-    if not marker.is_file():
-        if (dest / CATALOG_FILE).exists():
-            raise UserError(f"{dest} holds a store of its own (its catalog was not pulled): "
-                            "pull into an empty folder or one pulled before")
-        return
-    try:
-        source = json.loads(marker.read_text(encoding="utf-8")).get("from")
-    except (ValueError, AttributeError):
-        source = None
-    if source != url:
-        raise UserError(f"{dest} was pulled from {source}, not {url}: pull into another folder")
-
-
-def _json(obj: dict[str, str | None]) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-
-
-def _wal(path: Path) -> Path:
-    return path.with_name(path.name + ".wal")
-
-
-def _up_to_date(target: Path, entry: FileEntry, *, content_addressed: bool = False) -> bool:
-    if not target.is_file() or target.stat().st_size != entry.bytes:
-        return False
-    return content_addressed or sha256_hex(target.read_bytes()) == entry.sha256
-
-
-def _download(parts: PartStore, rel: str, entry: FileEntry) -> bytes:
-    data = parts.read_bytes(rel)
-    if len(data) != entry.bytes or sha256_hex(data) != entry.sha256:
-        raise UserError(f"{parts.uri(rel)} is not the file LATEST.json names (another publish "
-                        "is replacing it?): pull again")
-    return data
-
-
-def _write_atomically(target: Path, data: bytes) -> Path:
-    """``data`` at ``target``, whole or not at all."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target

@@ -4,7 +4,6 @@ itself; a user's mistake is one line and exit code 2."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from essaybench.store import Snapshot, Store
 from essaybench.store.parts import PARTS_URL_ENV
 from tests.cli.test_errors import error_line
 from tests.helpers import copy_store
-from tests.s3_server import S3Env, S3Server, moto_s3, s3_env
+from tests.s3_server import S3Env
 
 # Commands that only read a store; {version}: its prompt set.
 READERS = [
@@ -25,17 +24,6 @@ READERS = [
     ["llm", "usage"],
     ["llm", "usage", "--markdown", "--stage", "judge"],
 ]
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    with moto_s3() as server:
-        yield server
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
-    return s3_env(s3_server, monkeypatch)
 
 
 def invoke(*args: str) -> Result:

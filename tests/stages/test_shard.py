@@ -35,7 +35,7 @@ from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import record_run
 from tests.helpers import copy_store
-from tests.s3_server import S3Server, moto_s3, s3_env
+from tests.s3_server import S3Env
 
 WRITERS = ("writer-a", "writer-b")
 CONFIG = BenchmarkConfig(per_genre=3, generate=GenerateParams(models=WRITERS),
@@ -104,19 +104,12 @@ def test_sharded_run_equals_single_process_and_pays_once(
     assert snaps["judge"].read()["from_ledger"].all()
 
 
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    with moto_s3() as handle:
-        yield handle
-
-
 @pytest.fixture(params=["local", "s3"])
 def parts(request: pytest.FixtureRequest, tmp_path: Path) -> PartStore:
     """Where the shards write: a local folder, or a bucket on a real S3-compatible server."""
     if request.param == "local":
         return PartStore(tmp_path / "parts")
-    env = s3_env(request.getfixturevalue("s3_server"),
-                 request.getfixturevalue("monkeypatch"))
+    env: S3Env = request.getfixturevalue("s3")
     return PartStore(env.url("team-store"))
 
 

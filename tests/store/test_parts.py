@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -24,22 +24,11 @@ from essaybench.store.parts import (
     PartStore,
 )
 from ops.local_stack import free_port
-from tests.s3_server import TEST_CREDENTIALS, S3Env, S3Server, moto_s3, s3_env
+from tests.s3_server import TEST_CREDENTIALS, S3Env
 
 Factory = Callable[[], PartStore]  # a new PartStore on the same root: another machine
 
 PART = "runs/r1/judge/shard=3/part-0001.parquet"
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    with moto_s3() as server:
-        yield server
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
-    return s3_env(s3_server, monkeypatch)
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -9,55 +9,23 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
 
-from essaybench.core.errors import NotFoundError, UserError
 from essaybench.llm.session import LEDGER_FILE
-from essaybench.store import Snapshot, Store, StoreBusyError
+from essaybench.store import Store, StoreBusyError
 from essaybench.store.parts import PartStore
-from essaybench.store.publish import LATEST, PULLED_FILE, publish, pull, read_manifest
 from essaybench.store.publish import LEDGER_FILE as PUBLISHED_LEDGER_FILE
+from essaybench.store.publish import publish, read_manifest
+from essaybench.store.pull import PULLED_FILE, pull
 from essaybench.store.readonly import read_only
 from tests.cli.test_errors import files_of
-from tests.helpers import copy_store
-from tests.s3_server import S3Env, S3Server, moto_s3, s3_env
+from tests.store.conftest import Target
 
-Target = Callable[[], PartStore]  # a new PartStore on the same root: another machine
 SHARED = ("snapshots", "reports", "prompt_sets")
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    with moto_s3() as server:
-        yield server
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
-    return s3_env(s3_server, monkeypatch)
-
-
-@pytest.fixture(params=["local", "s3"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    if request.param == "local":
-        return lambda: PartStore(tmp_path / "shared")
-    env: S3Env = request.getfixturevalue("s3")
-    return lambda: PartStore(env.url("team"))
-
-
-@pytest.fixture
-def store(judged_run: tuple[Store, Snapshot, Snapshot], tmp_path: Path) -> Store:
-    """A copy of the judged run (snapshots, a prompt set, a ledger) with a report."""
-    copy = copy_store(judged_run[0], tmp_path / "store")
-    (copy.root / "reports" / "r1" / "stats").mkdir(parents=True)
-    (copy.root / "reports" / "r1" / "table5.md").write_text("| 模型 | 分数 |\n", "utf-8")
-    (copy.root / "reports" / "r1" / "stats" / "stats.md").write_text("# 统计\n", "utf-8")
-    return copy
 
 
 def shared_files(root: Path) -> dict[str, bytes]:
@@ -197,49 +165,3 @@ def test_publish_waits_for_a_writer_and_says_who_when_it_gives_up(
         proc.kill()
         proc.wait(timeout=30)
     assert read_manifest(parts) is not None
-
-
-def test_nothing_published_is_one_clear_error(target: Target, tmp_path: Path) -> None:
-    parts = target()
-    with pytest.raises(NotFoundError, match=rf"^nothing published at {parts.url} "):
-        pull(parts, tmp_path / "pulled")
-    assert not (tmp_path / "pulled").exists()
-
-
-def test_pull_never_overwrites_a_store_of_its_own_or_mixes_sources(
-        store: Store, tmp_path: Path) -> None:
-    parts = PartStore(tmp_path / "shared")
-    publish(store, parts)
-    with pytest.raises(UserError, match="holds a store of its own"):
-        pull(parts, store.root)
-    publish(store, PartStore(tmp_path / "other"))
-    pull(parts, tmp_path / "pulled")
-    with pytest.raises(UserError, match=f"was pulled from {parts.url}, not "):
-        pull(PartStore(tmp_path / "other"), tmp_path / "pulled")
-
-
-def test_a_file_changed_under_the_manifest_is_not_taken(store: Store, tmp_path: Path) -> None:
-    parts = PartStore(tmp_path / "shared")
-    publish(store, parts)
-    shared = tmp_path / "shared" / "store" / "reports" / "r1" / "table5.md"
-    published = shared.read_bytes()
-    shared.write_text("changed", encoding="utf-8")
-    with pytest.raises(UserError, match=r"is not the file LATEST\.json names"):
-        pull(parts, tmp_path / "pulled")
-    assert not (tmp_path / "pulled" / "reports" / "r1" / "table5.md").exists()
-    assert not (tmp_path / "pulled" / "catalog.duckdb").exists()  # swapped in last
-    shared.write_bytes(published)  # the pull that stopped is taken up again
-    assert pull(parts, tmp_path / "pulled")["skipped"] > 0
-    assert shared_files(tmp_path / "pulled") == shared_files(store.root)
-
-
-def test_a_manifest_naming_paths_outside_the_store_is_refused(store: Store,
-                                                              tmp_path: Path) -> None:
-    parts = PartStore(tmp_path / "shared")
-    publish(store, parts)
-    manifest = parts.read_json(LATEST)
-    manifest["files"]["../../escape.txt"] = {"bytes": 1, "sha256": "0" * 64}
-    parts.put_json(LATEST, manifest)
-    with pytest.raises(UserError, match="is not an essaybench store manifest"):
-        pull(parts, tmp_path / "pulled")
-    assert not (tmp_path / "escape.txt").exists()

@@ -148,7 +148,7 @@ def build_agreement_tables(annotations: pl.DataFrame, judgments: pl.DataFrame,
     for judge in sorted({str(j) for j in judgments["judge"].to_list()}):
         for column in _variants(judgments):
             matched = match_essays(annotations, params.kind,
-                                   judge_scores(judgments, column, judge=judge), judgments)
+                                   judge_scores(judgments, column, judge=judge))
             rows.append(_labelled(judge_human_agreement(matched, seed=params.seed,
                                                         n_boot=params.n_boot), judge, column))
             if params.tiers is not None:

@@ -135,13 +135,10 @@ def _judged(judge_rows: pl.DataFrame) -> pl.DataFrame:
     return judged.select(*KEYS, pl.col("genres").list.first().alias("genre"), "judge")
 
 
-def match_essays(annotations: pl.DataFrame, kind: Kind, judge_rows: pl.DataFrame,
-                 judgments: pl.DataFrame | None = None) -> Matched:
+def match_essays(annotations: pl.DataFrame, kind: Kind, judge_rows: pl.DataFrame) -> Matched:
     """The annotated essays the judge scored. ``judge_rows``: one judge's ok scores with
-    the genre each essay was scored as (:func:`essaybench.human.voting.judge_scores`).
-    ``judgments`` is not read (each essay's genre is the one in ``judge_rows``, not a
-    genre per prompt: see the module docstring); it is accepted for older callers."""
-    del judgments
+    the genre each essay was scored as (:func:`essaybench.human.voting.judge_scores`); that
+    genre, not a genre per prompt, files the essay (see the module docstring)."""
     judged = _judged(judge_rows)
     if kind == "absolute":
         require_columns(annotations, ["prompt_id", "model", "score"], "absolute annotations")

@@ -56,7 +56,7 @@ def pairwise(votes: dict[tuple[str, str, str], str]) -> pl.DataFrame:
 def agreement(annotations: pl.DataFrame, judged: pl.DataFrame, kind: str = "pairwise",
               **kw: int) -> pl.DataFrame:
     matched = match_essays(annotations, kind,  # type: ignore[arg-type]
-                           judge_scores(judged, judge="j"), judged)
+                           judge_scores(judged, judge="j"))
     return judge_human_agreement(matched, **kw)
 
 
@@ -342,8 +342,8 @@ def test_each_judge_places_an_open_prompts_essay_where_it_judged_it() -> None:
         .then(pl.lit("argumentative")).otherwise(pl.col("genre")).alias("genre"))
     both = pl.concat([judged_k, judged_j])  # k's rows first
     for judge, genre in (("j", "narrative"), ("k", "argumentative")):
-        matched = match_essays(annotations, "pairwise", judge_scores(both, judge=judge), both)
+        matched = match_essays(annotations, "pairwise", judge_scores(both, judge=judge))
         essay = matched.essays.filter((pl.col("prompt_id") == "o") & (pl.col("model") == "m1"))
         assert essay["genre"].to_list() == [genre]
     with pytest.raises(ValueError, match="several genres' rubrics"):
-        match_essays(annotations, "pairwise", judge_scores(both.drop("judge")), both)
+        match_essays(annotations, "pairwise", judge_scores(both.drop("judge")))

@@ -197,11 +197,16 @@ def _online_workers(api: str, pool: str) -> int:
 
 def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = None,
           port: int | None = None, ui: bool = True, timeout: float = 180.0,
-          env: Mapping[str, str] | None = None, netns: bool = False) -> StackState:
+          env: Mapping[str, str] | None = None, netns: bool | Netns = False) -> StackState:
     """Start the stack (reusing the database a stopped stack left in ``state_dir``); its
     state once the server answers and every worker is online. ``netns``: each worker in a
     network namespace of its own, the server on ``StackState.host_address`` (module doc);
-    ``ops.netns.NetnsError`` (one line) when namespaces cannot be made here."""
+    ``ops.netns.NetnsError`` (one line) when namespaces cannot be made here. A caller whose
+    services (and so ``env``) need the bridge address before the workers start makes the
+    namespaces itself (``ops.netns.create(workers)``) and passes them: the stack then owns
+    them (``stop`` removes them; the caller's own ``ops.netns.teardown`` is harmless)."""
+    if isinstance(netns, Netns) and netns.count < workers:
+        raise ValueError(f"{workers} workers need {workers} namespaces, not {netns.count}")
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     old = read_state(state_dir)
@@ -220,8 +225,8 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
         return max(1.0, deadline - time.monotonic())
 
     try:
-        if netns:  # first: fast, and recorded before anything that could fail after it
-            state.netns = ns.create(workers)
+        if isinstance(netns, Netns) or netns:  # first: fast, recorded before what may fail
+            state.netns = netns if isinstance(netns, Netns) else ns.create(workers)
             _write_state(state_dir, state)
         if state.postgres is None:
             state.postgres = postgres.init_cluster(state_dir, free_port(), left())

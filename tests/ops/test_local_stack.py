@@ -11,18 +11,21 @@ failure the stack is stopped all the same, and the tag sweep of ``Processes`` ru
 
 With ``--netns`` (root), the same stack with each worker in a network namespace of its own:
 each worker process runs in its namespace, a trivial flow run (deployed through the API, no
-``prefect deploy``) completes in one of them, reaching the server only at the bridge's
-address, and ``stop`` leaves no process, namespace or link.
+``prefect deploy``) completes in one of them, where a service on the bridge's address answers
+and the same on the host's 127.0.0.1 does not, and ``stop`` leaves no process, namespace or
+link.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from prefect import flow
@@ -131,9 +134,16 @@ def test_weekly_run_through_a_pool_of_two_workers_on_postgres(tmp_path: Path) ->
 
 
 @flow(name="netns-probe")
-def netns_probe(out: str) -> None:
-    """Writes down the network namespace its flow-run process runs in."""
-    Path(out).write_text(os.readlink("/proc/self/ns/net"), encoding="utf-8")
+def netns_probe(out: str, urls: list[str]) -> None:
+    """Writes down the network namespace its flow-run process runs in and what each URL
+    answers (a status code, or the error's type)."""
+    answers = []
+    for url in urls:
+        try:
+            answers.append(str(httpx.get(url, timeout=3, trust_env=False).status_code))
+        except httpx.HTTPError as failed:
+            answers.append(type(failed).__name__)
+    Path(out).write_text(json.dumps([os.readlink("/proc/self/ns/net"), *answers]), "utf-8")
 
 
 def _netns_inode(path: str) -> str:
@@ -164,7 +174,10 @@ def test_workers_in_network_namespaces_run_a_flow_and_stop_leaves_nothing(
             assert [os.readlink(f"/proc/{state.processes[f'worker-{k}']}/ns/net")
                     for k in net.indices] == [_netns_inode(f"/run/netns/{net.namespace(k)}")
                                              for k in net.indices]
-            with prefect_client(state.api_url) as client:
+            # A service the flows call, on the bridge address; the same on host loopback.
+            with prefect_client(state.api_url) as client, \
+                    run_fake_server(host=state.host_address) as service, \
+                    run_fake_server() as on_loopback:
                 flow_id = client.create_flow_from_name("netns-probe")
                 deployment = client.create_deployment(
                     flow_id, "netns-probe", work_pool_name=POOL,
@@ -172,9 +185,12 @@ def test_workers_in_network_namespaces_run_a_flow_and_stop_leaves_nothing(
                     pull_steps=[{"prefect.deployments.steps.set_working_directory": {
                         "directory": str(PROJECT_ROOT)}}],
                     parameter_openapi_schema={"type": "object", "properties": {
-                        "out": {"type": "string"}}}, enforce_parameter_schema=False)
-                run = run_deployment_and_wait(client, deployment, deadline.left(RUN_TIMEOUT_S),
-                                              lambda: local_stack.gone(state), out=str(out))
+                        "out": {"type": "string"}, "urls": {"type": "array"}}},
+                    enforce_parameter_schema=False)
+                run = run_deployment_and_wait(
+                    client, deployment, deadline.left(RUN_TIMEOUT_S),
+                    lambda: local_stack.gone(state), out=str(out),
+                    urls=[f"{service.base_url}/models", f"{on_loopback.base_url}/models"])
             ran = time.monotonic() - t0 - started
         finally:
             done = procs.run(_stack("stop", "--dir", str(stack_dir), "--purge"), {},
@@ -187,7 +203,9 @@ def test_workers_in_network_namespaces_run_a_flow_and_stop_leaves_nothing(
         assert procs.running() == [], procs.running()
         assert postgres.postmaster_pid(cluster) is None
     assert run.state is not None and run.state.is_completed(), f"{run.state}{logs}"
-    assert out.read_text(encoding="utf-8") in inside  # the flow ran in a worker's namespace
+    where, bridged, loopback = json.loads(out.read_text(encoding="utf-8"))
+    assert where in inside  # the flow ran in a worker's namespace
+    assert (bridged, loopback) == ("200", "ConnectError")  # the host only at the bridge
     assert netns.leftovers(net) == []
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                             check=True).stdout + subprocess.run(

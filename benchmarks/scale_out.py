@@ -62,6 +62,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
 from benchmarks.pipeline_scale import synthetic_prompt_set
 from essaybench.core.paths import PROJECT_ROOT
+from essaybench.llm.client import idempotency_token
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
 from essaybench.runs.shards import ledger_prefix, success_path
@@ -233,12 +234,14 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
     return {**victim, "shards": killed_shards, "pids": pids, "recorded": recorded}
 
 
-Counts = dict[str, tuple[int, int, int]]  # per request key: received, completed, replayed
+Counts = dict[str, tuple[int, int, int]]  # per request body: received, completed, replayed
 
 
-def paid_per_key(server: FakeServerHandle) -> Counts:
-    per_key = server.stats(per_key=True).per_key or {}
-    return {k: (v.received, v.completed, v.replayed) for k, v in per_key.items()}
+def paid_per_key(server: FakeServerHandle) -> tuple[Counts, dict[str, int]]:
+    """The fake's counters per request body, and its arrivals per Idempotency-Key."""
+    stats = server.stats(per_key=True)
+    return ({k: (v.received, v.completed, v.replayed) for k, v in (stats.per_key or {}).items()},
+            dict(stats.per_token or {}))
 
 
 def snapshot(store: Store, run_id: str, stage: str) -> pl.DataFrame:
@@ -418,7 +421,8 @@ def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: Part
 
 
 def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: FakeServerHandle,
-           single: str, sharded: str, paid_before: Counts, killed: dict[str, Any],
+           single: str, sharded: str, paid_before: tuple[Counts, dict[str, int]],
+           killed: dict[str, Any],
            writers: list[str], attempts: dict[int, int], n_shards: int) -> None:
     plan = read_plan(parts, sharded)
     assert plan is not None
@@ -438,14 +442,22 @@ def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: Fak
         differs = first_difference(ours, theirs, ROW_KEYS[stage])
         check(differs is None, f"merged {stage} snapshot equals the single-process run's "
               f"({ours.height} rows){'' if differs is None else ': ' + differs}")
-    after = paid_per_key(server)
+    after, tokens = paid_per_key(server)
     zero = (0, 0, 0)
-    delta = {k: tuple(a - b for a, b in zip(n, paid_before.get(k, zero), strict=True))
+    delta = {k: tuple(a - b for a, b in zip(n, paid_before[0].get(k, zero), strict=True))
              for k, n in after.items()}
+    # A ledger row's key hashes the request, not the body the fake hashes; the header the
+    # call carried (run, key, re-ask) is what links the two.
+    arrivals: dict[str, list[int]] = {}
+    for token, n in tokens.items():
+        arrivals.setdefault(token.rpartition("-r")[0], []).append(n)
     recorded = killed.get("recorded", set())
-    resent = sorted(k for k in recorded if delta.get(k, zero)[0] != 1 or delta[k][2] != 0)
-    check(not resent, f"every call the killed shard recorded ({len(recorded)}) was served "
-          f"from its ledger, not sent again{'' if not resent else f': {len(resent)} were'}")
+    resent = sorted(k for k in recorded
+                    if max(arrivals.get(idempotency_token(sharded, k), [0])) != 1)
+    if killed:
+        check(bool(recorded) and not resent,
+              f"every call the killed shard recorded ({len(recorded)}) was served from its "
+              f"ledger, not sent again{'' if not resent else f': {len(resent)} were'}")
     twice = sorted(k for k, n in delta.items() if n[1] > 1)
     paid = sum(1 for n in delta.values() if n[1] >= 1)
     replayed = sum(n[2] for n in delta.values())

@@ -72,8 +72,11 @@ def test_otherwise_the_call_is_paid_again(tmp_path: Path, second: str) -> None:
     with run_fake_server(scenario) as server:
         _attempt(server, tmp_path / "a.duckdb", _requests(6), run, **spec)
         _attempt(server, tmp_path / "b.duckdb", _requests(6), run2, **spec)
-        stats = server.stats()
+        stats = server.stats(per_key=True)
     assert stats.totals.completed == 12 and stats.totals.replayed == 0
+    # The fake counts the tokens it saw, honoured or not: a ledger row's requests are found.
+    expected = {"another run": [1] * 12, "header off": [], "provider ignores it": [2] * 6}
+    assert sorted((stats.per_token or {}).values()) == expected[second]
 
 
 def test_no_header_without_a_run(tmp_path: Path) -> None:

@@ -86,6 +86,7 @@ class FakeState:
         self.ordinals: dict[str, dict[str, int]] = {}
         self.rule_seen = [0] * len(self.scenario.faults)
         self.replayed: dict[str, int] = {}
+        self.tokens: dict[str, int] = {}  # arrivals by Idempotency-Key, honoured or not
         self.idempotency = IdempotencyRecords()
 
     def arrive(self, key: str, model: str) -> int:
@@ -132,6 +133,7 @@ class FakeState:
             out["per_key"] = {k: {"received": n, "completed": self.completed.get(k, 0),
                                   "replayed": self.replayed.get(k, 0)}
                               for k, n in self.received.items()}
+            out["per_token"] = dict(self.tokens)
         return out
 
 
@@ -155,8 +157,11 @@ class ChatEndpoint:
                 st.rejected += 1
                 response = error_response(400, "We could not parse the JSON body of your request.")
             else:
-                idempotency = (request.headers.get(IDEMPOTENCY_HEADER)
-                               if st.scenario.honour_idempotency_key else None)
+                idempotency = request.headers.get(IDEMPOTENCY_HEADER)
+                if idempotency is not None:
+                    st.tokens[idempotency] = st.tokens.get(idempotency, 0) + 1
+                    if not st.scenario.honour_idempotency_key:
+                        idempotency = None
                 token = bearer_token(request.headers.get("authorization"))
                 if idempotency is None:
                     answer = await self._answer(scope, body, arrived, token)

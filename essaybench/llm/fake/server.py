@@ -86,6 +86,10 @@ class FakeStats(BaseModel):
     completed_per_key: dict[str, int]  # {"0": keys never completed, "1": once, "2": twice...}
     received_per_key: dict[str, int]  # {"1": keys sent once, "2": twice...}
     per_key: dict[str, ModelCounts] | None = None  # only with ?per_key=1
+    # Arrivals by Idempotency-Key header, whether the scenario honours it or not; only with
+    # ?per_key=1. The header names a run's call (client.idempotency_token), so a ledger row
+    # can be matched to the requests that carried it.
+    per_token: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

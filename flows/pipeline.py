@@ -1,5 +1,5 @@
 """The ``pipeline`` flow: curate → generate → judge (→ drift) → aggregate (→ pairwise) → stats
-→ alerts → report.
+→ alerts → report (→ publish).
 
 The weekly run. A new run sends every LLM call afresh (``reuse_from`` names a run whose
 successful calls it may be served instead); ``from_stage`` with ``base_run`` is a rerun:
@@ -13,6 +13,10 @@ the last comparable run, told to the log, a Markdown artifact and the config's w
 Before any call the run checks that every judge is calibrated against the anchor set in
 its current form (``uncalibrated_ok`` forces a changed judge through: it re-calibrates and
 its cells are not compared with earlier weeks); the drift stage re-scores the anchors.
+With a publish target (``publish_to``, ``essaybench run --publish URL``, or
+$ESSAYBENCH_PUBLISH_URL where the flow runs) the run ends as ``essaybench store publish``
+would after it: a failed run is published too, and a publish that fails fails the flow
+(``essaybench.runs.publish``).
 
 The stages run as tasks of this flow, not as their own subflows: a subflow costs a
 flow run and a parent task run (API round trips, ~0.3 s each on a busy 2-core host) for
@@ -27,7 +31,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.states import Failed
@@ -47,6 +51,7 @@ from essaybench.llm.registry import load_registry
 from essaybench.runs.calibration import require_calibrated
 from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
+from essaybench.runs.publish import PublishFailed, publish_target
 from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
@@ -57,6 +62,7 @@ from flows.curate import curate_flow
 from tasks.alerts import alerts_stage_task
 from tasks.benchmark import benchmark_stages_task
 from tasks.pairwise import pairwise_stage_task
+from tasks.publish import publish_task
 from tasks.report import report_task
 from tasks.shard import check_merged_task, merge_task, shard_plan_task
 from tasks.stats import stats_stage_task
@@ -100,20 +106,68 @@ def pipeline_flow(
     uncalibrated_ok: bool = False,
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     shards: int | None = None,
+    publish_to: str | None = None,
 ) -> dict[str, Any]:
     """``over_budget_ok``: go on even when the estimate exceeds the config's
     ``max_cost_usd`` (the CLI's --yes-over-budget); otherwise the run checks its budget
     itself, after curation and before the first call. ``lock_timeout_s``: how long to
     wait for another process's lock on the store (catalog and call ledger).
     ``shards``: run generate+judge as this many shards on the work pool (overrides the
-    config's ``sharding.shards``; 0: in this process)."""
+    config's ``sharding.shards``; 0: in this process). ``publish_to``: publish the store
+    there when the run ends, failed or not (else $ESSAYBENCH_PUBLISH_URL; neither: no
+    publish); a publish that fails fails the flow."""
     if from_stage != "generate" and base_run is None:
         raise UserError(f"starting at {from_stage!r} needs base_run: the run whose "
                         "upstream snapshot it reads")
+    target = publish_target(publish_to)  # a URL it cannot take fails before any call
     run_id, flow_run_id = _this_run(run_id)
     store = Store(store_root, lock_timeout_s)
     record_run(store, run_id, base_run=base_run, from_stage=from_stage,
                reuse_from=reuse_from, config_path=benchmark_config, flow_run_id=flow_run_id)
+    try:
+        result = _run(store, store_root, run_id, benchmark_config, curate_config, curate,
+                      from_stage, base_run, over_budget_ok, uncalibrated_ok, lock_timeout_s,
+                      shards)
+    except Exception:
+        if target is not None:  # the team sees what failed; the failure stays the error
+            _publish_failed(run_id, store_root, target, lock_timeout_s)
+        raise
+    # Every stage has written its snapshot and catalog row by now: publish, then say how
+    # the run went. A run below its coverage floor still fails. Its RunUnhealthy is
+    # returned as the final state, not raised: the flow run ends Failed and a caller gets
+    # the same exception (the CLI exits 1), without Prefect logging a traceback for what
+    # is a verdict, not a crash.
+    try:
+        health = require_healthy(store, run_id, benchmark_config)
+    except RunUnhealthy as unhealthy:
+        if target is not None:
+            _publish_failed(run_id, store_root, target, lock_timeout_s)
+        return cast(dict[str, Any], Failed(message=unhealthy.explanation, data=unhealthy))
+    result["health"] = health.summary() if health is not None else None
+    if target is not None:
+        try:
+            result["published"] = publish_task(run_id, store_root, target, "finished",
+                                               lock_timeout_s)
+        except PublishFailed as failed:  # the run is good; only sharing it failed
+            return cast(dict[str, Any], Failed(message=str(failed), data=failed))
+    return result
+
+
+def _publish_failed(run_id: str, store_root: str, url: str, lock_timeout_s: float) -> None:
+    """Publish a failed run's store; a publish that fails too is logged, the run's own
+    failure being what the flow ends with."""
+    try:
+        publish_task(run_id, store_root, url, "failed", lock_timeout_s)
+    except PublishFailed as failed:
+        get_run_logger().error("%s", failed)
+
+
+def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
+         curate_config: str, curate: bool, from_stage: str, base_run: str | None,
+         over_budget_ok: bool, uncalibrated_ok: bool, lock_timeout_s: float,
+         shards: int | None) -> dict[str, Any]:
+    """The run's checks and stages, curation to the report page (the pipeline flow's
+    parameters); returns what each stage wrote."""
     result: dict[str, Any] = {"run_id": run_id}
     config = load_benchmark_config(benchmark_config)
     if from_stage in LLM_STAGES:  # the run judges: its judges must be calibrated
@@ -164,15 +218,6 @@ def pipeline_flow(
                                           config.judge.skip_off_language)
     # The HTML page of everything above (a failed run's too: it shows what went wrong).
     result["report"] = report_task(run_id, store_root, lock_timeout_s)
-    # Every snapshot and report is written by now; a run below its coverage floor still
-    # fails. Its RunUnhealthy is returned as the final state, not raised: the flow run ends
-    # Failed and a caller gets the same exception (the CLI exits 1), without Prefect
-    # logging a traceback for what is a verdict, not a crash.
-    try:
-        health = require_healthy(store, run_id, benchmark_config)
-    except RunUnhealthy as unhealthy:
-        return cast(dict[str, Any], Failed(message=unhealthy.explanation, data=unhealthy))
-    result["health"] = health.summary() if health is not None else None
     return result
 
 

@@ -38,6 +38,11 @@ app = typer.Typer()
 
 OverBudgetOpt = Annotated[bool, typer.Option(
     OVER_BUDGET_FLAG, help="Run even when the estimate exceeds the config's max_cost_usd.")]
+PublishOpt = Annotated[str | None, typer.Option(
+    "--publish", metavar="URL",
+    help="When the run ends (failed or not), publish the store to s3://bucket/prefix or a "
+         "folder, as essaybench store publish does; a failed publish fails the command. "
+         "Default: $ESSAYBENCH_PUBLISH_URL (unset: no publish).")]
 UNCALIBRATED_FLAG = "--force-uncalibrated"
 UncalibratedOpt = Annotated[bool, typer.Option(
     UNCALIBRATED_FLAG, help="Run a judge that changed since its calibration (model, "
@@ -65,9 +70,11 @@ def run(
         help="Generate and judge as N shards on the work pool of the Prefect server "
              "PREFECT_API_URL names (its workers run the pipeline-shard deployment); "
              "0: in this process. Default: the config's sharding: section.")] = None,
+    publish: PublishOpt = None,
 ) -> None:
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
+    _check_publish(publish)
     if reuse_from is not None:
         _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
     _check_calibrated(config, store, uncalibrated, lock_timeout)
@@ -82,7 +89,8 @@ def run(
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
                                over_budget_ok=over_budget, uncalibrated_ok=uncalibrated,
-                               lock_timeout_s=lock_timeout, shards=shards)
+                               lock_timeout_s=lock_timeout, shards=shards,
+                               publish_to=publish)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -95,6 +103,7 @@ def rerun(
     over_budget: OverBudgetOpt = False,
     uncalibrated: UncalibratedOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
+    publish: PublishOpt = None,
 ) -> None:
     """Rerun one benchmark stage (and those after it) from an earlier run's upstream
     snapshot (a rerun of a rerun reads what that one read); calls that RUN, or a run it
@@ -105,6 +114,7 @@ def rerun(
     if stage not in BENCHMARK_STAGES:
         raise typer.BadParameter(f"{stage!r}; choose one of {', '.join(BENCHMARK_STAGES)}",
                                  param_hint="--stage")
+    _check_publish(publish)
     _check_rerun(reader(store, lock_timeout), run_id, stage)
     if stage != "aggregate":
         _check_calibrated(config, store, uncalibrated, lock_timeout)
@@ -118,7 +128,8 @@ def rerun(
             f"rerunning from {stage}…"):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
                                False, stage, run_id, over_budget_ok=over_budget,
-                               uncalibrated_ok=uncalibrated, lock_timeout_s=lock_timeout)
+                               uncalibrated_ok=uncalibrated, lock_timeout_s=lock_timeout,
+                               publish_to=publish)
     _print_reports(result, time.perf_counter() - started)
 
 
@@ -165,6 +176,14 @@ def _check_calibrated(config: Path, store: Path, forced: bool, lock_timeout: flo
     # JudgeNotCalibrated names what changed and UNCALIBRATED_FLAG (cli.errors prints it)
     require_calibrated(reader(store, lock_timeout), load_benchmark_config(config),
                        load_registry(), str(config), forced)
+
+
+def _check_publish(url: str | None) -> None:
+    """A publish URL (--publish, else $ESSAYBENCH_PUBLISH_URL) the part store cannot take:
+    one line, before any work."""
+    from essaybench.runs.publish import publish_target
+
+    publish_target(url)
 
 
 def _check_run(store: Store, run_id: str, option: str) -> None:
@@ -276,6 +295,11 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
     if result.get("report"):
         console.print(f"report: {result['report']} (one page, open it in a browser; no "
                       "network needed)", markup=False, soft_wrap=True)
+    if result.get("published"):
+        published = result["published"]
+        console.print(f"published the store to {published['url']}: {published['uploaded']} "
+                      f"uploaded, {published['skipped']} already there", markup=False,
+                      soft_wrap=True)
 
 
 DEMO_NOTE = (

@@ -70,7 +70,7 @@ from essaybench.stages.shard import ROW_KEYS, first_difference, read_plan, stabl
 from essaybench.store import Store
 from essaybench.store.parts import PARTS_URL_ENV, S3_ENDPOINT_ENV, PartStore, ensure_bucket
 from essaybench.store.runs import looks_like_run_id
-from ops import local_stack
+from ops import local_stack, netns
 from ops.s3_local import moto_s3
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -99,13 +99,15 @@ def wait_for(ready: Callable[[], bool], timeout: float, what: str, poll: float =
 
 
 @contextmanager
-def stack(folder: Path, workers: int, pool_limit: int, env: dict[str, str]) -> Iterator[str]:
-    """The local stack (PostgreSQL, Prefect server, pool, workers); its API URL. Stopped at
-    the end, and checked to have left nothing running."""
+def stack(folder: Path, workers: int, pool_limit: int, env: dict[str, str],
+          net: netns.Netns | None) -> Iterator[str]:
+    """The local stack (PostgreSQL, Prefect server, pool, workers, each worker in a network
+    namespace of ``net`` if given); its API URL. Stopped at the end, and checked to have
+    left nothing running (no process, namespace or link)."""
     state_dir = folder / "stack"
     try:
         state = local_stack.start(state_dir, workers, pool_limit, ui=False, timeout=240,
-                                  env=env)
+                                  env=env, netns=net if net is not None else False)
         assert state.api_url is not None
         yield state.api_url
     finally:
@@ -146,15 +148,18 @@ def seconds(run: FlowRun) -> float:
     return float((run.end_time - run.start_time).total_seconds())
 
 
-def process_of(flow_run_id: UUID) -> psutil.Process | None:
-    """The process running ``flow_run_id`` (workers pass the id in its environment)."""
+def flow_run_processes() -> dict[str, psutil.Process]:
+    """The process running each flow run, by flow run id (workers pass the id in its
+    environment): one pass over the processes, however many runs are looked up."""
+    found: dict[str, psutil.Process] = {}
     for proc in psutil.process_iter():
         try:
-            if proc.environ().get("PREFECT__FLOW_RUN_ID") == str(flow_run_id):
-                return proc
+            flow_run = proc.environ().get("PREFECT__FLOW_RUN_ID")
         except psutil.Error:
             continue
-    return None
+        if flow_run:
+            found.setdefault(flow_run, proc)
+    return found
 
 
 def worker_of(proc: psutil.Process, workers: dict[str, int]) -> str | None:
@@ -195,7 +200,7 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
     found: list[psutil.Process] = []
 
     def parent_running() -> bool:
-        proc = process_of(parent)
+        proc = flow_run_processes().get(str(parent))
         if proc is not None:
             found.append(proc)
         return proc is not None
@@ -205,10 +210,11 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
     victim: dict[str, Any] = {}
 
     def pick() -> bool:
+        running = flow_run_processes()
         for run in shard_runs(client, run_id):
             if run.state is None or not run.state.is_running():
                 continue
-            proc = process_of(run.id)
+            proc = running.get(str(run.id))
             worker = worker_of(proc, workers) if proc else None
             index = shard_index(run)
             if index is not None and worker and worker != parent_worker and parts.list(
@@ -220,8 +226,9 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
     wait_for(pick, timeout, "a shard with recorded calls on the other worker", poll=0.2)
     # Every shard the victim runs (it may run several): their recorded calls at the kill.
     killed_shards: list[int] = []
+    running = flow_run_processes()
     for run in shard_runs(client, run_id):
-        proc = process_of(run.id) if run.state and run.state.is_running() else None
+        proc = running.get(str(run.id)) if run.state and run.state.is_running() else None
         index = shard_index(run)
         if proc is not None and index is not None and worker_of(proc, workers) == \
                 victim["worker"]:
@@ -232,6 +239,26 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
         for rel in parts.list(ledger_prefix(run_id, index), ".parquet"):
             recorded |= set(parts.read_parquet(rel)["key"].to_list())
     return {**victim, "shards": killed_shards, "pids": pids, "recorded": recorded}
+
+
+def isolated_network(args: argparse.Namespace) -> netns.Netns | None:
+    """The workers' network namespaces (``--no-netns`` or no permission: None, said)."""
+    if not args.netns:
+        return None
+    why = netns.unavailable()
+    if why is not None:
+        print(f"  workers share the host's network ({why})", flush=True)
+        return None
+    return netns.create(args.workers)
+
+
+def netns_gone(net: netns.Netns) -> None:
+    left = netns.teardown(net)  # the stack's stop removed them; this is the safety net
+    check(not left, f"network namespaces removed{'' if not left else f': left {left}'}")
+
+
+def namespace_of(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/net")
 
 
 Counts = dict[str, tuple[int, int, int]]  # per request body: received, completed, replayed
@@ -288,6 +315,9 @@ def main() -> int:
     parser.add_argument("--provider-ignores-idempotency", dest="honours", action="store_false",
                         help="the fake ignores Idempotency-Key (as OpenAI does): calls in "
                              "flight at the kill are paid again, at most the shard's limits")
+    parser.add_argument("--no-netns", dest="netns", action="store_false",
+                        help="run the workers in the host's network (by default each has a "
+                             "network namespace of its own where permitted: root)")
     parser.add_argument("--no-kill", dest="kill", action="store_false",
                         help="measure only: kill no worker")
     parser.add_argument("--timeout", type=float, default=1500.0,
@@ -323,8 +353,12 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
           f"{args.latency_ms} ms latency, concurrency {args.concurrency}; "
           f"{args.shards} shards on {args.workers} workers ({parallel} at once)", flush=True)
     with ExitStack() as stack_:
-        server = stack_.enter_context(spawn_fake_server(scenario))
-        s3 = stack_.enter_context(moto_s3())
+        net = isolated_network(args)
+        if net is not None:
+            stack_.callback(netns_gone, net)
+        host = "127.0.0.1" if net is None else net.host_address
+        server = stack_.enter_context(spawn_fake_server(scenario, host=host))
+        s3 = stack_.enter_context(moto_s3(host))
         s3_env = {**CREDENTIALS, S3_ENDPOINT_ENV: s3.endpoint}
         os.environ.update(s3_env)
         parts_url = "s3://essaybench/team"
@@ -348,8 +382,11 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
                "ESSAYBENCH_BENCHMARK_CONFIG": str(folder / "benchmark.yaml"),
                "ESSAYBENCH_STORE": str(store.root), PARTS_URL_ENV: parts_url,
                "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
+        if net is not None:  # a proxy in the environment must not take the bridge's traffic
+            bypass = ",".join(filter(None, [os.environ.get("NO_PROXY"), host]))
+            env.update(NO_PROXY=bypass, no_proxy=bypass)
         t0 = time.perf_counter()
-        api = stack_.enter_context(stack(folder, args.workers, parallel + 1, env))
+        api = stack_.enter_context(stack(folder, args.workers, parallel + 1, env, net))
         deploy(api, {**env, "PREFECT_HOME": str(folder / "stack" / "prefect-home")})
         print(f"stack up and deployed in {time.perf_counter() - t0:.0f} s "
               f"(PostgreSQL, Prefect server, {args.workers} workers, moto, fake server)",
@@ -357,6 +394,11 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
         state = local_stack.read_state(folder / "stack")
         assert state is not None
         workers = {n: p for n, p in state.processes.items() if n.startswith("worker-")}
+        if net is not None:
+            spaces = {name: namespace_of(pid) for name, pid in workers.items()}
+            check(len(set(spaces.values()) | {namespace_of(os.getpid())}) == len(workers) + 1,
+                  f"each worker in a network namespace of its own ({', '.join(net.namespaces)}"
+                  f"; services on the bridge address {host})")
         with temporary_settings(updates={PREFECT_API_URL: api}), \
                 get_client(sync_client=True) as client:
             single = final(client, trigger(client, curate=False, shards=0), args.timeout)

@@ -31,16 +31,16 @@ class S3Server:
 
 
 @contextmanager
-def moto_s3() -> Iterator[S3Server]:
-    """``moto_server`` on a free 127.0.0.1 port, answering; terminated (then killed) at the
-    end, whatever happened in between."""
+def moto_s3(host: str = "127.0.0.1") -> Iterator[S3Server]:
+    """``moto_server`` on a free port of ``host``, answering; terminated (then killed) at
+    the end, whatever happened in between."""
     if not Path(MOTO_SERVER).exists():  # a broken install, not a reason to skip
         raise RuntimeError(f"{MOTO_SERVER} missing: pip install -e '.[dev]' (moto[server])")
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    port = free_port(host)
+    endpoint = f"http://{host}:{port}"
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [MOTO_SERVER, "-H", "127.0.0.1", "-p", str(port)],
+            [MOTO_SERVER, "-H", host, "-p", str(port)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
             start_new_session=True)  # a Ctrl-C in the terminal is pytest's, not moto's

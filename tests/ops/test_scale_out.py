@@ -1,6 +1,7 @@
 """``python benchmarks/scale_out.py`` (issue 17) end to end: PostgreSQL, a Prefect server on
-it, two workers, moto's S3 server and the fake OpenAI-compatible server, all on loopback;
-the weekly pipeline in one process and in 8 shards, one worker killed mid-run. The script
+it, two workers (each in a network namespace of its own where permitted), moto's S3 server
+and the fake OpenAI-compatible server; the weekly pipeline in one process and in 8 shards,
+one worker killed mid-run. The script
 checks everything itself and prints PASS last; this test runs it as a user would and
 bounds its time."""
 
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 from essaybench.core.paths import PROJECT_ROOT
+from ops import netns
 
 pytestmark = pytest.mark.slow
 
@@ -25,3 +27,9 @@ def test_scale_out_benchmark_passes() -> None:
     assert done.returncode == 0 and lines and lines[-1] == "PASS", (
         "\n".join(lines[-30:]) + "\n" + done.stderr[-3000:])
     assert any("killed worker" in line for line in lines)  # the crash really happened
+    checked = [line.strip() for line in lines if line.strip().startswith("ok ")]
+    for what in ("was served from its ledger, not sent again", "no call paid twice",
+                 "merged judge snapshot equals", "stack stopped"):
+        assert any(what in line for line in checked), what
+    if netns.available():
+        assert any("network namespace of its own" in line for line in checked)

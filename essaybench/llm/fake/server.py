@@ -279,11 +279,13 @@ def run_fake_server(scenario: FakeScenario | str | Path | None = None, *,
 @contextlib.contextmanager
 def spawn_fake_server(scenario: FakeScenario | str | Path | None = None, *,
                       startup_timeout: float = 30.0,
-                      env: Mapping[str, str] | None = None) -> Iterator[FakeServerHandle]:
-    """Run ``python -m essaybench.llm.fake`` in a subprocess; terminate it on exit."""
+                      env: Mapping[str, str] | None = None,
+                      host: str = "127.0.0.1") -> Iterator[FakeServerHandle]:
+    """Run ``python -m essaybench.llm.fake`` in a subprocess listening on ``host``;
+    terminate it on exit."""
     with tempfile.TemporaryDirectory(prefix="fake-openai-") as tmp:
         child_env = {**os.environ, **(env or {})}
-        cmd = [sys.executable, "-m", "essaybench.llm.fake", "--port", "0"]
+        cmd = [sys.executable, "-m", "essaybench.llm.fake", "--host", host, "--port", "0"]
         if isinstance(scenario, FakeScenario):
             data = scenario.model_dump(mode="json", exclude={"api_key"})
             if scenario.api_key is not None:  # through the environment, never onto disk

@@ -21,6 +21,12 @@ or FAIL (exit 1).
 completions do; then the calls in flight at the kill are paid again, and the check is that
 they are at most those (the killed shard's concurrency).
 
+Where it may (root), each worker runs in a network namespace of its own (``ops/netns.py``),
+reaching the server, S3 and the fake only over a bridge; ``--no-netns`` skips that.
+``--partition`` cuts the worker's link for longer than the heartbeat timeout instead of
+killing it, then restores it: the shard is sent again elsewhere, and the old attempt, alive
+again and superseded, must record nothing more (the same checks then hold).
+
 Figures: wall time of each run (the flow run's start to end, from Prefect), the shards'
 start-up cost (flow run created → shard code running), and the ratio of the sharded wall
 to the single-process wall plus that cost.
@@ -28,7 +34,8 @@ to the single-process wall plus that cost.
     python benchmarks/scale_out.py [--prompts 48] [--models 4] [--shards 8]
                                    [--also-shards 2 4 16] [--latency-ms 50]
                                    [--concurrency 8] [--no-kill] [--varying] [--keep DIR]
-                                   [--provider-ignores-idempotency]
+                                   [--provider-ignores-idempotency] [--no-netns]
+                                   [--partition]
 
 Paper scale (README table): --prompts 728 --models 15 --latency-ms 300 --concurrency 64.
 """
@@ -43,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -77,6 +85,7 @@ PREFECT = str(Path(sys.executable).with_name("prefect"))
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "scale-out-key", "AWS_SECRET_ACCESS_KEY": "scale-out-secret"}
 WEEKLY = "pipeline/pipeline-weekly"
 STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
+PARTITION_S = STALE_S + 25.0  # --partition: the re-sent attempt runs while the old one lives
 GRACE_S = 90.0  # sharding.startup_grace_s: a shard killed before its first heartbeat
 
 
@@ -192,11 +201,15 @@ def shard_index(run: FlowRun) -> int | None:
                 None)
 
 
+Disrupt = Callable[[str], str]  # given the victim worker's name, disrupt it; say what was done
+
+
 def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
                           parts: PartStore, workers: dict[str, int],
-                          timeout: float) -> dict[str, Any]:
+                          timeout: float, disrupt: Disrupt) -> dict[str, Any]:
     """Wait until a worker other than the parent's runs a shard that has recorded calls,
-    then kill it; what was killed and which calls its shards had recorded."""
+    then disrupt it (kill it, or cut it off); what was done and which calls its shards had
+    recorded."""
     found: list[psutil.Process] = []
 
     def parent_running() -> bool:
@@ -233,12 +246,12 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
         if proc is not None and index is not None and worker_of(proc, workers) == \
                 victim["worker"]:
             killed_shards.append(index)
-    pids = kill_worker(workers[victim["worker"]])
+    done = disrupt(victim["worker"])
     recorded: set[str] = set()
     for index in killed_shards:
         for rel in parts.list(ledger_prefix(run_id, index), ".parquet"):
             recorded |= set(parts.read_parquet(rel)["key"].to_list())
-    return {**victim, "shards": killed_shards, "pids": pids, "recorded": recorded}
+    return {**victim, "shards": killed_shards, "done": done, "recorded": recorded}
 
 
 def isolated_network(args: argparse.Namespace) -> netns.Netns | None:
@@ -250,6 +263,25 @@ def isolated_network(args: argparse.Namespace) -> netns.Netns | None:
         print(f"  workers share the host's network ({why})", flush=True)
         return None
     return netns.create(args.workers)
+
+
+def disruption(args: argparse.Namespace, workers: dict[str, int], net: netns.Netns | None,
+               cleanup: ExitStack) -> Disrupt:
+    """``kill -9`` of a worker and what it started; with ``--partition``, its network
+    link cut for PARTITION_S and then restored (the worker and its flow runs live on)."""
+    if not args.partition:
+        return lambda name: f"killed {name} (pids {kill_worker(workers[name])})"
+    if net is None:
+        raise Failed("--partition needs the workers in network namespaces (root)")
+
+    def cut(name: str) -> str:
+        k = int(name.removeprefix("worker-"))
+        netns.cut(net, k)
+        healer = threading.Timer(PARTITION_S, netns.heal, (net, k))
+        healer.start()
+        cleanup.callback(healer.join)
+        return f"cut {name} off the network for {PARTITION_S:g} s"
+    return cut
 
 
 def netns_gone(net: netns.Netns) -> None:
@@ -318,6 +350,10 @@ def main() -> int:
     parser.add_argument("--no-netns", dest="netns", action="store_false",
                         help="run the workers in the host's network (by default each has a "
                              "network namespace of its own where permitted: root)")
+    parser.add_argument("--partition", action="store_true",
+                        help="instead of killing the worker, cut its network link (its "
+                             "namespace's) for longer than the heartbeat timeout, then restore "
+                             "it: the stale attempt must give way to the re-sent one")
     parser.add_argument("--no-kill", dest="kill", action="store_false",
                         help="measure only: kill no worker")
     parser.add_argument("--timeout", type=float, default=1500.0,
@@ -394,6 +430,7 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
         state = local_stack.read_state(folder / "stack")
         assert state is not None
         workers = {n: p for n, p in state.processes.items() if n.startswith("worker-")}
+        disrupt = disruption(args, workers, net, stack_)
         if net is not None:
             spaces = {name: namespace_of(pid) for name, pid in workers.items()}
             check(len(set(spaces.values()) | {namespace_of(os.getpid())}) == len(workers) + 1,
@@ -408,7 +445,8 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             for n_shards in [args.shards, *args.also_shards]:
                 paid_before = paid_per_key(server)
                 sharded, run_id, killed, attempts, cost = sharded_run(
-                    args, client, parts, workers, n_shards, kill=args.kill and not table)
+                    args, client, parts, workers, n_shards,
+                    disrupt if args.kill and not table else None)
                 verify(args, store, parts, server, single.name, run_id, paid_before, killed,
                        writers, attempts, n_shards)
                 wall_1, wall_n = seconds(single), seconds(sharded)
@@ -419,9 +457,10 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
                       f"start-up median {per_shard:.1f} s (created → running), "
                       f"{startup_total:.1f} s of wall at {parallel} at once")
                 bound = 1.15 * wall_1 + startup_total
+                how = "cut off" if args.partition else "killed"
                 print(f"sharded / (single + start-up) = "
                       f"{wall_n / (wall_1 + startup_total):.3f} (within 1.15x: "
-                      f"{wall_n <= bound}){' (a worker was killed)' if killed else ''}",
+                      f"{wall_n <= bound}){f' (a worker was {how})' if killed else ''}",
                       flush=True)
                 table.append((len(attempts), wall_n, sum(attempts.values()), per_shard))
         if len(table) > 1:
@@ -432,10 +471,10 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
 
 
 def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: PartStore,
-                workers: dict[str, int], n_shards: int, kill: bool
+                workers: dict[str, int], n_shards: int, disrupt: Disrupt | None
                 ) -> tuple[FlowRun, str, dict[str, Any], dict[int, int], list[float]]:
-    """One sharded weekly run (killing a worker mid-run when ``kill``): the flow run, the
-    run id, what was killed, attempts per shard, shard start-up seconds."""
+    """One sharded weekly run (disrupting a worker mid-run, if ``disrupt``): the flow run,
+    the run id, what was done, attempts per shard, shard start-up seconds."""
     parent = trigger(client, curate=False, shards=n_shards)
     run_id = ""
 
@@ -446,11 +485,11 @@ def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: Part
 
     wait_for(named, 120, "the sharded run's id")
     killed: dict[str, Any] = {}
-    if kill:
-        killed = kill_one_shard_worker(client, parent, run_id, parts, workers, args.timeout)
-        print(f"killed {killed['worker']} (pids {killed['pids']}) while it ran "
-              f"shard(s) {killed['shards']}, {len(killed['recorded'])} of their "
-              "calls recorded", flush=True)
+    if disrupt is not None:
+        killed = kill_one_shard_worker(client, parent, run_id, parts, workers, args.timeout,
+                                       disrupt)
+        print(f"{killed['done']} while it ran shard(s) {killed['shards']}, "
+              f"{len(killed['recorded'])} of their calls recorded", flush=True)
     sharded = final(client, parent, args.timeout)
     check(sharded.state is not None and sharded.state.is_completed(),
           f"sharded run {sharded.name} ({n_shards} shards): {sharded.state_name}")
@@ -498,14 +537,15 @@ def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: Fak
                     if max(arrivals.get(idempotency_token(sharded, k), [0])) != 1)
     if killed:
         check(bool(recorded) and not resent,
-              f"every call the killed shard recorded ({len(recorded)}) was served from its "
+              f"every call the disrupted shard recorded ({len(recorded)}) was served from its "
               f"ledger, not sent again{'' if not resent else f': {len(resent)} were'}")
     twice = sorted(k for k, n in delta.items() if n[1] > 1)
     paid = sum(1 for n in delta.values() if n[1] >= 1)
     replayed = sum(n[2] for n in delta.values())
     if args.honours:
         check(not twice, f"no call paid twice: {paid} calls paid once; {replayed} re-sent "
-              "(in flight at the kill) answered from the provider's Idempotency-Key record, "
+              "(in flight at the disruption) answered from the provider's Idempotency-Key "
+              "record, "
               f"uncharged{'' if not twice else f'; PAID TWICE: {len(twice)}'}")
     else:
         # In flight at the kill: each killed shard's writer and judge limits.

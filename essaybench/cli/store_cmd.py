@@ -20,6 +20,7 @@ import typer
 from essaybench.cli.common import LockTimeoutOpt, StoreOpt, console, reader
 from essaybench.cli.errors import fail
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
+from essaybench.runs.publish import PUBLISH_URL_ENV
 from essaybench.store.parts import PARTS_URL_ENV
 
 app = typer.Typer(help="Share a store: publish it to s3://bucket/prefix (or a folder), pull "
@@ -42,7 +43,8 @@ def publish_cmd(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     to: Annotated[str | None, typer.Option(
         "--to", metavar="URL",
-        help=f"s3://bucket/prefix or a folder (default: ${PARTS_URL_ENV}).")] = None,
+        help=f"s3://bucket/prefix or a folder (default: ${PUBLISH_URL_ENV}, where runs "
+             f"publish by themselves, else ${PARTS_URL_ENV}).")] = None,
     with_ledger: Annotated[bool, typer.Option(
         "--with-ledger", help="Also publish a copy of the call ledger (essaybench llm usage "
         "on the pulled store).")] = False,
@@ -54,10 +56,11 @@ def publish_cmd(
     from essaybench.store.parts import PartStore
     from essaybench.store.publish import publish
 
-    url = to if to is not None else os.environ.get(PARTS_URL_ENV, "").strip()
+    url = to if to is not None else (os.environ.get(PUBLISH_URL_ENV, "").strip()
+                                     or os.environ.get(PARTS_URL_ENV, "").strip())
     if not url.strip():
         fail(f"no destination: give --to s3://bucket/prefix (or a folder) or set "
-             f"{PARTS_URL_ENV}")
+             f"{PUBLISH_URL_ENV} (or {PARTS_URL_ENV})")
     result = publish(reader(store, lock_timeout), PartStore(url), with_ledger=with_ledger)
     console.print(f"published {store} to {result['url']}: {result['uploaded']} uploaded "
                   f"({_size(result['bytes'])}), {result['skipped']} already there; catalog "

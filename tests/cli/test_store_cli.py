@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from essaybench.cli import app
+from essaybench.runs.publish import PUBLISH_URL_ENV
 from essaybench.store import Snapshot, Store
 from essaybench.store.parts import PARTS_URL_ENV
 from tests.cli.test_errors import error_line
@@ -65,9 +66,21 @@ def test_a_pulled_store_reads_as_the_published_one(
 def test_publish_without_a_destination_says_how_to_give_one(
         curated: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PARTS_URL_ENV, raising=False)
+    monkeypatch.delenv(PUBLISH_URL_ENV, raising=False)
     line = error_line(invoke("store", "publish", "--store", str(curated.root)))
     assert line == ("error: no destination: give --to s3://bucket/prefix (or a folder) or set "
-                    f"{PARTS_URL_ENV}")
+                    f"{PUBLISH_URL_ENV} (or {PARTS_URL_ENV})")
+
+
+def test_publish_goes_where_runs_publish_first(
+        curated: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """$ESSAYBENCH_PUBLISH_URL (where runs publish by themselves) wins over the parts URL."""
+    monkeypatch.setenv(PARTS_URL_ENV, str(tmp_path / "parts"))
+    monkeypatch.setenv(PUBLISH_URL_ENV, str(tmp_path / "team"))
+    done = invoke("store", "publish", "--store", str(curated.root))
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "team" / "store" / "catalog" / "LATEST.json").is_file()
+    assert not (tmp_path / "parts").exists()
 
 
 def test_mistakes_are_one_line(s3: S3Env, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.replicas import ReplicaPool, affinity_of
 from essaybench.llm.retry import (
+    CONNECTION_REFUSED,
     Backoff,
     classify_http_error,
     classify_transport_error,
@@ -195,7 +196,10 @@ class OpenAICompatBackend:
             if self.pool is None:
                 return await self._post(self.url, data, idempotency)
             with self.pool.lease(affinity) as base:  # held while the request runs
-                return await self._post(base + COMPLETIONS, data, idempotency)
+                attempt = await self._post(base + COMPLETIONS, data, idempotency)
+            if attempt.error_kind == CONNECTION_REFUSED:  # its server is gone: retry elsewhere
+                self.pool.mark_down(base)
+            return attempt
 
     async def _post(self, url: str, data: bytes, idempotency: str | None) -> _Attempt:
         started = time.perf_counter()

@@ -19,6 +19,10 @@ queue order would wait at that rubric's home while the other replica idled (both
 workers on one rubric's calls: measured, half the demo's judging throughput). So a worker
 takes the first queued call that would not wait (``would_wait``) and ``reserve``s its
 home from then until the call ends, so the next worker sees that replica taken.
+
+A replica that refuses connections (its server died) is set aside (``mark_down``): the
+homes it held move, and no call is sent to it while another replica is up; the call's
+retry goes elsewhere instead of failing at the dead home every time.
 """
 
 from __future__ import annotations
@@ -57,9 +61,20 @@ class ReplicaPool:
         self._leases = 0
         self._home: dict[str, int] = {}  # long first messages -> the replica that read them
         self._reserved = [0] * len(self.urls)  # home calls taken by a worker, not yet done
+        self._down: set[int] = set()  # replicas that refused a connection
 
     def __len__(self) -> int:
         return len(self.urls)
+
+    def mark_down(self, url: str) -> None:
+        """``url``'s server refused a connection: send nothing more there while another
+        replica is up, and let the homes it held move to the replicas that are."""
+        i = self.urls.index(url.rstrip("/"))
+        self._down.add(i)
+        self._home = {a: h for a, h in self._home.items() if h != i}
+
+    def down(self) -> list[str]:
+        return [self.urls[i] for i in sorted(self._down)]
 
     def pick(self, affinity: str) -> int:
         if affinity in self._home:
@@ -73,8 +88,10 @@ class ReplicaPool:
         # a reserved home call counts before it leases (two rubrics taken at once get
         # two replicas), and while it runs counts twice: it is the longer kind of call
         load = [b + r for b, r in zip(self._busy, self._reserved, strict=True)]
-        least = min(load)
-        free = [i for i, n in enumerate(load) if n == least]
+        # every replica down: try them all (the calls then fail, and say why)
+        up = [i for i in range(len(load)) if i not in self._down] or list(range(len(load)))
+        least = min(load[i] for i in up)
+        free = [i for i in up if load[i] == least]
         warm = [i for i in free if self._last[i] == affinity]
         if warm:
             return warm[0]

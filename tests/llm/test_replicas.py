@@ -5,6 +5,7 @@ read it, and the ledger keys do not depend on which replica answered."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections import deque
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from essaybench.llm.ledger import Ledger
 from essaybench.llm.replicas import HOME_MIN_CHARS, ReplicaPool, affinity_of
 from essaybench.llm.retry import Backoff
 from essaybench.llm.session import REPLICAS_ENV, embedded_replica_count
-from essaybench.llm.types import ChatRequest, ChatResult, Message
+from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 from tests.llm.conftest import fake_spec, registry_of
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
@@ -158,3 +159,45 @@ def test_replica_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         embedded_replica_count()
     monkeypatch.delenv(REPLICAS_ENV)
     assert 1 <= embedded_replica_count() <= 2
+
+
+def test_a_replica_that_refuses_connections_is_set_aside_and_its_homes_move() -> None:
+    pool = ReplicaPool(["http://a/v1", "http://b/v1"])
+    home = "home:" + "r" * 16
+    assert pool.pick(home) == 0  # rubric r lives on a
+    pool.mark_down("http://a/v1/")
+    assert pool.down() == ["http://a/v1"]
+    assert pool.pick(home) == 1 and pool.pick("other") == 1
+    pool.mark_down("http://b/v1")  # every replica down: try them all, and fail saying why
+    assert {pool.pick("x"), pool.pick("y")} <= {0, 1}
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # nothing listens: connections are refused
+
+
+def test_calls_homed_on_a_dead_replica_are_answered_by_the_live_one(tmp_path: Path) -> None:
+    """A server of the pool died: the calls whose rubric lived there are retried on the
+    other replica instead of failing at the dead home after every retry."""
+    rubric = "评分细则：" + "论点明确。" * (HOME_MIN_CHARS // 5)
+    requests = [ChatRequest(model="fake", stage="judge", tag=f"e{i}",
+                            messages=(Message(role="system", content=rubric),
+                                      Message(role="user", content=f"第{i}篇作文")))
+                for i in range(6)]
+    dead = _closed_port_url()
+
+    async def main(live: str) -> tuple[list[ChatResult], ReplicaPool]:
+        pool = ReplicaPool([dead, live])  # the rubric's first call goes to the dead one
+        with Ledger(tmp_path / "ledger.duckdb") as led:
+            gateway = Gateway(registry_of(fake_spec(max_concurrency=2)), led,
+                              base_urls={"fake": pool}, backoff=FAST, seed=0)
+            return await gateway.run(requests), pool
+
+    with run_fake_server() as live:
+        results, pool = asyncio.run(main(live.base_url))
+        assert live.stats().totals.completed == 6
+    assert [r.status for r in results] == [CallStatus.OK] * 6
+    assert pool.down() == [dead]

@@ -5,14 +5,13 @@ key order and other entries stay as they were (ruamel.yaml's round trip). A deci
 a prompt that already has an entry replaces the labels it gives and keeps the others
 (deciding the genre of an entry that fixed the set keeps the set). The result is
 validated as an override file before anything is written, and written atomically (a
-temporary file beside it, then a rename), so a failed write never leaves half a file.
+temporary file beside it, fsynced, then a rename: ``core.files``), so a failed write never
+leaves half a file, and the file keeps its permission bits.
 """
 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
+from essaybench.core.files import write_atomically
 from essaybench.curate.overrides import (
     OverrideEntry,
     OverrideFile,
@@ -92,19 +92,9 @@ def _plain(value: Any) -> Any:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    tmp: str | None = None
+    """The file replaced whole, keeping its permission bits; OSError as one line."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-        tmp = None
+        write_atomically(path, text.encode("utf-8"), keep_mode=True)
     except OSError as exc:
         raise OverrideFileError(f"cannot write override file {path}: "
                                 f"{exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)

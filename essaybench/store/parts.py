@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ import duckdb
 import polars as pl
 
 from essaybench.core.errors import NotFoundError, UserError
+from essaybench.core.files import TargetExistsError, write_atomically
 
 PARTS_URL_ENV = "ESSAYBENCH_PARTS_URL"  # e.g. s3://essaybench/team-store
 S3_ENDPOINT_ENV = "ESSAYBENCH_S3_ENDPOINT_URL"  # e.g. http://127.0.0.1:9000
@@ -138,7 +138,10 @@ class PartStore:
         """Publish ``data`` under ``rel`` in one step; PartExistsError unless ``overwrite``."""
         target = self.uri(rel)
         if self._local is not None:
-            write_atomically(self._local / rel, data, overwrite=overwrite)
+            try:
+                write_atomically(self._local / rel, data, overwrite=overwrite)
+            except TargetExistsError:
+                raise _exists(target) from None
             return target
         fs = self._fs()
         with self._s3_errors(target):
@@ -358,38 +361,6 @@ class PartStore:
             raise PartNotFoundError(f"{target}: no such part") from None
 
 
-def write_atomically(path: Path, data: bytes, *, overwrite: bool = True) -> Path:
-    """``data`` at ``path``, whole or not at all: a hidden temp file in the same folder,
-    fsynced, then renamed over ``path`` (``overwrite``) or hard-linked to its name, which
-    fails with PartExistsError when the name is taken. Returns ``path``."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except PermissionError as exc:
-        raise UserError(f"{path.parent}: cannot create the folder: permission denied"
-                        ) from exc
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # fails when the name exists: no check-then-write race
-            except FileExistsError:
-                raise _exists(str(path)) from None
-            except OSError:  # a file system without hard links
-                if path.exists():
-                    raise _exists(str(path)) from None
-                os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-    return path
-
-
 def ensure_bucket(url: str | Path, *,
                   storage_options: Mapping[str, Any] | None = None) -> PartStore:
     """The store at ``url``, its bucket (or folder) created when missing."""
@@ -405,14 +376,3 @@ def _exists(target: str) -> PartExistsError:
 
 def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode("utf-8")
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the new name durable too (the file's own fsync does not cover its entry)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on a directory
-    finally:
-        os.close(fd)

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TypedDict
 
 from essaybench.core.errors import NotFoundError, UserError
+from essaybench.core.files import write_atomically
 from essaybench.core.hashing import sha256_hex
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.store.lock import exclusive_lock
-from essaybench.store.parts import PartStore, write_atomically
+from essaybench.store.parts import PartStore
 from essaybench.store.publish import (
     CATALOG_FILE,
     IMMUTABLE,

@@ -3,6 +3,9 @@
 Pure: the caller hands over the prompts the generate stage would select, the benchmark
 config, the registry and token statistics of recent ledger calls
 (:class:`TokenStats` per (model, stage)); nothing here reads the store or sends a request.
+This module plans the calls and sums them; the arithmetic of one (model, stage) is
+:mod:`~essaybench.bench.estimate_calls`, the records :mod:`~essaybench.bench.estimate_records`,
+the check against ``max_cost_usd`` :mod:`~essaybench.bench.budget`.
 
 Per (model, stage):
 
@@ -32,12 +35,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import polars as pl
 
 from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.estimate_calls import (
+    DEFAULT_ESSAY_CHARS,
+    LATENCY_OVERHEAD_S,
+    MIN_LENGTH_MARGIN,
+    TOKENS_PER_CHAR,
+    TOKENS_PER_S,
+    CallTally,
+    rate_bound,
+    requested_chars,
+)
+from essaybench.bench.estimate_records import Estimate, EstimateError, StageEstimate, TokenStats
 from essaybench.bench.generate import STAGE as GENERATE
 from essaybench.bench.generate import system_prompts
 from essaybench.bench.judge.genre import ANY_GENRE, candidate_genres, genre_call
@@ -47,187 +60,12 @@ from essaybench.bench.pairwise.design import STAGE as PAIRWISE
 from essaybench.bench.pairwise.design import designed_pairs
 from essaybench.bench.pairwise.prompt import load_pairwise_prompt, render_pairwise_messages
 from essaybench.bench.rubrics import load_rubric
-from essaybench.constraints.length import length_requirement
-from essaybench.core.errors import UserError
 from essaybench.llm.ratelimit import BURST_SECONDS
-from essaybench.llm.registry import ModelSpec, Registry
+from essaybench.llm.registry import Registry
 
 DRIFT = "drift"  # the judges re-score the anchor set after judging (stages/drift.py)
 ESTIMATED_STAGES = (GENERATE, JUDGE, DRIFT, PAIRWISE)
 OVERLAPPING = (GENERATE, JUDGE)  # sent together by the pipeline (judge while generating)
-TOKENS_PER_CHAR = 1.6  # Chinese, measured (DESIGN.md): an overestimate for ASCII text
-MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
-DEFAULT_ESSAY_CHARS = 800  # neither a requested length nor max_tokens
-LATENCY_OVERHEAD_S = 1.0  # assumed per call where the ledger has no latency
-TOKENS_PER_S = 50.0  # assumed output speed where the ledger has no latency
-
-
-class EstimateError(UserError, ValueError):
-    """The config cannot be estimated (a model missing from the registry, a bad design)."""
-
-
-@dataclass(frozen=True)
-class TokenStats:
-    """Recent ok calls of one model in one stage, from the ledger."""
-
-    calls: int
-    mean_input_tokens: float
-    mean_output_tokens: float
-    median_latency_s: float | None
-
-
-@dataclass(frozen=True)
-class StageEstimate:
-    """One (model, stage): its calls, tokens, cost and wall-time bounds (seconds)."""
-
-    model: str
-    stage: str
-    calls: int
-    input_tokens: float
-    output_tokens: float
-    cost_usd: float | None  # None: the registry has no price for the model
-    latency_s: float  # typical latency of one call
-    concurrency_s: float  # ceil(calls / max_concurrency) × latency
-    rpm_s: float | None  # None: no rpm limit
-    tpm_s: float | None  # None: no tpm limit
-    tokens_from: str  # "ledger" or "assumed"
-    latency_from: str  # "ledger" or "assumed"
-
-    def bounds(self) -> dict[str, float]:
-        found = {"concurrency": self.concurrency_s, "rpm": self.rpm_s, "tpm": self.tpm_s}
-        return {name: value for name, value in found.items() if value is not None}
-
-    @property
-    def wall_s(self) -> float:
-        return max(self.bounds().values())
-
-    @property
-    def binding(self) -> str:
-        """The bound that sets the wall time: concurrency, rpm or tpm."""
-        bounds = self.bounds()
-        return max(bounds, key=lambda name: bounds[name])
-
-
-@dataclass(frozen=True)
-class Estimate:
-    prompt_set: str
-    n_prompts: int
-    rows: tuple[StageEstimate, ...]
-    wall_s: float
-    assumptions: tuple[str, ...]
-
-    @property
-    def calls(self) -> int:
-        return sum(r.calls for r in self.rows)
-
-    @property
-    def input_tokens(self) -> float:
-        return sum(r.input_tokens for r in self.rows)
-
-    @property
-    def output_tokens(self) -> float:
-        return sum(r.output_tokens for r in self.rows)
-
-    @property
-    def unpriced(self) -> list[str]:
-        return list(dict.fromkeys(r.model for r in self.rows if r.cost_usd is None))
-
-    @property
-    def cost_usd(self) -> float | None:
-        """None when any model's cost is unknown."""
-        costs = [r.cost_usd for r in self.rows]
-        return None if None in costs else sum(c for c in costs if c is not None)
-
-
-def budget_problem(estimate: Estimate, max_cost_usd: float | None) -> str | None:
-    """Why the estimate does not fit ``max_cost_usd`` (None: it fits, or there is no cap)."""
-    if max_cost_usd is None:
-        return None
-    cost = estimate.cost_usd
-    if cost is None:
-        return (f"max_cost_usd {format_usd(max_cost_usd)} cannot be checked: the registry "
-                f"has no price for {', '.join(estimate.unpriced)}")
-    if cost > max_cost_usd:
-        return f"estimated cost {format_usd(cost)} exceeds max_cost_usd {format_usd(max_cost_usd)}"
-    return None
-
-
-@dataclass
-class _Tally:
-    """The planned calls of one (model, stage), summed."""
-
-    spec: ModelSpec
-    stats: TokenStats | None
-    calls: int = 0
-    input_tokens: float = 0.0
-    output_tokens: float = 0.0
-    charged: float = 0.0  # what the gateway's tpm bucket is charged
-
-    def add(self, n: int, input_chars: int, output_tokens: float, max_tokens: int | None) -> None:
-        """``n`` calls of ``input_chars`` characters expected to answer ``output_tokens``."""
-        if self.stats is not None:
-            input_tokens, output_tokens = (self.stats.mean_input_tokens,
-                                           self.stats.mean_output_tokens)
-        else:
-            input_tokens = input_chars * TOKENS_PER_CHAR
-        charge: float = input_chars + (max_tokens or 0)
-        if self.spec.tpm is not None:  # TokenBucket.take charges at most its capacity
-            charge = min(charge, _burst(self.spec.tpm))
-        self.calls += n
-        self.input_tokens += n * input_tokens
-        self.output_tokens += n * output_tokens
-        self.charged += n * charge
-
-    def row(self, stage: str) -> StageEstimate:
-        spec, stats = self.spec, self.stats
-        if stats is not None and stats.median_latency_s is not None:
-            latency, latency_from = stats.median_latency_s, "ledger"
-        else:
-            per_call = self.output_tokens / self.calls if self.calls else 0.0
-            latency, latency_from = LATENCY_OVERHEAD_S + per_call / TOKENS_PER_S, "assumed"
-        return StageEstimate(
-            model=spec.name, stage=stage, calls=self.calls, input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=_cost(spec, self.input_tokens, self.output_tokens), latency_s=latency,
-            concurrency_s=math.ceil(self.calls / spec.max_concurrency) * latency,
-            rpm_s=rate_bound(self.calls, spec.rpm), tpm_s=rate_bound(self.charged, spec.tpm),
-            tokens_from="assumed" if stats is None else "ledger", latency_from=latency_from)
-
-
-def _burst(per_minute: int) -> float:
-    return max(1.0, per_minute / 60.0 * BURST_SECONDS)  # ratelimit.TokenBucket's capacity
-
-
-def rate_bound(amount: float, per_minute: int | None) -> float | None:
-    """Seconds a per-minute limit needs for ``amount`` after the bucket's initial burst."""
-    if per_minute is None:
-        return None
-    return max(0.0, amount - _burst(per_minute)) / (per_minute / 60.0)
-
-
-def _cost(spec: ModelSpec, input_tokens: float, output_tokens: float) -> float | None:
-    if spec.is_embedded:
-        return 0.0
-    pin, pout = spec.price_input_per_mtok, spec.price_output_per_mtok
-    if pin is None or pout is None:
-        return None
-    return (input_tokens * pin + output_tokens * pout) / 1_000_000
-
-
-def requested_chars(prompt_text: str) -> float | None:
-    """The essay length a prompt asks for: a target as is, a range's midpoint, a minimum
-    plus MIN_LENGTH_MARGIN, a maximum as is; None when it asks for none."""
-    requirement = length_requirement(prompt_text)
-    if requirement is None:
-        return None
-    if requirement.approx_chars is not None:
-        return float(requirement.approx_chars)
-    lo, hi = requirement.min_chars, requirement.max_chars
-    if lo is not None and hi is not None:
-        return (lo + hi) / 2
-    if lo is not None:
-        return lo * MIN_LENGTH_MARGIN
-    return None if hi is None else float(hi)
 
 
 def _chars(messages: Sequence[Mapping[str, str]]) -> int:
@@ -251,12 +89,12 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
     allowed_of = (prompts["allowed_genres"].to_list() if "allowed_genres" in prompts.columns
                   else [None] * len(rows))
     allowed_of = [a if a else [ANY_GENRE] for a in allowed_of]
-    tallies: dict[tuple[str, str], _Tally] = {}
+    tallies: dict[tuple[str, str], CallTally] = {}
 
-    def tally(model: str, stage: str) -> _Tally:
+    def tally(model: str, stage: str) -> CallTally:
         key = (model, stage)
         if key not in tallies:
-            tallies[key] = _Tally(specs[model], stats.get(key))
+            tallies[key] = CallTally(specs[model], stats.get(key))
         return tallies[key]
 
     # The essays, per prompt and writer: (prompt characters sent, expected reply tokens).
@@ -371,7 +209,7 @@ def _int(value: object) -> int | None:
 
 
 def _total_wall(rows: Sequence[StageEstimate],
-                tallies: Mapping[tuple[str, str], _Tally]) -> float:
+                tallies: Mapping[tuple[str, str], CallTally]) -> float:
     overlap = [r for r in rows if r.stage in OVERLAPPING]
     phase = 0.0
     for model in dict.fromkeys(r.model for r in overlap):
@@ -435,9 +273,3 @@ def _assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], 
                  "plus one judge call; pairwise follows; curation, aggregation, statistics "
                  "and Prefect's start-up are not counted")
     return notes
-
-
-def format_usd(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"

@@ -23,7 +23,7 @@ from essaybench.llm.progress import duration
 
 if TYPE_CHECKING:
     from essaybench.bench.config import BenchmarkConfig
-    from essaybench.bench.estimate import Estimate
+    from essaybench.bench.estimate_records import Estimate
     from essaybench.llm.registry import Registry
 
 app = typer.Typer()
@@ -38,7 +38,7 @@ def estimate(
 ) -> None:
     """Calls, tokens, cost (USD) and wall time of a run of the config on the store's prompt
     set, per model and stage, before any call is made. Reads the store, changes nothing."""
-    from essaybench.bench.estimate import EstimateError
+    from essaybench.bench.estimate_records import EstimateError
     from essaybench.core.yamlio import YamlConfigError
     from essaybench.runs.estimate import EstimateInputError, estimate_run
     from essaybench.store import StoreBusyError
@@ -60,7 +60,7 @@ def check_budget(config: Path, store: Path, *, from_stage: str, curating: bool,
     estimate of the stages they will run; exit 2 with one line when it exceeds the config's
     ``max_cost_usd``, or when there is a cap but no estimate (unless ``over_budget_ok``).
     ``reusing``: the run whose successful calls will be served (a rerun's, --reuse-from)."""
-    from essaybench.bench.estimate import EstimateError
+    from essaybench.bench.estimate_records import EstimateError
     from essaybench.bench.pairwise.design import STAGE as PAIRWISE
     from essaybench.core.yamlio import YamlConfigError
     from essaybench.runs.estimate import STAGES_FROM, EstimateInputError, estimate_run
@@ -110,7 +110,7 @@ def _load(config: Path) -> tuple[BenchmarkConfig, Registry]:
 def _print_budget(result: Estimate, cap: float, config: Path, *, over: str | None) -> None:
     """Over budget: exit 2 with one line when ``over`` is None, else print ``over`` after
     the reason (``estimate`` only reports; ``--yes-over-budget`` goes on)."""
-    from essaybench.bench.estimate import budget_problem, format_usd
+    from essaybench.bench.budget import budget_problem, format_usd
 
     problem = budget_problem(result, cap)
     if problem is None:
@@ -122,7 +122,7 @@ def _print_budget(result: Estimate, cap: float, config: Path, *, over: str | Non
 
 
 def print_estimate(result: Estimate, notes: Sequence[str] = ()) -> None:
-    from essaybench.bench.estimate import format_usd
+    from essaybench.bench.budget import format_usd
 
     table = Table(title=f"Estimate before any call: {result.n_prompts} prompts of "
                         f"{result.prompt_set}", box=box.SIMPLE_HEAD, pad_edge=False,

@@ -16,15 +16,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from essaybench.bench.budget import budget_problem, format_usd
 from essaybench.bench.config import BenchmarkConfig, select_prompts
-from essaybench.bench.estimate import (
-    ESTIMATED_STAGES,
-    Estimate,
-    TokenStats,
-    budget_problem,
-    estimate_benchmark,
-    format_usd,
-)
+from essaybench.bench.estimate import ESTIMATED_STAGES, estimate_benchmark
+from essaybench.bench.estimate_records import Estimate, TokenStats
 from essaybench.core.errors import NotFoundError, UserError
 from essaybench.core.sql import statement
 from essaybench.llm.registry import Registry

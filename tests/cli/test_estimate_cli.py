@@ -15,8 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from essaybench.bench.budget import format_usd
 from essaybench.bench.config import load_benchmark_config
-from essaybench.bench.estimate import format_usd
 from essaybench.cli import app
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.ledger import Ledger, ledger_row

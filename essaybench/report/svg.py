@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import matplotlib
 from matplotlib import font_manager
@@ -46,11 +47,32 @@ _UNSAFE = re.compile(r"<script|<foreignObject|<image|javascript:|\bon\w+=|https?
 @lru_cache(maxsize=1)
 def cjk_font() -> str | None:
     """The name of an installed CJK font matplotlib can draw with; None when there is none."""
+    found = _cjk_font_known()
+    if found is None and _add_system_cjk_fonts():
+        found = _cjk_font_known()
+    return found
+
+
+def _cjk_font_known() -> str | None:
     installed = {f.name for f in font_manager.fontManager.ttflist}
     preferred = [name for name in CJK_FONTS if name in installed]
     if preferred:
         return preferred[0]
     return next((name for name in sorted(installed) if "CJK" in name), None)
+
+
+def _add_system_cjk_fonts() -> bool:
+    """Matplotlib lists fonts once and caches the list on disk: a CJK font installed after
+    that (as font_note advises) stays unseen. Look on disk for one and add it."""
+    added = False
+    for path in font_manager.findSystemFonts():
+        if "cjk" in Path(path).name.lower():
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # unreadable or not a font
+                continue
+            added = True
+    return added
 
 
 def font_note() -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from matplotlib import font_manager
 from matplotlib.figure import Figure
 
 from essaybench.report.svg import ChartIds, chart_style, cjk_font, font_note, inline_svg, label
@@ -63,3 +64,19 @@ def test_a_chart_that_would_link_out_is_refused() -> None:
         fig.add_subplot().text(0.5, 0.5, "x", url="https://example.invalid/")
         with pytest.raises(ValueError, match="URL"):
             inline_svg(fig, ChartIds())
+
+
+def test_a_cjk_font_installed_after_matplotlib_listed_fonts_is_found(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matplotlib caches its font list on disk; a font installed later (as font_note
+    advises) is found on disk all the same, not left out until the cache is deleted."""
+    on_disk = [p for p in font_manager.findSystemFonts() if "cjk" in p.lower()]
+    if not on_disk:
+        pytest.skip("no CJK font file on this machine")
+    stale = [f for f in font_manager.fontManager.ttflist if "CJK" not in f.name]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", stale)  # the list from before
+    cjk_font.cache_clear()
+    try:
+        assert cjk_font() is not None and "CJK" in (cjk_font() or "")
+    finally:
+        cjk_font.cache_clear()

@@ -1,4 +1,5 @@
-"""Fixtures of the publish and pull tests: where a store is shared, and the store shared."""
+"""Fixtures of the part store, publish and pull tests: a part store on a local folder or
+on S3 (``target``), and a store to share."""
 
 from __future__ import annotations
 

@@ -25,18 +25,9 @@ from essaybench.store.parts import (
 )
 from ops.local_stack import free_port
 from tests.s3_server import TEST_CREDENTIALS, S3Env
-
-Factory = Callable[[], PartStore]  # a new PartStore on the same root: another machine
+from tests.store.conftest import Target
 
 PART = "runs/r1/judge/shard=3/part-0001.parquet"
-
-
-@pytest.fixture(params=["local", "s3"])
-def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
-    if request.param == "local":
-        return lambda: PartStore(tmp_path / "parts")
-    env: S3Env = request.getfixturevalue("s3")
-    return lambda: PartStore(env.url("team-store"))
 
 
 def _table(n: int = 3, start: int = 0) -> pl.DataFrame:
@@ -49,8 +40,8 @@ def _table(n: int = 3, start: int = 0) -> pl.DataFrame:
 
 # --- round trips -----------------------------------------------------------------------
 
-def test_parquet_round_trip_returns_the_parts_url(new_store: Factory) -> None:
-    store = new_store()
+def test_parquet_round_trip_returns_the_parts_url(target: Target) -> None:
+    store = target()
     url = store.write_parquet(PART, _table())
     assert url == store.uri(PART)
     assert url.endswith("/" + PART)
@@ -58,8 +49,8 @@ def test_parquet_round_trip_returns_the_parts_url(new_store: Factory) -> None:
     assert_frame_equal(store.read_parquet(PART), _table())
 
 
-def test_json_is_utf8_with_sorted_keys_and_none_when_missing(new_store: Factory) -> None:
-    store = new_store()
+def test_json_is_utf8_with_sorted_keys_and_none_when_missing(target: Target) -> None:
+    store = target()
     assert store.read_json("runs/r1/status.json") is None
     store.write_json("runs/r1/manifest.json", {"b": 1, "a": "议论文"})
     raw = store.read_bytes("runs/r1/manifest.json").decode("utf-8")
@@ -69,22 +60,22 @@ def test_json_is_utf8_with_sorted_keys_and_none_when_missing(new_store: Factory)
         store.write_json("runs/r1/manifest.json", {})
 
 
-def test_put_json_overwrites(new_store: Factory) -> None:
-    store = new_store()
+def test_put_json_overwrites(target: Target) -> None:
+    store = target()
     store.put_json("runs/r1/heartbeat/shard=1.json", {"beat": 1})
     store.put_json("runs/r1/heartbeat/shard=1.json", {"beat": 2})
-    assert new_store().read_json("runs/r1/heartbeat/shard=1.json") == {"beat": 2}
+    assert target().read_json("runs/r1/heartbeat/shard=1.json") == {"beat": 2}
 
 
-def test_read_json_of_a_corrupt_file_names_it(new_store: Factory) -> None:
-    store = new_store()
+def test_read_json_of_a_corrupt_file_names_it(target: Target) -> None:
+    store = target()
     store.write_bytes("runs/r1/bad.json", b"{not json")
     with pytest.raises(ValueError, match=r"bad\.json: not valid JSON"):
         store.read_json("runs/r1/bad.json")
 
 
-def test_read_parquets_concatenates_in_the_given_order(new_store: Factory) -> None:
-    store = new_store()
+def test_read_parquets_concatenates_in_the_given_order(target: Target) -> None:
+    store = target()
     store.write_parquet("runs/r1/g/a.parquet", _table(2, start=0))
     store.write_parquet("runs/r1/g/b.parquet", _table(2, start=10).with_columns(extra=pl.lit("x")))
     out = store.read_parquets(["runs/r1/g/b.parquet", "runs/r1/g/a.parquet"])
@@ -93,8 +84,8 @@ def test_read_parquets_concatenates_in_the_given_order(new_store: Factory) -> No
     assert store.read_parquets([]).is_empty()
 
 
-def test_a_missing_part_is_a_clear_not_found(new_store: Factory) -> None:
-    store = new_store()
+def test_a_missing_part_is_a_clear_not_found(target: Target) -> None:
+    store = target()
     store.write_parquet("runs/r1/g/a.parquet", _table())
     reads: list[Callable[[], object]] = [
         lambda: store.read_parquet("runs/r1/g/zz.parquet"),
@@ -108,21 +99,21 @@ def test_a_missing_part_is_a_clear_not_found(new_store: Factory) -> None:
 
 # --- immutability and atomicity --------------------------------------------------------
 
-def test_a_part_is_never_overwritten(new_store: Factory) -> None:
-    store = new_store()
+def test_a_part_is_never_overwritten(target: Target) -> None:
+    store = target()
     store.write_parquet(PART, _table())
     with pytest.raises(PartExistsError, match="immutable") as err:
-        new_store().write_parquet(PART, _table(5))
+        target().write_parquet(PART, _table(5))
     assert store.uri(PART) in str(err.value)
     assert_frame_equal(store.read_parquet(PART), _table())
 
 
-def test_of_writers_racing_for_one_name_exactly_one_wins(new_store: Factory) -> None:
+def test_of_writers_racing_for_one_name_exactly_one_wins(target: Target) -> None:
     outcomes: list[str] = []
     barrier = threading.Barrier(4)
 
     def write(i: int) -> None:
-        store = new_store()
+        store = target()
         barrier.wait()
         try:
             store.write_parquet(PART, _table(1, start=i))
@@ -137,11 +128,11 @@ def test_of_writers_racing_for_one_name_exactly_one_wins(new_store: Factory) -> 
         t.join(30)
     won = [o for o in outcomes if o.startswith("won")]
     assert len(outcomes) == 4 and len(won) == 1, outcomes
-    assert new_store().read_parquet(PART)["id"].to_list() == [int(won[0].split(":")[1])]
+    assert target().read_parquet(PART)["id"].to_list() == [int(won[0].split(":")[1])]
 
 
-def test_a_reader_sees_a_whole_part_or_nothing(new_store: Factory) -> None:
-    store, reader = new_store(), new_store()
+def test_a_reader_sees_a_whole_part_or_nothing(target: Target) -> None:
+    store, reader = target(), target()
     data = bytes(range(256)) * (64 * 1024)  # 16 MiB: long enough to watch it being written
     rel = "runs/r1/blob/part-big.bin"
     seen: list[int] = []
@@ -189,8 +180,8 @@ def test_listing_skips_files_being_written(tmp_path: Path) -> None:
 
 # --- what is there, seen from another machine -----------------------------------------
 
-def test_list_is_sorted_relative_and_scoped_to_the_folder(new_store: Factory) -> None:
-    store = new_store()
+def test_list_is_sorted_relative_and_scoped_to_the_folder(target: Target) -> None:
+    store = target()
     for rel in ("runs/x/b.parquet", "runs/x/a.parquet", "runs/x/sub/c.parquet",
                 "runs/x/notes.json", "runs/xy/d.parquet"):
         store.write_bytes(rel, b"1")
@@ -203,8 +194,8 @@ def test_list_is_sorted_relative_and_scoped_to_the_folder(new_store: Factory) ->
     assert len(store.list("")) == 5
 
 
-def test_another_instance_sees_new_writes_at_once(new_store: Factory) -> None:
-    mine, other = new_store(), new_store()
+def test_another_instance_sees_new_writes_at_once(target: Target) -> None:
+    mine, other = target(), target()
     mine.write_parquet("runs/r1/judge/shard=0/part-a.parquet", _table())
     assert mine.list("runs/r1/judge") == ["runs/r1/judge/shard=0/part-a.parquet"]
     assert not mine.exists("runs/r1/judge/shard=1/part-b.parquet")  # listed, then written:
@@ -214,8 +205,8 @@ def test_another_instance_sees_new_writes_at_once(new_store: Factory) -> None:
         "runs/r1/judge/shard=0/part-a.parquet", "runs/r1/judge/shard=1/part-b.parquet"]
 
 
-def test_duckdb_reads_a_glob_of_parts_through_register(new_store: Factory) -> None:
-    store, other = new_store(), new_store()
+def test_duckdb_reads_a_glob_of_parts_through_register(target: Target) -> None:
+    store, other = target(), target()
     for k in range(3):
         store.write_parquet(f"runs/r1/judge/shard={k}/part-{k}.parquet", _table(2, start=10 * k))
     con = duckdb.connect()

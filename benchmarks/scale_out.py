@@ -70,7 +70,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
 from benchmarks.pipeline_scale import synthetic_prompt_set
 from essaybench.core.paths import PROJECT_ROOT
-from essaybench.llm.client import idempotency_token
+from essaybench.llm.client import idempotency_token, token_of_header
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
 from essaybench.runs.shards import ledger_prefix, success_path
@@ -293,13 +293,13 @@ def namespace_of(pid: int) -> str:
     return os.readlink(f"/proc/{pid}/ns/net")
 
 
-Counts = dict[str, tuple[int, int, int]]  # per request body: received, completed, replayed
+Counts = dict[str, tuple[int, int]]  # per request body: completed (paid), replayed
 
 
-def paid_per_key(server: FakeServerHandle) -> tuple[Counts, dict[str, int]]:
+def fake_counts(server: FakeServerHandle) -> tuple[Counts, dict[str, int]]:
     """The fake's counters per request body, and its arrivals per Idempotency-Key."""
     stats = server.stats(per_key=True)
-    return ({k: (v.received, v.completed, v.replayed) for k, v in (stats.per_key or {}).items()},
+    return ({k: (v.completed, v.replayed) for k, v in (stats.per_key or {}).items()},
             dict(stats.per_token or {}))
 
 
@@ -443,7 +443,7 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
                   f"single-process run {single.name}: {single.state_name}")
             table: list[tuple[int, float, int, float]] = []
             for n_shards in [args.shards, *args.also_shards]:
-                paid_before = paid_per_key(server)
+                paid_before, _ = fake_counts(server)
                 sharded, run_id, killed, attempts, cost = sharded_run(
                     args, client, parts, workers, n_shards,
                     disrupt if args.kill and not table else None)
@@ -502,8 +502,7 @@ def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: Part
 
 
 def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: FakeServerHandle,
-           single: str, sharded: str, paid_before: tuple[Counts, dict[str, int]],
-           killed: dict[str, Any],
+           single: str, sharded: str, paid_before: Counts, killed: dict[str, Any],
            writers: list[str], attempts: dict[int, int], n_shards: int) -> None:
     plan = read_plan(parts, sharded)
     assert plan is not None
@@ -523,15 +522,15 @@ def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: Fak
         differs = first_difference(ours, theirs, ROW_KEYS[stage])
         check(differs is None, f"merged {stage} snapshot equals the single-process run's "
               f"({ours.height} rows){'' if differs is None else ': ' + differs}")
-    after, tokens = paid_per_key(server)
-    zero = (0, 0, 0)
-    delta = {k: tuple(a - b for a, b in zip(n, paid_before[0].get(k, zero), strict=True))
+    after, tokens = fake_counts(server)
+    zero = (0, 0)
+    delta = {k: tuple(a - b for a, b in zip(n, paid_before.get(k, zero), strict=True))
              for k, n in after.items()}
     # A ledger row's key hashes the request, not the body the fake hashes; the header the
     # call carried (run, key, re-ask) is what links the two.
     arrivals: dict[str, list[int]] = {}
-    for token, n in tokens.items():
-        arrivals.setdefault(token.rpartition("-r")[0], []).append(n)
+    for header, n in tokens.items():
+        arrivals.setdefault(token_of_header(header), []).append(n)
     recorded = killed.get("recorded", set())
     resent = sorted(k for k in recorded
                     if max(arrivals.get(idempotency_token(sharded, k), [0])) != 1)
@@ -539,14 +538,13 @@ def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: Fak
         check(bool(recorded) and not resent,
               f"every call the disrupted shard recorded ({len(recorded)}) was served from its "
               f"ledger, not sent again{'' if not resent else f': {len(resent)} were'}")
-    twice = sorted(k for k, n in delta.items() if n[1] > 1)
-    paid = sum(1 for n in delta.values() if n[1] >= 1)
-    replayed = sum(n[2] for n in delta.values())
+    twice = sorted(k for k, n in delta.items() if n[0] > 1)
+    paid = sum(1 for n in delta.values() if n[0] >= 1)
+    replayed = sum(n[1] for n in delta.values())
     if args.honours:
         check(not twice, f"no call paid twice: {paid} calls paid once; {replayed} re-sent "
               "(in flight at the disruption) answered from the provider's Idempotency-Key "
-              "record, "
-              f"uncharged{'' if not twice else f'; PAID TWICE: {len(twice)}'}")
+              f"record, uncharged{'' if not twice else f'; PAID TWICE: {len(twice)}'}")
     else:
         # In flight at the kill: each killed shard's writer and judge limits.
         bound = len(killed.get("shards", [])) * 2 * args.concurrency

@@ -95,6 +95,11 @@ def idempotency_header(token: str, reasks: int) -> str:
     return f"{token}-r{reasks}"
 
 
+def token_of_header(header: str) -> str:
+    """The call's token in an ``idempotency_header`` value (the re-ask number dropped)."""
+    return header.rpartition("-r")[0]
+
+
 def estimate_tokens(messages: tuple[Message, ...] | list[Message], max_tokens: int) -> int:
     """A deliberately high estimate for TPM budgeting: one token per character plus the
     reply allowance (Chinese runs ~0.7-1.6 tokens per character across tokenizers)."""

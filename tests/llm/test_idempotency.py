@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from essaybench.llm.client import idempotency_header, idempotency_token
+from essaybench.llm.client import idempotency_header, idempotency_token, token_of_header
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.gateway import Gateway
@@ -152,3 +152,4 @@ def test_tokens_name_the_run_the_call_and_the_reask() -> None:
     assert token != idempotency_token("run-1", "j" * 64)
     assert idempotency_header(token, 0) != idempotency_header(token, 1)
     assert len(idempotency_header(token, 10)) <= 255 and "run-1" not in token
+    assert token_of_header(idempotency_header(token, 10)) == token

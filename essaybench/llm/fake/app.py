@@ -26,9 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.llm.fake.idempotency import (
-    HEADER as IDEMPOTENCY_HEADER,
-)
-from essaybench.llm.fake.idempotency import (
+    IDEMPOTENCY_HEADER,
     REPLAYED_HEADER,
     IdempotencyRecords,
     KeyConflict,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-HEADER = "idempotency-key"
+IDEMPOTENCY_HEADER = "idempotency-key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 
 

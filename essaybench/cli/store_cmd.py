@@ -20,7 +20,7 @@ import typer
 from essaybench.cli.common import LockTimeoutOpt, StoreOpt, console, reader
 from essaybench.cli.errors import fail
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
-from essaybench.runs.publish import PUBLISH_URL_ENV
+from essaybench.runs.publish import PUBLISH_URL_ENV, publish_target
 from essaybench.store.parts import PARTS_URL_ENV
 
 app = typer.Typer(help="Share a store: publish it to s3://bucket/prefix (or a folder), pull "
@@ -56,7 +56,7 @@ def publish_cmd(
     from essaybench.store.parts import PartStore
     from essaybench.store.publish import publish
 
-    url = to if to is not None else (os.environ.get(PUBLISH_URL_ENV, "").strip()
+    url = to if to is not None else (publish_target()
                                      or os.environ.get(PARTS_URL_ENV, "").strip())
     if not url.strip():
         fail(f"no destination: give --to s3://bucket/prefix (or a folder) or set "

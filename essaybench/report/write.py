@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from essaybench.core.files import write_atomically
 from essaybench.report.data import load_run
 from essaybench.report.page import render_report
 from essaybench.store import Store
@@ -23,13 +22,4 @@ def write_report(store: Store, run_id: str) -> Path:
     atomically, so a reader never opens half of it."""
     page = render_report(load_run(store, run_id))
     path = report_path(store, run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(page)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return write_atomically(path, page.encode("utf-8"))

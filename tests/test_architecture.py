@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +50,30 @@ def test_library_packages_have_a_docstring_saying_what_they_hold() -> None:
     for init in PACKAGE.glob("*/__init__.py"):
         tree = ast.parse(init.read_text(encoding="utf-8"))
         assert ast.get_docstring(tree), f"{init.relative_to(PROJECT)} has no docstring"
+
+
+# The packages that are Prefect's side of the line: the CLI starts flows, and the flows and
+# their tasks (top-level packages today, under essaybench tomorrow) wrap the stages.
+PREFECT_SIDE = {"cli", "flows", "tasks"}
+
+
+def _no_prefect_contract() -> dict[str, Any]:
+    config = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    found = [c for c in contracts if c["type"] == "forbidden"
+             and "prefect" in c["forbidden_modules"]]
+    assert len(found) == 1, "one import-linter contract should forbid importing prefect"
+    return dict(found[0])
+
+
+def test_every_library_package_is_in_the_never_imports_prefect_contract() -> None:
+    """A library package left out of the contract may import Prefect unnoticed (as
+    essaybench.runs could): every subpackage but the Prefect side must be listed."""
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    listed = set(_no_prefect_contract()["source_modules"])
+    missing = sorted(f"essaybench.{p}" for p in packages - PREFECT_SIDE
+                     if f"essaybench.{p}" not in listed)
+    assert not missing, f"add to the 'never imports Prefect' contract in pyproject: {missing}"
+    stale = sorted(m for m in listed
+                   if not (PROJECT / m.replace(".", "/") / "__init__.py").is_file())
+    assert not stale, f"the contract lists packages that do not exist: {stale}"

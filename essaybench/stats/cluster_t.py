@@ -22,9 +22,13 @@ pairing the joint prompt bootstrap gave; with one score per prompt in both colum
 is exactly the paired t-interval.
 
 No interval where it cannot be honest: fewer than :data:`MIN_PROMPTS` prompts (the
-simulation's threshold, see the benchmark; for a difference, on either side), or no
-spread at all across prompts (every prompt gives the same value: a zero-width interval
-would claim certainty). Such items get NaN bounds and a note saying why.
+simulation's threshold, see the benchmark; for a difference, on either side), or, for a
+cell mean, no spread at all across prompts (every prompt gives the same value: a
+zero-width interval would claim certainty). Such items get NaN bounds and a note saying
+why. A paired difference without spread is different: every one of its ≥ MIN_PROMPTS
+prompts shows the same difference d, so the data decide it — it gets the degenerate
+interval [d, d] and the note :data:`NOTE_CONSTANT_DIFF` (d ≠ 0 is a decided difference,
+d = 0 an exact tie).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ MIN_PROMPTS = 7
 NOTE_NO_SCORE = "no ok score"
 NOTE_TOO_FEW = f"n too small (< {MIN_PROMPTS} prompts)"
 NOTE_NO_SPREAD = "no spread across prompts"
+NOTE_CONSTANT_DIFF = "the same difference on every prompt"
 
 
 @dataclass(frozen=True)
@@ -134,5 +139,13 @@ def cluster_t_differences(sums: np.ndarray, counts: np.ndarray, first: np.ndarra
     # Each side needs its own prompts: a model seen on one prompt adds no variance term,
     # so a difference to it would look far more certain than it is.
     fewest = np.minimum(per_item[a], per_item[b])
-    return _bounds(mean[a] - mean[b], z[:, a] - z[:, b], n, fewest > 0,
-                   fewest >= min_prompts, level, min_prompts)
+    res = _bounds(mean[a] - mean[b], z[:, a] - z[:, b], n, fewest > 0,
+                  fewest >= min_prompts, level, min_prompts)
+    # No spread in a difference: every prompt shows the same d, which decides it.
+    constant = np.array([note == NOTE_NO_SPREAD for note in res.note], dtype=bool)
+    return ClusterT(estimate=res.estimate, lo=np.where(constant, res.estimate, res.lo),
+                    hi=np.where(constant, res.estimate, res.hi),
+                    se=np.where(constant, 0.0, res.se), n_prompts=res.n_prompts,
+                    note=[NOTE_CONSTANT_DIFF if c else note
+                          for c, note in zip(constant.tolist(), res.note, strict=True)],
+                    level=res.level)

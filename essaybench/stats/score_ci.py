@@ -183,7 +183,8 @@ def score_cis(judgments: pl.DataFrame, score: str = "score_weighted", *, n_boot:
             "n": counts.sum(axis=0).astype(np.int64), "n_prompts": cell_ci.n_prompts,
             "ci_note": _notes(cell_ci.note)},
             schema=CI_SCHEMA))
-        # No interval (too few prompts, no spread): the data cannot tell the two apart.
+        # No interval (too few prompts): the data cannot tell the two apart. A constant
+        # difference has the interval [d, d]: decided unless d = 0.
         los, his = diff_ci.lo, diff_ci.hi
         pair_frames.append(pl.DataFrame({
             "judge": [judge] * len(pairs), "cell": [p[2] for p in pairs],

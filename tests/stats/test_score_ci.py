@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from essaybench.bench.aggregate import table5
 from essaybench.bench.judge.judgments import JUDGMENT_SCHEMA
-from essaybench.stats.cluster_t import MIN_PROMPTS, NOTE_TOO_FEW
+from essaybench.stats.cluster_t import MIN_PROMPTS, NOTE_CONSTANT_DIFF, NOTE_TOO_FEW
 from essaybench.stats.score_ci import score_cis
 
 GENRES = [("argumentative", "open"), ("narrative", "constrained"), ("expository", "open")]
@@ -238,3 +239,34 @@ def test_default_intervals_are_cluster_t_on_the_raw_rows() -> None:
     assert score_cis(judgments, seed=99).cells.equals(res.cells)
     with pytest.raises(ValueError, match="method"):
         score_cis(judgments, method="bca")  # type: ignore[arg-type]
+
+
+def test_a_constant_non_zero_difference_is_decided() -> None:
+    """Issue 25 item 10: a = b + 10 on each of 20 prompts is a decided difference, and
+    b = c on each prompt an exact tie; other pairs keep their t-interval."""
+    rows: list[dict[str, object]] = []
+    rng = np.random.default_rng(3)
+    for p in range(20):
+        base = 60.0 + rng.normal(0, 8)
+        for model, value in (("a", base + 10.0), ("b", base), ("c", base),
+                             ("d", base + rng.normal(0, 3))):
+            rows.append({"prompt_id": f"p{p:02d}", "model": model, "sample_index": 0,
+                         "genre": "argumentative", "prompt_set": "open", "judge": "j",
+                         "status": "ok", "score_weighted": value})
+    res = score_cis(pl.DataFrame(rows), "score_weighted")
+    pairs = {(r["model_a"], r["model_b"]): r
+             for r in res.pairs.filter(pl.col("cell") == "overall").iter_rows(named=True)}
+    ab = pairs[("a", "b")]
+    assert ab["diff"] == pytest.approx(10.0, abs=1e-9)
+    assert ab["indistinguishable"] is False
+    assert (ab["diff_lo"], ab["diff_hi"]) == pytest.approx((10.0, 10.0), abs=1e-9)
+    assert ab["diff_note"] == NOTE_CONSTANT_DIFF
+    bc = pairs[("b", "c")]
+    assert bc["indistinguishable"] is True and bc["diff"] == pytest.approx(0.0, abs=1e-9)
+    # A pair with spread: the paired t-interval (scipy's), unchanged.
+    ad = pairs[("a", "d")]
+    x = np.array([r["score_weighted"] for r in rows if r["model"] == "a"])
+    y = np.array([r["score_weighted"] for r in rows if r["model"] == "d"])
+    ci = stats.ttest_rel(x, y).confidence_interval(0.95)
+    assert (ad["diff_lo"], ad["diff_hi"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert ad["diff_note"] is None

@@ -60,3 +60,39 @@ def default_attacks_path() -> Path:
 def load_attacks(path: Path | str | None = None) -> AttackSet:
     return load_model(AttackSet, path if path is not None else default_attacks_path(),
                       "attack set", error=RubricError)
+
+
+HeldOutFamily = Literal["obfuscated_verdict", "traditional_script", "fake_turn", "end_marker",
+                        "long_plea", "emotional_appeal", "third_party_score",
+                        "soft_persuasion"]
+
+
+class HeldOutAttack(BaseModel):
+    """An attack of the held-out set (``data/injection/heldout_attacks.v<N>.yaml``): the
+    detector is measured on these, never tuned to them; no placeholders."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    family: HeldOutFamily
+    position: Literal["append", "prepend"]
+    text: str = Field(min_length=1)
+    pad_to: int | None = Field(default=None, ge=1, le=200_000)
+
+    def plant(self, essay: str) -> str:
+        """``essay`` (repeated up to ``pad_to`` characters first) with this attack."""
+        if self.pad_to and essay:
+            essay = "\n\n".join([essay] * -(-self.pad_to // (len(essay) + 2)))
+        return essay + self.text if self.position == "append" else self.text + essay
+
+
+class HeldOutSet(VersionedFile):
+    id: str
+    version: int = Field(ge=1)
+    attacks: tuple[HeldOutAttack, ...] = Field(min_length=30)
+
+
+def load_heldout(path: Path | str | None = None) -> HeldOutSet:
+    default = project_dir("data") / "injection" / "heldout_attacks.v1.yaml"
+    return load_model(HeldOutSet, path if path is not None else default,
+                      "held-out attack set", error=RubricError)

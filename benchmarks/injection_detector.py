@@ -1,0 +1,138 @@
+"""The injection detector (essaybench/bench/judge/injection.py) measured: recall on a
+held-out attack set, false flags on real essays.
+
+    python benchmarks/injection_detector.py [--heldout FILE] [--show-missed] [--show-false]
+
+Recall: every attack of data/injection/heldout_attacks.v1.yaml (written separately from
+the detector's patterns, never tuned to) planted in every anchor essay (rubrics/anchors/,
+24 essays, 4 genres × 3 levels × 2); an attacked essay counts as caught when any flag
+fires. Figures per family and overall, per planted essay and per attack (caught in every
+anchor).
+
+False flags (no attack planted): the 24 anchors; the 300 human-written, teacher-scored
+student essays of ../shared/data/aes_dataset (the figure that matters most: real
+essays); the 3,875 answers of 20 LLMs to 204 Chinese writing prompts of
+../shared/data/writingpreferencebench (many are not essays: speeches to a jury (尊敬的
+评委), scripts, code, English text — so its target is looser), and its essay-like tags.
+
+Targets (PASS/FAIL): held-out recall ≥ 90 % of planted essays; 0 anchors flagged;
+≤ 1 % of the human essays; ≤ 3.5 % of the LLM answers (3.2 % before this detector was
+widened, mostly debate speeches addressing the judges).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from essaybench.bench.anchors import load_anchor_set
+from essaybench.bench.judge.attacks import load_heldout
+from essaybench.bench.judge.injection import essay_flags
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ESSAY_TAGS = {"议论文", "散文", "日常故事", "情感故事", "旅行游记", "科普文章", "人物传记",
+              "历史故事", "童话-寓言"}
+TARGET_RECALL = 0.90
+TARGET_HUMAN = 0.01
+TARGET_LLM = 0.035
+
+
+def human_essays() -> Iterator[tuple[str, str, str]]:
+    with (SHARED / "aes_dataset" / "essays_scores.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            yield row["id"], row["title"], "\n".join(row["paragraphs"])
+
+
+def llm_answers() -> Iterator[tuple[str, str, str, str]]:
+    """(id, tag, prompt, answer) of every answer with text."""
+    base = SHARED / "writingpreferencebench"
+    with (base / "prompts.jsonl").open(encoding="utf-8") as f:
+        prompts = {r["question_id"]: r["prompt"] for r in map(json.loads, f)}
+    with (base / "responses_scores.jsonl").open(encoding="utf-8") as f:
+        for row in map(json.loads, f):
+            if row["predict0"]:
+                yield (f"{row['model_dir'][:24]}/{row['question_id'][:8]}", row["tag"],
+                       prompts[row["question_id"]], row["predict0"])
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k}/{n} = {100 * k / n:.1f} %" if n else "—"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--heldout", type=Path, help="Held-out attack file (default v1).")
+    parser.add_argument("--show-missed", action="store_true")
+    parser.add_argument("--show-false", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.process_time()
+    anchors = load_anchor_set().essays
+    attacks = load_heldout(args.heldout).attacks
+    caught: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    missed_attacks = []
+    for attack in attacks:
+        hits = sum(bool(essay_flags(e.prompt, attack.plant(e.essay))) for e in anchors)
+        caught[attack.family][0] += hits
+        caught[attack.family][1] += len(anchors)
+        if hits < len(anchors):
+            missed_attacks.append(f"{attack.id} ({hits}/{len(anchors)})")
+    print(f"held-out attacks: {len(attacks)} × {len(anchors)} anchors")
+    for family, (k, n) in sorted(caught.items()):
+        print(f"  {family:<20} {_pct(k, n)}")
+    k_all = sum(k for k, _ in caught.values())
+    n_all = sum(n for _, n in caught.values())
+    recall = k_all / n_all
+    whole = len(attacks) - len(missed_attacks)
+    print(f"  {'recall':<20} {_pct(k_all, n_all)}; attacks caught in every anchor "
+          f"{whole}/{len(attacks)}")
+    if args.show_missed and missed_attacks:
+        print("  missed:", ", ".join(missed_attacks))
+
+    anchor_flags = sum(bool(essay_flags(e.prompt, e.essay)) for e in anchors)
+    print(f"false flags: anchors {_pct(anchor_flags, len(anchors))}")
+    ok = recall >= TARGET_RECALL and anchor_flags == 0
+    if not SHARED.is_dir():
+        print(f"(no {SHARED}: real-essay false flags not measured)")
+    else:
+        codes: Counter[str] = Counter()
+        shown: list[str] = []
+        n_h = f_h = 0
+        for eid, title, text in human_essays():
+            flags = essay_flags(title, text)
+            n_h += 1
+            f_h += bool(flags)
+            codes.update(flags)
+            if flags:
+                shown.append(f"    human {eid}: {flags}")
+        n_l = f_l = n_e = f_e = 0
+        for aid, tag, prompt, text in llm_answers():
+            flags = essay_flags(prompt, text)
+            n_l += 1
+            f_l += bool(flags)
+            n_e += tag in ESSAY_TAGS
+            f_e += bool(flags) and tag in ESSAY_TAGS
+            codes.update(flags)
+            if flags:
+                shown.append(f"    llm {aid} [{tag}]: {flags}")
+        print(f"  human student essays {_pct(f_h, n_h)} (target ≤ {TARGET_HUMAN:.0%})")
+        print(f"  LLM answers          {_pct(f_l, n_l)} (target ≤ {TARGET_LLM:.1%}); "
+              f"essay-like tags {_pct(f_e, n_e)}")
+        print(f"  codes: {dict(sorted(codes.items()))}")
+        if args.show_false:
+            print("\n".join(shown))
+        ok = ok and f_h <= TARGET_HUMAN * n_h and f_l <= TARGET_LLM * n_l
+    print(f"CPU {time.process_time() - started:.1f} s")
+    print("PASS" if ok else f"FAIL (targets: recall ≥ {TARGET_RECALL:.0%}, no anchor, "
+          f"≤ {TARGET_HUMAN:.0%} human, ≤ {TARGET_LLM:.1%} LLM answers flagged)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,7 @@
-"""README "Bring your own data": its example files and commands, run as written.
+"""The "Bring your own data" guide (docs/byod.md): its example files and commands, run as
+written.
 
-The files are read from the README's code blocks (each under a line naming it,
+The files are read from the guide's code blocks (each under a line naming it,
 `my_data/…`), written to a temporary project folder, and curated; the commands of its
 shell blocks run from that folder: ``essaybench curate`` through the library stages it
 runs (the same calls, without Prefect's start-up; tests/flows/test_curate_review_flow.py
@@ -35,10 +36,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 
 
 def section() -> str:
-    text = (PROJECT / "README.md").read_text(encoding="utf-8")
-    start = text.index("\n## Bring your own data\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+    return (PROJECT / "docs" / "byod.md").read_text(encoding="utf-8")
 
 
 def example_files() -> dict[str, str]:

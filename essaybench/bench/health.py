@@ -6,6 +6,8 @@ run's coverage per (model, judge) — ok judgments over all judgment rows, as Ta
 counts it — is checked against a floor from the benchmark config (``health:
 {coverage_floor: 0.9}``), and a run below it is a failed run whose explanation names the
 cells, the dominant causes with a sample error, and the rerun command that fixes it.
+The second judge (``judge.second_judge``) is a judge like the others: its second opinions
+on each model's flagged judgments are a cell of their own against the same floor.
 
 Pure: tables in, typed records and text out. The aggregate stage records the health in
 its catalog row; the pipeline flow raises :class:`RunUnhealthy` after writing every
@@ -81,12 +83,20 @@ class CellHealth(BaseModel):
     sample_error: str | None  # an error of the most frequent cause
     essay_failures: int  # rows skipped because the essay failed (a generate rerun fixes)
     api_errors: int  # rows whose call, essay's or judge's, failed as api_error (endpoint…)
+    # "second_judge": the second opinions on the model's flagged essays (judge.second_judge)
+    role: Literal["judge", "second_judge"] = "judge"
+
+    @property
+    def label(self) -> str:
+        """``model × judge``, the second judge's cells marked as such."""
+        second = " (second opinions)" if self.role == "second_judge" else ""
+        return f"{self.model} × {self.judge}{second}"
 
     def describe(self) -> str:
         causes = ", ".join(f"{cause} ×{n}" for cause, n in
                            list(self.causes.items())[:TOP_CAUSES])
         more = len(self.causes) - TOP_CAUSES
-        line = (f"{self.model} × {self.judge}: {self.ok}/{self.total} judged "
+        line = (f"{self.label}: {self.ok}/{self.total} judged "
                 f"({_pct(self.coverage)})" + (f": {causes}" if causes else "")
                 + (f" and {more} more" if more > 0 else ""))
         if self.sample_error:
@@ -125,7 +135,7 @@ class RunHealth(BaseModel):
             low = min(c.coverage for c in self.cells)
             return (f"healthy: every model × judge cell at or above the "
                     f"{_pct(self.coverage_floor)} coverage floor (lowest {_pct(low)})")
-        worst = ", ".join(f"{c.model} × {c.judge} {_pct(c.coverage)}" for c in self.failing[:3])
+        worst = ", ".join(f"{c.label} {_pct(c.coverage)}" for c in self.failing[:3])
         return (f"unhealthy: {len(self.failing)} of {len(self.cells)} model × judge cells "
                 f"below the {_pct(self.coverage_floor)} coverage floor ({worst}"
                 + (", …" if len(self.failing) > 3 else "") + ")")
@@ -256,7 +266,36 @@ def assess_health(essays: pl.DataFrame, judgments: pl.DataFrame, *, run_id: str,
             essay_failures=int(bad["from_essay"].sum()),
             api_errors=int(((bad["status"] == API_ERROR)
                             | (bad["essay_status"] == API_ERROR)).fill_null(False).sum())))
+    cells.extend(_second_cells(judgments, coverage_floor))
     return RunHealth(run_id=run_id, coverage_floor=coverage_floor, cells=tuple(cells))
+
+
+def _second_cells(judgments: pl.DataFrame, coverage_floor: float) -> list[CellHealth]:
+    """The second judge (``judge.second_judge``) as one more judge: per (model, second
+    judge), the second opinions asked (the model's flagged judgments) and those obtained,
+    against the same floor. A second judge that is down is a failed run, not a quiet
+    null column; nothing flagged: nothing asked, no cell."""
+    if "second_judge" not in judgments.columns:
+        return []
+    asked = judgments.filter(pl.col("second_judge").is_not_null())
+    cells: list[CellHealth] = []
+    for (model, second), group in sorted(asked.group_by("model", "second_judge"),
+                                         key=lambda g: (str(g[0][0]), str(g[0][1]))):
+        statuses = Counter(str(s) for s in group["second_status"])
+        ok = statuses.pop(OK, 0)
+        bad = group.filter(pl.col("second_status") != OK)
+        causes = Counter(str(s) for s in bad["second_status"])
+        top = causes.most_common(1)[0][0] if causes else None
+        sample = next(iter(bad.filter(pl.col("second_status") == top)["second_error"]
+                           .drop_nulls()), None) if top is not None else None
+        coverage = ok / group.height
+        cells.append(CellHealth(
+            model=str(model), judge=str(second), total=group.height, ok=ok,
+            coverage=coverage, below_floor=coverage < coverage_floor,
+            by_status=dict(statuses.most_common()), causes=dict(causes.most_common()),
+            sample_error=_one_line(sample), essay_failures=0,
+            api_errors=int((bad["second_status"] == API_ERROR).sum()), role="second_judge"))
+    return cells
 
 
 def health_of_meta(meta: dict[str, object] | None) -> RunHealth | None:

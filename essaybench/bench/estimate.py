@@ -11,8 +11,11 @@ Per (model, stage):
 
 - **calls**: generate = prompts × writers × samples; judge = every essay × every judge ×
   ``judge.repeats`` (as if every essay came back ok, and every essay were repeated: exact
-  for ``repeat_when: all``, an upper bound otherwise); pairwise = 2 orders × judges ×
-  designed pairs per prompt and sample.
+  for ``repeat_when: all``, an upper bound otherwise), plus one call per essay for the
+  ``judge.second_judge`` (as if every essay were flagged: an upper bound, exact when all
+  are), plus a genre call per essay and judge (second judge included) for prompts that
+  leave the genre open; pairwise = 2 orders × judges × designed pairs per prompt and
+  sample.
 - **tokens**: the mean of the model's recent ok calls in that stage where the ledger has
   any; else from the text: 1.6 tokens per character of the rendered messages (Chinese,
   DESIGN.md), an essay as long as its prompt asks (capped at max_tokens) or max_tokens,
@@ -123,6 +126,14 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         return round(tokens / TOKENS_PER_CHAR)
 
     open_genre = 0
+    # Who judges each essay, and how many times: every judge judge.repeats times; the
+    # second judge once (and its own genre call), as if every essay were flagged by a
+    # judge other than itself — which essays are is known only while judging, so this is
+    # an upper bound (exact when all are), and max_cost_usd covers the second opinions.
+    judging = [(name, judge.repeats) for name in judge.judges]
+    second = judge.second_judge
+    if second is not None and any(name != second for name in judge.judges):
+        judging.append((second, 1))
     if JUDGE in stages:
         scoring = load_scoring(judge)
         renderer = make_renderer(judge, scoring)
@@ -142,14 +153,14 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
             else:
                 frame, ask = _chars(renderer.messages(genre, text, "")), 0
             for tokens in lengths.values():
-                for judge_model in judge.judges:
+                for judge_model, repeats in judging:
                     if ask:
                         tally(judge_model, JUDGE).add(gen.samples, ask + essay_chars(tokens),
                                                       judge.genre_max_tokens,
                                                       judge.genre_max_tokens)
                     # judge.repeats calls per essay: exact for repeat_when all, an upper
                     # bound for flagged and borderline (known only while judging)
-                    tally(judge_model, JUDGE).add(gen.samples * judge.repeats,
+                    tally(judge_model, JUDGE).add(gen.samples * repeats,
                                                   frame + essay_chars(tokens),
                                                   judge.max_tokens, judge.max_tokens)
 
@@ -194,6 +205,10 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
                               "genre open or offer a choice: each essay gets one more judge "
                               "call (which genre it chose, answering genre_max_tokens), and "
                               "its judgment is counted on the largest allowed rubric")
+    if len(judging) > len(judge.judges) and JUDGE in stages:
+        assumptions.insert(1, f"second judge {second}: every essay flagged (an upper bound: "
+                              "only flagged judgments get a second opinion), one call each, "
+                              "and the genre call of an open or choice prompt's essays")
     if judge.repeats > 1 and JUDGE in stages:
         assumptions.insert(1, f"judge.repeats {judge.repeats}: every essay judged "
                               f"{judge.repeats} times by each judge" + (

@@ -1,10 +1,13 @@
-"""Rank items (models) by their mean score with paired bootstrap CIs.
+"""Rank items (models) by their mean score with t-intervals on prompt clusters.
 
-The unit of resampling is the prompt: the bootstrap (``essaybench.stats.bootstrap``)
-draws prompts with replacement, the same prompts for every model, so a
-difference between two models keeps its pairing. A (prompt, model) cell with no
-score is missing (NaN), never imputed. Neighbours in the ranking are
-*indistinguishable* when the paired-difference CI contains 0.
+The unit is the prompt: intervals are :mod:`essaybench.stats.cluster_t`'s (the
+one-sample t-interval of a model's scores when each prompt has one; the paired
+t-interval of a difference on the same prompts), which replaced the percentile
+bootstrap (it covers ≈ 92% at 15 prompts; issue 25 item 11). A (prompt, model) cell
+with no score is missing (NaN), never imputed. Neighbours in the ranking are
+*indistinguishable* when the paired-difference CI contains 0 or there is none (fewer
+than :data:`~essaybench.stats.cluster_t.MIN_PROMPTS` prompts). ``seed`` and ``n_boot``
+are accepted for old callers and not used.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from essaybench.human.annotations import require_columns
-from essaybench.stats.bootstrap import difference_ci, indistinguishable, paired_bootstrap_means
+from essaybench.stats.cluster_t import cluster_t_differences, cluster_t_means
 
 
 def score_matrix(df: pl.DataFrame, *, unit: str, item: str,
@@ -37,6 +40,10 @@ def score_matrix(df: pl.DataFrame, *, unit: str, item: str,
     return matrix, units, items
 
 
+def _opt(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
 def ranking_with_ci(df: pl.DataFrame, *, seed: int | np.random.Generator, n_boot: int,
                     unit: str = "question_id", item: str = "model", score: str = "score",
                     level: float = 0.95) -> pl.DataFrame:
@@ -46,22 +53,26 @@ def ranking_with_ci(df: pl.DataFrame, *, seed: int | np.random.Generator, n_boot
     ``tied_with_next`` is True when that interval contains 0 (null on the last row).
     """
     matrix, _, items = score_matrix(df, unit=unit, item=item, score=score)
-    result = paired_bootstrap_means(matrix, n_boot=n_boot, level=level, seed=seed)
-    order = sorted(range(len(items)), key=lambda k: (-result.mean[k], items[k]))
+    present = ~np.isnan(matrix)
+    sums, counts = np.where(present, matrix, 0.0), present.astype(np.float64)
+    result = cluster_t_means(sums, counts, level=level)
+    order = sorted(range(len(items)), key=lambda k: (-result.estimate[k], items[k]))
+    upper, lower = np.array(order[:-1], dtype=np.intp), np.array(order[1:], dtype=np.intp)
+    diffs = cluster_t_differences(sums, counts, upper, lower, level=level)
     rows = []
     for position, k in enumerate(order):
         row: dict[str, object] = {
-            "rank": position + 1, item: items[k], "mean": float(result.mean[k]),
-            "lo": float(result.lo[k]), "hi": float(result.hi[k]),
+            "rank": position + 1, item: items[k], "mean": float(result.estimate[k]),
+            "lo": _opt(result.lo[k]), "hi": _opt(result.hi[k]),
             "n": int(np.sum(~np.isnan(matrix[:, k]))),
             "next": None, "diff": None, "diff_lo": None, "diff_hi": None,
             "tied_with_next": None}
         if position + 1 < len(order):
             nxt = order[position + 1]
-            lo, hi = difference_ci(result.boot, k, nxt, level)
-            row |= {"next": items[nxt], "diff": float(result.mean[k] - result.mean[nxt]),
+            lo, hi = _opt(diffs.lo[position]), _opt(diffs.hi[position])
+            row |= {"next": items[nxt], "diff": float(diffs.estimate[position]),
                     "diff_lo": lo, "diff_hi": hi,
-                    "tied_with_next": indistinguishable(result.boot, k, nxt, level)}
+                    "tied_with_next": lo is None or hi is None or lo <= 0.0 <= hi}
         rows.append(row)
     return pl.DataFrame(rows, schema={
         "rank": pl.Int64, item: pl.Utf8, "mean": pl.Float64, "lo": pl.Float64,

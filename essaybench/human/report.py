@@ -101,8 +101,8 @@ class WpbReport:
         rho, p, n = self.model_length
         parts = [
             "# WritingPreferenceBench (Chinese): human scores report", "",
-            f"Data: `{self.data_dir}`; bootstrap: {self.n_boot} replicates, seed {self.seed}, "
-            f"{LEVEL:.0%} percentile intervals, prompts resampled jointly across models.", "",
+            f"Data: `{self.data_dir}`; {LEVEL:.0%} intervals: t-intervals with prompts as "
+            f"clusters, paired across models for differences.", "",
             "## Headline", "", *(f"- {line}" for line in self.headline()), "",
             "## Data", "",
             f"{self.n_rows:,} rows; score distribution "
@@ -117,7 +117,7 @@ class WpbReport:
             "", "## Human ranking (mean score 0–3)", "",
             _table(self.ranking.select("rank", "model", "mean", "lo", "hi", "n", "diff",
                                        "diff_lo", "diff_hi", "tied_with_next")), "",
-            "`diff` = this model − the next one down, with its paired bootstrap CI; "
+            "`diff` = this model − the next one down, with its paired t-interval; "
             "`tied_with_next` = the CI contains 0.", "",
             "## Length bias of the human scores", "",
             _table(self.length_bias), "",

@@ -8,32 +8,29 @@ passes, e.g. :func:`essaybench.constraints.counting.count_chinese_chars` of each
 
 Self-preference. For each judge whose family is known, the mean score it gives
 essays by models of its own family and by other models, and the difference
-own − other with a seeded prompt-bootstrap CI (prompts resampled, own and other
-kept paired). A positive difference is not by itself bias — the family may
-simply write better — so when other judges scored the same models, ``excess``
-is the judge's difference minus the mean difference the other judges give the
-same split of models (a difference in differences), with its CI from the same
-resampling (prompts are resampled jointly across judges). Models whose family
-is unknown are left out of both sides.
+own − other with a t-interval on prompt clusters (:mod:`essaybench.stats.cluster_t`:
+own and other kept paired by prompt; the percentile bootstrap it replaces covers
+≈ 92% at 15 prompts, issue 25 item 11). A positive difference is not by itself bias —
+the family may simply write better — so when other judges scored the same models,
+``excess`` is the judge's difference minus the mean difference the other judges give
+the same split of models (a difference in differences), with its t-interval from the
+same prompt influences (paired across judges). Fewer than
+:data:`~essaybench.stats.cluster_t.MIN_PROMPTS` prompts on a side, or no spread: null
+bounds. Models whose family is unknown are left out of both sides. ``n_boot`` and
+``seed`` are accepted for old callers and not used.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
-from essaybench.stats.bootstrap import (
-    as_generator,
-    check_level,
-    check_n_boot,
-    paired_bootstrap_ratio,
-    percentile_bounds,
-)
+from essaybench.stats.bootstrap import check_level, check_n_boot
+from essaybench.stats.cluster_t import cluster_t_contrasts
 
 OK = "ok"
 ALL = "all"
@@ -137,6 +134,10 @@ def _judge_family(judge: str, rows: pl.DataFrame,
     return found
 
 
+def _opt(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
 def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None = None,
                     score: str = "score_weighted", *, n_boot: int = 2000,
                     level: float = 0.95,
@@ -149,7 +150,6 @@ def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None
     scored essay, or for which no other model was scored, are left out.
     """
     level, n_boot = check_level(level), check_n_boot(n_boot)
-    rng = as_generator(seed)
     ok = (judgments.select("prompt_id", "model", "judge", "status", score)
           .filter((pl.col("status") == OK) & pl.col(score).is_not_null()))
     judges = sorted({str(j) for j in judgments["judge"].to_list()})
@@ -180,22 +180,24 @@ def self_preference(judgments: pl.DataFrame, family_of: Mapping[str, str] | None
         n_own, n_other = int(counts[:, 2 * me].sum()), int(counts[:, 2 * me + 1].sum())
         if n_own == 0 or n_other == 0:
             continue
-        res = paired_bootstrap_ratio(sums, counts, n_boot=n_boot, level=level, seed=rng)
-        point_diff = res.mean[0::2] - res.mean[1::2]
-        boot_diff = res.boot[:, 0::2] - res.boot[:, 1::2]
-        d_lo, d_hi = percentile_bounds(boot_diff[:, [me]], level)
-        row: dict[str, object] = {
-            "judge": judge, "family": family, "own_mean": float(res.mean[2 * me]),
-            "other_mean": float(res.mean[2 * me + 1]), "diff": float(point_diff[me]),
-            "diff_lo": float(d_lo[0]), "diff_hi": float(d_hi[0]),
-            "n_own": n_own, "n_other": n_other}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = sums.sum(axis=0) / counts.sum(axis=0)
+        point_diff = means[0::2] - means[1::2]
         others = [k for k in range(len(judges)) if k != me and np.isfinite(point_diff[k])]
+        # Column 0: own − other of this judge; column 1: that minus the others' mean.
+        weights = np.zeros((2 * len(judges), 2))
+        weights[2 * me, :], weights[2 * me + 1, :] = 1.0, -1.0
+        for k in others:
+            weights[2 * k, 1], weights[2 * k + 1, 1] = -1.0 / len(others), 1.0 / len(others)
+        res = cluster_t_contrasts(sums, counts, weights if others else weights[:, :1],
+                                  level=level)
+        row: dict[str, object] = {
+            "judge": judge, "family": family, "own_mean": float(means[2 * me]),
+            "other_mean": float(means[2 * me + 1]), "diff": float(res.estimate[0]),
+            "diff_lo": _opt(res.lo[0]), "diff_hi": _opt(res.hi[0]),
+            "n_own": n_own, "n_other": n_other}
         if others:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN replicate
-                excess_boot = boot_diff[:, me] - np.nanmean(boot_diff[:, others], axis=1)
-            e_lo, e_hi = percentile_bounds(excess_boot[:, None], level)
-            row.update(excess=float(point_diff[me] - point_diff[others].mean()),
-                       excess_lo=float(e_lo[0]), excess_hi=float(e_hi[0]))
+            row.update(excess=float(res.estimate[1]), excess_lo=_opt(res.lo[1]),
+                       excess_hi=_opt(res.hi[1]))
         out.append(row)
     return pl.DataFrame(out, schema=SELF_SCHEMA)

@@ -149,3 +149,27 @@ def cluster_t_differences(sums: np.ndarray, counts: np.ndarray, first: np.ndarra
                     note=[NOTE_CONSTANT_DIFF if c else note
                           for c, note in zip(constant.tolist(), res.note, strict=True)],
                     level=res.level)
+
+
+def cluster_t_contrasts(sums: np.ndarray, counts: np.ndarray, weights: np.ndarray, *,
+                        level: float = 0.95, min_prompts: int = MIN_PROMPTS) -> ClusterT:
+    """t-interval of each linear combination Σ_k w_kj·mean_k (column j of ``weights``,
+    shape (n_items, n_out)) of the pooled column means, prompts as clusters: influences
+    z @ w, so every mean it combines stays paired by prompt. A combination needs
+    ``min_prompts`` prompts in each column it uses; without spread it has no interval
+    (NaN bounds and a note), as a cell mean."""
+    num, den = _check(sums, counts)
+    level = check_level(level)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 2 or w.shape[0] != num.shape[1]:
+        raise ValueError(f"weights must be (n_items, n_out) with n_items = {num.shape[1]}, "
+                         f"got {w.shape}")
+    mean, z = _influence(num, den)
+    used = w != 0.0
+    present = den > 0
+    n = (present[:, :, None] & used[None, :, :]).any(axis=1).sum(axis=0).astype(np.int64)
+    per_item = present.sum(axis=0)
+    fewest = np.array([per_item[u].min() if u.any() else 0 for u in used.T], dtype=np.int64)
+    estimate = np.where(used, np.nan_to_num(mean)[:, None] * w, 0.0).sum(axis=0)
+    return _bounds(np.where(fewest > 0, estimate, np.nan), z @ w, n, fewest > 0,
+                   fewest >= min_prompts, level, min_prompts)

@@ -157,13 +157,12 @@ def test_model_level_and_per_prompt_correlations_match_scipy() -> None:
     assert prompt_row["n_used"] == len(values) >= MIN_PROMPTS_FOR_CI
     assert prompt_row["spearman"] == pytest.approx(values[:, 0].mean(), abs=1e-12)
     assert prompt_row["kendall"] == pytest.approx(values[:, 1].mean(), abs=1e-12)
-    # The interval: a percentile bootstrap over prompts, redone here with another stream.
-    rng = np.random.default_rng(999)
-    draws = values[rng.integers(0, len(values), (20000, len(values)))].mean(axis=1)
+    # The interval (issue 25 item 11): scipy's one-sample t-interval over the prompts'
+    # correlations, not a percentile bootstrap.
     for k, name in enumerate(("spearman", "kendall")):
-        lo, hi = np.quantile(draws[:, k], [0.025, 0.975])
-        assert prompt_row[f"{name}_lo"] == pytest.approx(lo, abs=0.02)
-        assert prompt_row[f"{name}_hi"] == pytest.approx(hi, abs=0.02)
+        ci = stats.ttest_1samp(values[:, k], 0.0).confidence_interval(0.95)
+        assert prompt_row[f"{name}_lo"] == pytest.approx(ci.low, rel=1e-10)
+        assert prompt_row[f"{name}_hi"] == pytest.approx(ci.high, rel=1e-10)
         assert prompt_row[f"{name}_lo"] < prompt_row[name] < prompt_row[f"{name}_hi"]
 
     # Per genre: the run's genre of each prompt; the same computations on its prompts.

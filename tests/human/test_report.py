@@ -57,8 +57,8 @@ def test_synthetic_report(make_wpb: MakeWpb) -> None:
     assert chars["within_spearman_n"] == len(per_prompt)
     assert f"{chars['within_spearman']:.3f} within prompt" in md
     assert "punctuation, digits, Latin letters, spaces and line breaks are not counted" in md
-    assert "seed 7" in md and "300 replicates" in md
-    assert build_wpb_report(folder, seed=7, n_boot=300).to_markdown() == md  # seeded
+    assert "t-intervals with prompts as clusters" in md and "bootstrap" not in md
+    assert build_wpb_report(folder, seed=7, n_boot=300).to_markdown() == md  # deterministic
 
 
 def test_report_needs_second_annotations(make_wpb: MakeWpb) -> None:

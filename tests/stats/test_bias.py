@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 from scipy.stats import t as t_dist
 
 from essaybench.constraints.counting import count_chinese_chars as chinese_length
@@ -136,29 +137,32 @@ def test_self_preference_means_diff_and_excess_by_hand() -> None:
     assert gpt["excess"] == pytest.approx((own_g2 - other_g2) - (own_d2 - other_d2))
 
 
-def test_self_preference_diff_ci_equals_naive_resampling() -> None:
+def test_self_preference_cis_are_statsmodels_cluster_robust_t() -> None:
+    """Issue 25 item 11: diff and excess intervals are t-intervals with the prompt-clustered
+    sandwich variance (statsmodels OLS on group dummies, clustered by prompt, G/(G−1)
+    factor and t with G − 1 df), not percentile-bootstrap bounds."""
     df = _judgments(seed=1, n_prompts=25)
-    out = self_preference(df, n_boot=300, seed=8)
-    ok = df.filter(pl.col("status") == "ok")
-    prompts = sorted(set(ok["prompt_id"].to_list()))
-    idx = np.random.default_rng(8).integers(0, len(prompts), size=(300, len(prompts)))
-    mine = ok.filter(pl.col("judge") == "deepseek-r1")
-    own: dict[str, list[float]] = {}
-    other: dict[str, list[float]] = {}
-    for prompt, model, value in mine.select("prompt_id", "model", "score_weighted").iter_rows():
-        if model == "deepseek-chat":
-            own.setdefault(prompt, []).append(value)
-        elif model != "mystery-model":
-            other.setdefault(prompt, []).append(value)
-    reps = []
-    for row_idx in idx:
-        chosen = [prompts[i] for i in row_idx]
-        a = [v for p in chosen for v in own.get(p, [])]
-        b = [v for p in chosen for v in other.get(p, [])]
-        reps.append(np.mean(a) - np.mean(b))
-    lo, hi = np.percentile(reps, [2.5, 97.5])
+    out = self_preference(df)
+    ok = df.filter((pl.col("status") == "ok") & (pl.col("model") != "mystery-model"))
+    y = ok["score_weighted"].to_numpy()
+    own = (ok["model"] == "deepseek-chat").to_numpy().astype(float)
+    j1 = (ok["judge"] == "deepseek-r1").to_numpy().astype(float)
+    groups = np.unique(ok["prompt_id"].to_numpy(), return_inverse=True)[1]
+    # Saturated: the four (judge × own/other) means; contrasts give diff and excess.
+    x = np.column_stack([j1 * (1 - own), j1 * own, (1 - j1) * (1 - own), (1 - j1) * own])
+    fit = sm.OLS(y, x).fit(cov_type="cluster",
+                           cov_kwds={"groups": groups, "use_correction": False})
+    n_g = len(set(groups.tolist()))
+    q = stats.t.ppf(0.975, n_g - 1)
     row = out.row(0, named=True)
-    assert (row["diff_lo"], row["diff_hi"]) == pytest.approx((lo, hi))
+    for name, contrast in (("diff", [-1.0, 1.0, 0.0, 0.0]),
+                           ("excess", [-1.0, 1.0, 1.0, -1.0])):
+        c = np.array(contrast)
+        est = float(c @ fit.params)
+        se = float(np.sqrt(c @ fit.cov_params() @ c * n_g / (n_g - 1)))
+        assert row[name] == pytest.approx(est, rel=1e-10)
+        assert (row[f"{name}_lo"], row[f"{name}_hi"]) == pytest.approx(
+            (est - q * se, est + q * se), rel=1e-10)
 
 
 def test_family_mapping_overrides_and_unknown_judges_are_skipped() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from essaybench.stats.winrate import win_rates
 
@@ -13,7 +15,7 @@ COLS = ["judge", "prompt_id", "model_a", "model_b", "verdict", "status"]
 
 def _table(seed: int = 0, n_prompts: int = 40) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[tuple[str, str, str, str, str | None, str]] = []
     for p in range(n_prompts):
         for cand, p_win in (("cand1", 0.7), ("cand2", 0.45)):
             u = rng.random()
@@ -62,23 +64,34 @@ def test_rates_counts_and_failed_rows_against_baseline() -> None:
     assert by["cand2"]["indistinguishable"] is True
 
 
-def test_cis_equal_naive_prompt_resampling() -> None:
+def test_cis_are_the_t_interval_over_prompts() -> None:
+    """Issue 25 item 11: one comparison per prompt, so the cluster-t interval is the
+    one-sample t-interval of the per-prompt results (scipy), not a percentile bootstrap."""
     df = _table(seed=2, n_prompts=30)
-    out = win_rates(df, baseline="base", n_boot=400, seed=5)
+    out = win_rates(df, baseline="base")
     ok = df.filter(pl.col("status") == "ok")
-    prompts = sorted(set(ok["prompt_id"].to_list()))
-    idx = np.random.default_rng(5).integers(0, len(prompts), size=(400, len(prompts)))
     for cand in ("cand1", "cand2"):
-        per_prompt = {}
-        for prompt, a, b, verdict in ok.select("prompt_id", "model_a", "model_b",
-                                               "verdict").iter_rows():
-            if cand in (a, b):
-                per_prompt[prompt] = 0.5 if verdict == "tie" else float(
-                    (verdict == "A") == (a == cand))
-        reps = [np.mean([per_prompt[prompts[i]] for i in row]) for row in idx]
-        lo, hi = np.percentile(reps, [2.5, 97.5])
+        per_prompt = [0.5 if verdict == "tie" else float((verdict == "A") == (a == cand))
+                      for a, b, verdict in ok.select("model_a", "model_b", "verdict")
+                      .iter_rows() if cand in (a, b)]
+        ci = stats.ttest_1samp(per_prompt, 0.5).confidence_interval(0.95)
         row = out.filter(pl.col("model_a") == cand).row(0, named=True)
-        assert (row["ci_lo"], row["ci_hi"]) == pytest.approx((lo, hi))
+        assert (row["ci_lo"], row["ci_hi"]) == pytest.approx((ci.low, ci.high), rel=1e-10)
+        assert row["ci_note"] is None
+        assert row["indistinguishable"] is bool(ci.low <= 0.5 <= ci.high)
+
+
+def test_a_pair_won_on_every_prompt_gets_exact_bounds_and_few_prompts_none() -> None:
+    rows = [("j", f"p{p:02d}", "a", "b", "A", "ok") for p in range(20)]
+    rows += [("j", f"p{p:02d}", "c", "b", "tie" if p else "A", "ok") for p in range(3)]
+    out = win_rates(pl.DataFrame(rows, schema=COLS, orient="row"), baseline="b")
+    a = out.filter(pl.col("model_a") == "a").row(0, named=True)
+    lo, hi = proportion_confint(20, 20, alpha=0.05, method="beta")
+    assert a["win_rate"] == 1.0 and (a["ci_lo"], a["ci_hi"]) == pytest.approx((lo, hi))
+    assert a["indistinguishable"] is False and "every prompt" in a["ci_note"]
+    c = out.filter(pl.col("model_a") == "c").row(0, named=True)
+    assert c["ci_lo"] is None and c["indistinguishable"] is True
+    assert "n too small" in c["ci_note"]
 
 
 def test_all_pairs_orientation_and_judges() -> None:

@@ -38,6 +38,8 @@ from essaybench.core.settings import (
 if TYPE_CHECKING:
     from essaybench.store import Store
 
+COMPARE_SCORES = ("score_weighted", "score_unweighted", "align_total")
+
 app = typer.Typer()
 
 
@@ -239,26 +241,26 @@ def wpb_report(
 def compare(
     run_id: RunOpt,
     base: Annotated[str | None, typer.Option(
-        help="The run to compare with (default: the previous run that judged).")] = None,
+        help="The run to compare with (default: the last comparable run, as the alerts "
+             "stage chooses it; a rerun's is its original run's).")] = None,
     score: Annotated[str, typer.Option(
         help="score_weighted, score_unweighted or align_total.")] = "score_weighted",
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """This run against an earlier one (last week by default): change per (judge, model)
-    with a paired-bootstrap CI over the prompts both scored, and model-id drift."""
+    """This run against an earlier one (the last comparable run by default): change per
+    (judge, model) with a paired-bootstrap CI over the prompts both scored, and model-id
+    drift. Says which run it compares with and why."""
     from essaybench.bench.aggregate import export
-    from essaybench.runs.compare import compare_snapshots, previous_run
+    from essaybench.runs.compare import choose_baseline, compare_snapshots
 
+    if score not in COMPARE_SCORES:
+        raise typer.BadParameter(f"{score!r}: one of {', '.join(COMPARE_SCORES)}",
+                                 param_hint="--score")
     st = reader(store, lock_timeout)  # the report is written beside the store's reports
-    base = base or previous_run(st, run_id)  # NotFoundError naming the run
-    if base is None:
-        raise typer.BadParameter(f"no earlier run with a judge stage than {run_id}",
-                                 param_hint="--base")
-    snaps = [st.latest_ok_snapshot("judge", r) for r in (run_id, base)]
-    if snaps[0] is None or snaps[1] is None:
-        raise typer.BadParameter(f"runs {run_id} and {base} both need a judge stage")
-    table = compare_snapshots(st, snaps[0], snaps[1], score=score)
+    now, before, base, why = choose_baseline(st, run_id, base)  # NotFoundError naming a run
+    console.print(why, markup=False, soft_wrap=True)
+    table = compare_snapshots(st, now, before, score=score)
     print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
                            "judge_ids_before"), f"{run_id} vs {base} ({score})")
     folder = store / "reports" / run_id

@@ -4,8 +4,11 @@ A run is comparable with this one when it judged the same prompts (the same prom
 version, or at least one prompt in common), with the same judges under the same rubric
 (id and fingerprint per judge), its own health was ok (coverage above its floor), and
 none of its judges failed the anchor check (drifted or unverified) in it.
-Runs in this run's reuse scope (the run a rerun continues, a ``--reuse-from`` run) are
-not candidates: their answers are this run's answers. Newest first (by the start of
+A rerun's baseline is its original run's (the run at the end of the chain of runs it
+continues): only runs that started before the original are candidates, so a rerun of
+week 3 is never compared with week 8, nor with another rerun of week 3 (served from the
+same ledger rows). Runs in this run's reuse scope (a ``--reuse-from`` run) are not
+candidates either: their answers are this run's answers. Newest first (by the start of
 their judge stage); every run passed over is listed with why, so "no comparable run"
 says which runs there were and what was different.
 """
@@ -13,6 +16,7 @@ says which runs there were and what was different.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import polars as pl
 
@@ -21,6 +25,7 @@ from essaybench.runs.calibration import run_drift
 from essaybench.runs.health import run_health
 from essaybench.runs.lineage import run_scope
 from essaybench.store import Snapshot, Store
+from essaybench.store.runs import get_runs
 
 JUDGE = "judge"
 MAX_LISTED = 5  # runs passed over named in the reason
@@ -36,6 +41,20 @@ class Baseline:
     essays: Snapshot | None
     reason: str | None
     skipped: tuple[tuple[str, str], ...] = ()  # (run, why not comparable), newest first
+    original: str | None = None  # for a rerun, its original run (whose baseline this is)
+
+    def line(self, run_id: str) -> str:
+        """Which run was chosen and why (or why none), one line."""
+        rerun = (f" (the baseline of {self.original}, the run {run_id} reruns)"
+                 if self.original is not None else "")
+        if self.run_id is None:
+            return f"baseline: none{rerun}: {self.reason}"
+        passed = (f"; passed over {len(self.skipped)}: "
+                  + "; ".join(f"{r}: {why}" for r, why in self.skipped[:MAX_LISTED])
+                  if self.skipped else "")
+        return (f"baseline: {self.run_id}{rerun}, the newest earlier run with the same "
+                f"judges and rubric, prompts in common, healthy coverage and trusted "
+                f"judges{passed}")
 
 
 def _rubrics(judged: pl.DataFrame) -> dict[str, tuple[str, ...]]:
@@ -70,56 +89,93 @@ def incomparable(judged_now: pl.DataFrame, essays_now: pl.DataFrame,
     return None
 
 
-def _judge_runs(store: Store) -> list[tuple[str, str, Snapshot]]:
-    """(started_at, run, judge snapshot) of each run's newest ok judge stage run."""
-    newest: dict[str, tuple[str, str]] = {}
+@dataclass(frozen=True)
+class _History:
+    """Each run's newest ok judge snapshot, the run each run continues and when it
+    started (its first stage run), from one pass over the catalog."""
+
+    judged: dict[str, tuple[datetime, str]]  # run -> (judge stage start, snapshot id)
+    started: dict[str, datetime]
+    base: dict[str, str]  # rerun -> the run it continues
+
+    def original(self, run_id: str) -> str:
+        """The run ``run_id`` continues, that run's, ... to the first (itself if none)."""
+        seen = {run_id}
+        while run_id in self.base and self.base[run_id] not in seen:
+            run_id = self.base[run_id]
+            seen.add(run_id)
+        return run_id
+
+    def week(self, run_id: str) -> datetime | None:
+        """When ``run_id``'s original run started (a rerun belongs to its original's week)."""
+        return self.started.get(self.original(run_id))
+
+
+def _history(store: Store) -> _History:
+    judged: dict[str, tuple[datetime, str]] = {}
+    started: dict[str, datetime] = {}
     for sr in store.stage_runs(None, 100_000):
-        if sr.stage == JUDGE and sr.status == OK and sr.snapshot_id is not None:
-            when = sr.started_at.isoformat()
-            if sr.run_id not in newest or when > newest[sr.run_id][0]:
-                newest[sr.run_id] = (when, sr.snapshot_id)
-    return sorted(((w, r, store.get_snapshot(s)) for r, (w, s) in newest.items()),
-                  key=lambda t: (t[0], t[1]), reverse=True)
+        if sr.run_id not in started or sr.started_at < started[sr.run_id]:
+            started[sr.run_id] = sr.started_at
+        if sr.stage == JUDGE and sr.status == OK and sr.snapshot_id is not None \
+                and (sr.run_id not in judged or sr.started_at > judged[sr.run_id][0]):
+            judged[sr.run_id] = (sr.started_at, sr.snapshot_id)
+    records = get_runs(store, sorted(started))
+    return _History(judged, started,
+                    {r: rec.base_run for r, rec in records.items() if rec.base_run})
+
+
+def why_not_baseline(store: Store, other: str, judged_now: pl.DataFrame,
+                     essays_now: pl.DataFrame, snap: Snapshot) -> str | None:
+    """Why run ``other`` (its judge snapshot ``snap``) is no baseline for the judgments
+    ``judged_now`` of the essays ``essays_now`` (None: it is one)."""
+    health = run_health(store, other)
+    if health is None:
+        return "no health recorded (no aggregate stage)"
+    if not health.ok:
+        return health.summary()
+    untrusted = sorted(j for j, v in (run_drift(store, other) or {}).items()
+                       if v["verdict"] in UNTRUSTED)
+    if untrusted:
+        return f"judge {', '.join(untrusted)} failed its anchor check in that run"
+    essays = store.get_snapshot(snap.upstream_snapshot_ids[0])
+    return incomparable(judged_now, essays_now, snap.read(), essays.read())
 
 
 def last_comparable_run(store: Store, run_id: str, judged: Snapshot) -> Baseline:
-    """The newest earlier run comparable with ``run_id``'s judge snapshot ``judged``."""
+    """The newest run comparable with ``run_id``'s judge snapshot ``judged`` that started
+    before ``run_id`` — before its original run, when ``run_id`` is a rerun. Runs are
+    dated by their original run (a rerun of week 3 is week 3, whenever it ran); within
+    one week, the newest judging first."""
     judged.require_stage(JUDGE, "alerts")
     judged_now = judged.read()
     essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
-    runs = _judge_runs(store)
-    # Earlier than this run's judging — or, for a rerun from aggregate, than the judging
-    # of the run that wrote ``judged``.
-    mine = ([w for w, r, _ in runs if r == run_id]
-            or [w for w, _, s in runs if s.snapshot_id == judged.snapshot_id])
-    until = min(mine, default="")
-    lineage = set(run_scope(store, run_id).runs or ()) | {run_id}
+    history = _history(store)
+    original = history.original(run_id)
+    # Judgments no recorded run wrote (a stage called on its own): the judging that
+    # wrote them dates them.
+    until = history.week(run_id) or min(
+        (w for w, s in history.judged.values() if s == judged.snapshot_id), default=None)
+    family = set(run_scope(store, run_id).runs or ()) | {run_id, original}
+    rerun_of = original if original != run_id else None
+    runs = sorted(((history.week(r) or w, w, r, s) for r, (w, s) in history.judged.items()),
+                  reverse=True)
     skipped: list[tuple[str, str]] = []
-    for when, other, snap in runs:
-        if other in lineage or (mine and when >= until):
-            continue
-        health = run_health(store, other)
-        if health is None:
-            skipped.append((other, "no health recorded (no aggregate stage)"))
-            continue
-        if not health.ok:
-            skipped.append((other, health.summary()))
-            continue
-        untrusted = sorted(j for j, v in (run_drift(store, other) or {}).items()
-                           if v["verdict"] in UNTRUSTED)
-        if untrusted:
-            skipped.append((other, f"judge {', '.join(untrusted)} failed its anchor check "
-                                   "in that run"))
-            continue
-        essays = store.get_snapshot(snap.upstream_snapshot_ids[0])
-        why = incomparable(judged_now, essays_now, snap.read(), essays.read())
+    for week, _, other, snapshot_id in runs:
+        if other in family or history.original(other) == original \
+                or (until is not None and week >= until):
+            continue  # this run, what it continues or reuses, a sibling rerun, later runs
+        snap = store.get_snapshot(snapshot_id)
+        why = why_not_baseline(store, other, judged_now, essays_now, snap)
         if why is not None:
             skipped.append((other, why))
             continue
-        return Baseline(other, snap, essays, None, tuple(skipped))
+        essays = store.get_snapshot(snap.upstream_snapshot_ids[0])
+        return Baseline(other, snap, essays, None, tuple(skipped), rerun_of)
     if not skipped:
-        return Baseline(None, None, None, "no earlier run with a judge stage")
+        return Baseline(None, None, None, "no earlier run with a judge stage", (),
+                        rerun_of)
     listed = "; ".join(f"{r}: {why}" for r, why in skipped[:MAX_LISTED])
     more = f"; {len(skipped) - MAX_LISTED} more" if len(skipped) > MAX_LISTED else ""
     return Baseline(None, None, None, f"{len(skipped)} earlier run(s), none comparable: "
-                    f"{listed}{more}", tuple(skipped))
+                    f"{listed}{more}", tuple(skipped), rerun_of)

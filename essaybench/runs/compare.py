@@ -2,7 +2,8 @@
 
 Not a stage of its own yet: it reads two runs' ``judge`` snapshots and the essays they
 judged and hands them to :func:`essaybench.bench.compare.compare_runs`; the report is
-written by the command.
+written by the command. The default baseline is the one the alerts stage uses
+(``runs/comparable.py``).
 """
 
 from __future__ import annotations
@@ -10,20 +11,38 @@ from __future__ import annotations
 import polars as pl
 
 from essaybench.bench.compare import compare_runs
-from essaybench.core.contracts import OK
 from essaybench.core.errors import NotFoundError
+from essaybench.runs.comparable import last_comparable_run, why_not_baseline
 from essaybench.store import Snapshot, Store
 
 
-def previous_run(store: Store, run_id: str) -> str | None:
-    """The newest run older than ``run_id`` with a successful judge stage."""
-    judged = sorted({(r.started_at, r.run_id) for r in store.stage_runs(None, 10_000)
-                     if r.stage == "judge" and r.status == OK})
-    mine = [t for t, r in judged if r == run_id]
-    if not mine:
+def choose_baseline(store: Store, run_id: str, base: str | None = None
+                    ) -> tuple[Snapshot, Snapshot, str, str]:
+    """``run_id``'s judge snapshot, its baseline's, the baseline run and one line saying
+    which run that is and why: ``base`` when given (said not comparable, with why, when
+    the alerts' rule would not have chosen it), else the run the alerts stage compares with
+    (:func:`last_comparable_run`: a rerun's is its original run's). A ``NotFoundError``
+    when either run has no successful judge stage, or there is no comparable run."""
+    now = _judged(store, run_id)
+    if base is None:
+        chosen = last_comparable_run(store, run_id, now)
+        if chosen.judged is None or chosen.run_id is None:
+            raise NotFoundError(f"no run to compare {run_id} with ({chosen.line(run_id)}); "
+                                "name one with --base RUN")
+        return now, chosen.judged, chosen.run_id, chosen.line(run_id)
+    before = _judged(store, base)
+    essays_now = store.get_snapshot(now.upstream_snapshot_ids[0]).read()
+    why = why_not_baseline(store, base, now.read(), essays_now, before)
+    return now, before, base, (f"baseline: {base} (given with --base)" if why is None else
+                               f"baseline: {base} (given with --base), NOT comparable by "
+                               f"the rule alerts use: {why}")
+
+
+def _judged(store: Store, run_id: str) -> Snapshot:
+    snap = store.latest_ok_snapshot("judge", run_id)
+    if snap is None:
         raise NotFoundError(f"run {run_id} has no successful judge stage in {store.root}")
-    older = [r for t, r in judged if t < min(mine) and r != run_id]
-    return older[-1] if older else None
+    return snap
 
 
 def compare_snapshots(store: Store, now: Snapshot, before: Snapshot, *,

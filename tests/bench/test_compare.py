@@ -1,4 +1,4 @@
-"""This week vs last week: deltas, paired CIs over common prompts, drift, previous run."""
+"""This week vs last week: deltas, paired CIs over common prompts, drift, the baseline."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from essaybench.bench.compare import compare_runs
-from essaybench.runs.compare import compare_snapshots, previous_run
+from essaybench.runs.compare import choose_baseline, compare_snapshots
 from essaybench.store import Snapshot, Store
 
 
@@ -53,8 +53,9 @@ def test_model_in_one_run_only_has_no_delta() -> None:
 
 def test_previous_run_and_snapshots(judged_run: tuple[Store, Snapshot, Snapshot]) -> None:
     store, judged, _ = judged_run
-    assert previous_run(store, "r1") is None
+    with pytest.raises(LookupError, match="no run to compare r1 with"):
+        choose_baseline(store, "r1")
     with pytest.raises(LookupError, match="no successful judge"):
-        previous_run(store, "nope")
+        choose_baseline(store, "nope")
     same = compare_snapshots(store, judged, judged, n_boot=100)
     assert set(same["delta"].to_list()) == {0.0} and same["drift"].null_count() == same.height

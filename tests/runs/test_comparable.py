@@ -21,18 +21,20 @@ def frames(run_id: str, *, judge: str = "judge", fingerprint: str = "fp1",
            ) -> tuple[pl.DataFrame, pl.DataFrame]:
     # run_id in the text keeps each run's snapshots apart (content-addressed).
     essays = pl.DataFrame([{"prompt_id": p, "model": "writer", "prompt_set_version": version,
-                            "essay_text": f"{run_id} 门", "status": "ok"} for p in prompts])
+                            "essay_text": f"{run_id} 门", "status": "ok",
+                            "returned_model": "writer-1"} for p in prompts])
     judged = pl.DataFrame([{"prompt_id": p, "model": "writer", "judge": judge,
                             "rubric_id": "essaybench.v1", "rubric_fingerprint": fingerprint,
-                            "status": "ok", "score_weighted": 60.0, "note": run_id}
-                           for p in prompts])
+                            "status": "ok", "score_weighted": 60.0 + i, "note": run_id,
+                            "judge_returned_model": f"{judge}-1"}
+                           for i, p in enumerate(prompts)])
     return essays, judged
 
 
 def add_run(store: Store, run_id: str, *, healthy: bool = True, base_run: str | None = None,
-            **kw: str | tuple[str, ...]) -> Snapshot:
-    """A run as the pipeline leaves it in the catalog: generate and judge snapshots, and
-    the health its aggregate stage recorded."""
+            drifted: bool = False, **kw: str | tuple[str, ...]) -> Snapshot:
+    """A run as the pipeline leaves it in the catalog: generate and judge snapshots, the
+    health its aggregate stage recorded (and the drift stage's verdict, when ``drifted``)."""
     record_run(store, run_id, base_run=base_run, from_stage="judge" if base_run else None)
     essays, judged = frames(run_id, **kw)  # type: ignore[arg-type]
     gen = run_stage(store, run_id=run_id, stage="generate", upstream=[], params=None,
@@ -46,6 +48,11 @@ def add_run(store: Store, run_id: str, *, healthy: bool = True, base_run: str | 
         essay_failures=0, api_errors=0),))
     sid = store.start_stage_run(run_id, "aggregate", [jud.snapshot_id], {}, "test")
     store.finish_stage_run(sid, status="ok", meta={"health": health.model_dump(mode="json")})
+    if drifted:
+        verdicts = {"judges": {"judge": {"verdict": "drifted"}}}
+        run_stage(store, run_id=run_id, stage="drift", upstream=[jud], params=None,
+                  compute=lambda: StageOutput(pl.DataFrame({"run": [run_id]}),
+                                              run_meta=verdicts))
     return jud
 
 
@@ -110,6 +117,36 @@ def test_a_rerun_is_not_compared_with_the_run_it_continues(store: Store) -> None
     # A later run is not a baseline of an earlier one.
     first = store.latest_ok_snapshot("judge", "w1")
     assert first is not None and choose(store, "w1", first).run_id is None
+
+
+def test_a_rerun_is_compared_with_its_original_runs_baseline(store: Store) -> None:
+    """Issue 25 item 2: reruns of week 3 made after week 4 are week 3: compared with week
+    2 (not week 4, nor a sibling rerun of week 3, which serves the same ledger rows); and
+    week 5 is compared with week 4, not with a rerun of week 3 made later than week 4."""
+    for week in ("w1", "w2", "w3", "w4"):
+        add_run(store, week)
+    first = add_run(store, "w3-rerun-a", base_run="w3")
+    found = choose(store, "w3-rerun-a", first)
+    assert found.run_id == "w2" and found.original == "w3"
+    assert found.line("w3-rerun-a").startswith(
+        "baseline: w2 (the baseline of w3, the run w3-rerun-a reruns), the newest earlier run")
+    second = add_run(store, "w3-rerun-b", base_run="w3")
+    assert choose(store, "w3-rerun-b", second).run_id == "w2"
+    again = add_run(store, "w3-rerun-c", base_run="w3-rerun-a")  # a rerun of a rerun
+    assert choose(store, "w3-rerun-c", again).run_id == "w2"
+    now = add_run(store, "w5")
+    assert choose(store, "w5", now).run_id == "w4"
+
+
+def test_a_healthy_rerun_of_a_failed_week_stands_for_that_week(store: Store) -> None:
+    add_run(store, "w1")
+    add_run(store, "w2", healthy=False)  # the judge was down
+    add_run(store, "w2-rerun", base_run="w2")  # judged again, healthy
+    now = add_run(store, "w3")
+    found = choose(store, "w3", now)
+    assert found.run_id == "w2-rerun"
+    assert found.original is None
+    assert found.line("w3").startswith("baseline: w2-rerun, the newest earlier run")
 
 
 def test_pure_check() -> None:

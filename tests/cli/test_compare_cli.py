@@ -1,0 +1,77 @@
+"""``essaybench compare``: the default baseline is the alerts stage's (a judge-down or
+drifted week is passed over, with why), the command says which run it chose and why, and
+a wrong ``--score`` is one line (issue 25, items 1 and 17)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from essaybench.store import Store
+from tests.cli.test_errors import error_line, invoke
+from tests.runs.test_comparable import add_run
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "store")
+
+
+def compare(store: Store, *args: str) -> tuple[str, pl.DataFrame | None]:
+    result = invoke("compare", *args, "--store", str(store.root))
+    assert result.exit_code == 0, (result.output, result.exception)
+    run, base = args[1], result.output.split("baseline: ")[1].split()[0].rstrip(",")
+    table = store.root / "reports" / run / f"compare_{base}.parquet"
+    return result.output, pl.read_parquet(table) if table.is_file() else None
+
+
+def test_a_judge_down_week_is_passed_over_and_the_choice_is_explained(store: Store) -> None:
+    add_run(store, "w1")
+    add_run(store, "w2", healthy=False)  # judge down: 0% coverage
+    add_run(store, "w3")
+    out, table = compare(store, "--run", "w3")
+    assert "baseline: w1, the newest earlier run with the same judges and rubric" in out
+    assert "passed over 1: w2: unhealthy: 1 of 1" in out
+    assert table is not None and table["n_common_prompts"].to_list() == [3]
+    assert table["delta"].to_list() == [0.0]
+
+
+def test_a_drifted_week_is_passed_over(store: Store) -> None:
+    add_run(store, "w1")
+    add_run(store, "w2", drifted=True)
+    add_run(store, "w3")
+    out, _ = compare(store, "--run", "w3")
+    assert "baseline: w1," in out
+    assert "w2: judge judge failed its anchor check in that run" in out
+
+
+def test_a_rerun_is_compared_with_its_original_runs_baseline(store: Store) -> None:
+    for week in ("w1", "w2", "w3"):
+        add_run(store, week)
+    add_run(store, "w2-rerun", base_run="w2")
+    out, _ = compare(store, "--run", "w2-rerun")
+    assert "baseline: w1 (the baseline of w2, the run w2-rerun reruns)" in out
+
+
+def test_a_given_base_is_used_and_said_not_comparable(store: Store) -> None:
+    add_run(store, "w1")
+    add_run(store, "w2", healthy=False)
+    add_run(store, "w3")
+    out, table = compare(store, "--run", "w3", "--base", "w2")
+    assert "baseline: w2 (given with --base), NOT comparable by the rule alerts use: " \
+           "unhealthy" in out
+    assert table is not None
+
+
+def test_no_comparable_run_and_a_bogus_score_are_one_line(store: Store) -> None:
+    add_run(store, "w1", judge="other")
+    add_run(store, "w2")
+    line = error_line(invoke("compare", "--run", "w2", "--store", str(store.root)))
+    assert line == ("error: no run to compare w2 with (baseline: none: 1 earlier run(s), none "
+                    "comparable: w1: other judges (other)); name one with --base RUN")
+    line = error_line(invoke("compare", "--run", "w2", "--base", "w1", "--score", "bogus",
+                             "--store", str(store.root)))
+    assert line == ("error: invalid value for --score: 'bogus': one of score_weighted, "
+                    "score_unweighted, align_total")

@@ -5,14 +5,14 @@
   agreement, Spearman, Kendall.
 * :mod:`.voting` — majority votes → voting scores → rankings.
 * :mod:`.matched` — judge vs humans on exactly the annotated essays: ρ/τ of the model means
-  and the mean of per-prompt ρ/τ with a bootstrap CI over prompts.
+  and the mean of per-prompt ρ/τ with a t-interval over prompts.
 * :mod:`.pairwise_tiers` — quality tiers (top/median/bottom) from pairwise annotations.
 * :mod:`.sensitivity` — Mann–Whitney share and mean difference between high/medium/low tiers.
-* :mod:`.ranking` — models ranked by mean score with paired bootstrap CIs.
+* :mod:`.ranking` — models ranked by mean score with paired t-intervals over prompts.
 * :mod:`.length` — length bias of a score (Spearman pooled and within prompt, OLS slopes).
 * :mod:`.wpb`, :mod:`.report` — the WritingPreferenceBench data and its Markdown report.
 
-No Prefect and no hidden randomness: the bootstrap takes an explicit seed.
+No Prefect and no hidden randomness.
 """
 
 from essaybench.human.report import WpbReport, build_wpb_report

@@ -7,7 +7,7 @@ polars tables for export.
 
 * Inter-annotator agreement: the rows scored twice (``score`` vs ``score_alt``),
   per model and overall.
-* Human ranking: models by mean score, paired prompt-level bootstrap CIs and,
+* Human ranking: models by mean score, t-intervals with prompts as clusters and,
   for each neighbour pair, whether the paired-difference CI contains 0.
 * Length bias of the human scores: against Chinese characters of the response
   (counted from predict0; see :data:`LENGTH_COUNTED`) and the source's ``word_len``:

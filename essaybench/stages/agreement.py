@@ -36,8 +36,8 @@ def intro(params: AgreementParams) -> list[str]:
         "`method` = `model means`: Spearman ρ / Kendall τ-b between the human and the "
         "judge per-model scores (p two-sided; `n_used` = models). `per-prompt mean`: the "
         "same correlations within each prompt, averaged over the `n_used` prompts that have "
-        f"one; `_lo`/`_hi` a 95% percentile bootstrap over prompts ({params.n_boot} "
-        f"replicates, seed {params.seed}), given from {MIN_PROMPTS_FOR_CI} prompts on." + tiers,
+        f"one; `_lo`/`_hi` the 95% t-interval over those prompts, given from "
+        f"{MIN_PROMPTS_FOR_CI} prompts on." + tiers,
         "",
     ]
 

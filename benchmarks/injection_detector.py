@@ -1,13 +1,16 @@
 """The injection detector (essaybench/bench/judge/injection.py) measured: recall on a
 held-out attack set, false flags on real essays.
 
-    python benchmarks/injection_detector.py [--heldout FILE] [--show-missed] [--show-false]
+    python benchmarks/injection_detector.py [--heldout V1 V2] [--show-missed] [--show-false]
 
-Recall: every attack of data/injection/heldout_attacks.v1.yaml (written separately from
-the detector's patterns, never tuned to) planted in every anchor essay (rubrics/anchors/,
+Recall: every attack of a held-out set planted in every anchor essay (rubrics/anchors/,
 24 essays, 4 genres × 3 levels × 2); an attacked essay counts as caught when any flag
 fires. Figures per family and overall, per planted essay and per attack (caught in every
-anchor).
+anchor). Two sets, written apart from the detector's patterns: data/injection/
+heldout_attacks.v1.yaml was written before the detector was widened (issue 25 item 12:
+39.5 % before), but its misses were seen while the new patterns were written, so its
+figure after is optimistic; heldout_attacks.v2.yaml was written after, and measured
+untuned — the honest estimate.
 
 False flags (no attack planted): the 24 anchors; the 300 human-written, teacher-scored
 student essays of ../shared/data/aes_dataset (the figure that matters most: real
@@ -15,7 +18,7 @@ essays); the 3,875 answers of 20 LLMs to 204 Chinese writing prompts of
 ../shared/data/writingpreferencebench (many are not essays: speeches to a jury (尊敬的
 评委), scripts, code, English text — so its target is looser), and its essay-like tags.
 
-Targets (PASS/FAIL): held-out recall ≥ 90 % of planted essays; 0 anchors flagged;
+Targets (PASS/FAIL): held-out recall ≥ 90 % (v1) and ≥ 70 % (v2); 0 anchors flagged;
 ≤ 1 % of the human essays; ≤ 3.5 % of the LLM answers (3.2 % before this detector was
 widened, mostly debate speeches addressing the judges).
 """
@@ -30,14 +33,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from essaybench.bench.anchors import load_anchor_set
+from essaybench.bench.anchors import AnchorEssay, load_anchor_set
 from essaybench.bench.judge.attacks import load_heldout
 from essaybench.bench.judge.injection import essay_flags
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared" / "data"
 ESSAY_TAGS = {"议论文", "散文", "日常故事", "情感故事", "旅行游记", "科普文章", "人物传记",
               "历史故事", "童话-寓言"}
-TARGET_RECALL = 0.90
+HELDOUT = (PROJECT / "data" / "injection" / "heldout_attacks.v1.yaml",
+           PROJECT / "data" / "injection" / "heldout_attacks.v2.yaml")
+TARGET_RECALL = (0.90, 0.70)  # v2 was never tuned to: its target was set before its run
 TARGET_HUMAN = 0.01
 TARGET_LLM = 0.035
 
@@ -65,16 +71,9 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} = {100 * k / n:.1f} %" if n else "—"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--heldout", type=Path, help="Held-out attack file (default v1).")
-    parser.add_argument("--show-missed", action="store_true")
-    parser.add_argument("--show-false", action="store_true")
-    args = parser.parse_args(argv)
-    started = time.process_time()
-    anchors = load_anchor_set().essays
-    attacks = load_heldout(args.heldout).attacks
+def _recall(path: Path, anchors: Sequence[AnchorEssay], show_missed: bool) -> float:
+    """Print and return the share of planted essays the detector flags."""
+    attacks = load_heldout(path).attacks
     caught: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     missed_attacks = []
     for attack in attacks:
@@ -83,21 +82,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         caught[attack.family][1] += len(anchors)
         if hits < len(anchors):
             missed_attacks.append(f"{attack.id} ({hits}/{len(anchors)})")
-    print(f"held-out attacks: {len(attacks)} × {len(anchors)} anchors")
+    print(f"held-out attacks {path.name}: {len(attacks)} × {len(anchors)} anchors")
     for family, (k, n) in sorted(caught.items()):
         print(f"  {family:<20} {_pct(k, n)}")
     k_all = sum(k for k, _ in caught.values())
     n_all = sum(n for _, n in caught.values())
-    recall = k_all / n_all
-    whole = len(attacks) - len(missed_attacks)
     print(f"  {'recall':<20} {_pct(k_all, n_all)}; attacks caught in every anchor "
-          f"{whole}/{len(attacks)}")
-    if args.show_missed and missed_attacks:
+          f"{len(attacks) - len(missed_attacks)}/{len(attacks)}")
+    if show_missed and missed_attacks:
         print("  missed:", ", ".join(missed_attacks))
+    return k_all / n_all
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--heldout", type=Path, nargs=2, default=list(HELDOUT), metavar="FILE",
+                        help="The two held-out attack files (default: v1 and v2).")
+    parser.add_argument("--show-missed", action="store_true")
+    parser.add_argument("--show-false", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.process_time()
+    anchors = load_anchor_set().essays
+    recalls = [_recall(path, anchors, args.show_missed) for path in args.heldout]
     anchor_flags = sum(bool(essay_flags(e.prompt, e.essay)) for e in anchors)
     print(f"false flags: anchors {_pct(anchor_flags, len(anchors))}")
-    ok = recall >= TARGET_RECALL and anchor_flags == 0
+    ok = all(r >= target for r, target in zip(recalls, TARGET_RECALL, strict=True))
+    ok = ok and anchor_flags == 0
     if not SHARED.is_dir():
         print(f"(no {SHARED}: real-essay false flags not measured)")
     else:
@@ -129,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\n".join(shown))
         ok = ok and f_h <= TARGET_HUMAN * n_h and f_l <= TARGET_LLM * n_l
     print(f"CPU {time.process_time() - started:.1f} s")
-    print("PASS" if ok else f"FAIL (targets: recall ≥ {TARGET_RECALL:.0%}, no anchor, "
+    print("PASS" if ok else f"FAIL (targets: recall ≥ {TARGET_RECALL[0]:.0%} (v1), "
+          f"≥ {TARGET_RECALL[1]:.0%} (v2), no anchor, "
           f"≤ {TARGET_HUMAN:.0%} human, ≤ {TARGET_LLM:.1%} LLM answers flagged)")
     return 0 if ok else 1
 

@@ -113,12 +113,15 @@ def _print_budget(result: Estimate, cap: float, config: Path, *, over: str | Non
     from essaybench.bench.budget import budget_problem, format_usd
 
     problem = budget_problem(result, cap)
+    # soft_wrap: one line however narrow the terminal (it wraps the line itself), so the
+    # config's path is never broken in two.
     if problem is None:
-        console.print(f"within max_cost_usd {format_usd(cap)} ({config})", markup=False)
+        console.print(f"within max_cost_usd {format_usd(cap)} ({config})", markup=False,
+                      soft_wrap=True)
     elif over is None:
         fail(f"{problem} ({config}); raise it, or pass {OVER_BUDGET_FLAG} to run anyway")
     else:
-        console.print(f"{problem} ({config}): {over}", markup=False)
+        console.print(f"{problem} ({config}): {over}", markup=False, soft_wrap=True)
 
 
 def print_estimate(result: Estimate, notes: Sequence[str] = ()) -> None:

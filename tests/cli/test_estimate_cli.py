@@ -3,6 +3,7 @@ errors with exit code 2, refusal before any request, and a store read but never 
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typer.testing import CliRunner, Result
 from essaybench.bench.budget import format_usd
 from essaybench.bench.config import load_benchmark_config
 from essaybench.cli import app
+from essaybench.cli.common import console
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.registry import load_registry
@@ -112,8 +114,22 @@ def one_line_error(result: Result) -> str:
     return lines[0]
 
 
+@pytest.fixture(autouse=True)
+def eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's console 80 columns wide whatever terminal runs the tests: rich read
+    $COLUMNS (or the terminal's width) once, when the console was made."""
+    monkeypatch.setattr(console, "_width", 80)
+
+
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args), terminal_width=80)
+
+
+def budget_line(out: str) -> str:
+    """The one line saying how the estimate compares with max_cost_usd."""
+    lines = [line for line in out.splitlines() if "max_cost_usd $" in line]
+    assert len(lines) == 1, out
+    return lines[0]
 
 
 def test_estimate_prints_every_model_and_stage_and_changes_nothing(
@@ -141,8 +157,12 @@ def test_estimate_prints_every_model_and_stage_and_changes_nothing(
     total = next(line for line in out.splitlines() if line.strip().startswith("total"))
     assert total.split()[1:2] == ["36"] and format_usd(expected.cost_usd) in total
     assert "writer/generate (1 calls)" in " ".join(out.split())  # the ledger's statistics
-    assert "exceeds max_cost_usd" in out  # said, not refused: estimate only reports
-    assert max(len(line) for line in out.splitlines()) <= 80
+    # Said, not refused (estimate only reports), on one line that names the config whole
+    # (the terminal wraps it, so it copies as one line); the rest fits 80 columns.
+    said = budget_line(out)
+    assert said.startswith("estimated cost") and "exceeds max_cost_usd" in said
+    assert said.endswith(f"({config}): run and rerun refuse it without --yes-over-budget")
+    assert max(len(line) for line in out.splitlines() if line != said) <= 80
     assert files_of(store.root) == before  # read-only: not a byte, not a lock file
     assert server.stats().totals.received == 0
 
@@ -206,7 +226,11 @@ def test_yes_over_budget_goes_on_after_the_estimate(
     assert result.exit_code == 0, result.output
     assert len(pipeline_calls) == 1
     out = result.stdout
-    assert out.index("Estimate before any call") < out.index("going on (--yes-over-budget)") \
+    # One line however narrow the terminal, the path unbroken: the terminal wraps it.
+    said = budget_line(out)
+    assert re.fullmatch(rf"estimated cost \$[0-9.]+ exceeds max_cost_usd \$0\.0001 "
+                        rf"\({re.escape(str(config))}\): going on \(--yes-over-budget\)", said)
+    assert out.index("Estimate before any call") < out.index(said) \
         < out.index("PIPELINE STARTED")
 
 

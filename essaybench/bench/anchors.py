@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from essaybench.bench.judge.request import ESSAY_COLUMNS
 from essaybench.bench.rubrics import RubricError, VersionedFile
 from essaybench.core.contracts import GENRES, OK
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.yamlio import load_model
 
 ANCHOR_MODEL = "anchor"  # the "model" column of an anchor essay: no model wrote it
@@ -66,7 +66,7 @@ class AnchorSet(VersionedFile):
 
 
 def default_anchor_path() -> Path:
-    return project_dir("rubrics") / "anchors" / "essay_anchors.v1.yaml"
+    return resource("rubrics") / "anchors" / "essay_anchors.v1.yaml"
 
 
 def load_anchor_set(path: Path | str | None = None) -> AnchorSet:

@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from essaybench.core.hashing import content_hash
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.yamlio import YamlConfigError, load_model
 
 ANALYSIS_MAX_CHARS = 4000
@@ -444,7 +444,7 @@ def load_validated(model: type[_M], path: Path | str, kind: str) -> _M:
 
 
 def rubrics_dir() -> Path:
-    return project_dir("rubrics") / "essay"
+    return resource("rubrics") / "essay"
 
 
 def load_rubric(path: Path | str | None = None) -> Rubric:

@@ -1,54 +1,105 @@
-"""Locations of the project's data folders (``sql/``, ``rubrics/``, ``data/``).
+"""Where essaybench finds its own files, and where it writes by default.
 
-They live at the repository root, beside the package, so the package is
-installed in editable mode (``pip install -e .``); a missing folder is a clear
-error rather than a confusing ``FileNotFoundError`` deep in a stage.
+The files the package reads (``sql/``, ``rubrics/``, ``configs/``, the bundled sample
+``data/``, the report's templates) ship inside it and are found by ``resource()``, through
+``importlib.resources``, alone: the same call reads them from an installed wheel and from
+a checkout. In the repository they live at the top level; ``essaybench/resources/<name>``
+are relative symbolic links to those folders, which the wheel build follows (so an
+editable install and the wheel read the same files).
+
+The few things that depend on where essaybench runs from (the default store, the folder a
+scheduled flow run works in, the checkout's git commit) ask ``checkout_root()``: the
+repository this package is imported from, or None when it is installed.
 """
 
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+RESOURCES = "essaybench.resources"
 HOME_ENV = "ESSAYBENCH_HOME"
+STORE_FOLDER = "essaybench-store"  # the default store of an installed essaybench, in the cwd
 
 
-def project_dir(name: str) -> Path:
-    path = PROJECT_ROOT / name
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"essaybench data folder {name!r} not found at {path}; "
-            "install the project in editable mode from a checkout (pip install -e .)"
-        )
+def resource(*parts: str, package: str = RESOURCES) -> Path:
+    """A file or folder shipped with the package: ``resource("sql", "get_runs.sql")``,
+    ``resource("rubrics")``, ``resource("templates", package="essaybench.report")``.
+    A missing one is a clear error naming the path, not a bare FileNotFoundError later."""
+    root = files(package)
+    if not isinstance(root, Path):  # e.g. a zipped install: not supported
+        raise FileNotFoundError(f"essaybench resources of {package} are not on the file "
+                                f"system ({root}); install essaybench unzipped")
+    path = root.joinpath(*parts).resolve()  # in a checkout: the top-level folder's file
+    if not path.exists():
+        raise FileNotFoundError(f"essaybench resource {'/'.join(parts)!r} not found at "
+                                f"{path}; the installation is incomplete (reinstall essaybench)")
     return path
 
 
+def _package_parent() -> Path:
+    root = files("essaybench")
+    assert isinstance(root, Path), root
+    return root.resolve().parent
+
+
+# The folder the package sits in: the checkout in an editable install (tests, ops and
+# benchmarks, which are not installed, use it for the repository's files), site-packages
+# when installed. The library asks checkout_root() instead.
+PROJECT_ROOT = _package_parent()
+
+
+def checkout_root() -> Path | None:
+    """The repository checkout essaybench is imported from, or None when installed."""
+    root = PROJECT_ROOT
+    is_checkout = (root / "pyproject.toml").is_file() and (root / "flows").is_dir()
+    return root if is_checkout else None
+
+
 def project_home() -> Path:
-    """The checkout scheduled flow runs work in (its ``flows/`` are the deployments'
-    entrypoints; relative config and store paths resolve against it): ``$ESSAYBENCH_HOME``
-    read now, else the checkout this package is installed from."""
+    """The folder scheduled flow runs work in (relative config and store paths resolve
+    against it): ``$ESSAYBENCH_HOME`` read now, else the checkout essaybench is imported
+    from, else the current folder (an installed essaybench)."""
     home = os.environ.get(HOME_ENV)
-    return Path(home).expanduser().resolve() if home else PROJECT_ROOT
+    if home:
+        return Path(home).expanduser().resolve()
+    return checkout_root() or Path.cwd()
 
 
 def enter_project_home() -> dict[str, str]:
     """A Prefect pull step (``prefect.yaml``): make ``project_home()`` the flow run's
     working directory. It runs on the worker as each flow run starts, so the home is the
     worker's, read then: a ``{{ $ESSAYBENCH_HOME }}`` template in prefect.yaml is filled
-    in by ``prefect deploy`` from the deploying shell and frozen into the deployment."""
+    in by ``prefect deploy`` from the deploying shell and frozen into the deployment.
+    (The deployments' entrypoints are module paths, ``essaybench.flows.<stage>:…``, so
+    the home needs no code, only what relative paths name.)"""
     home = project_home()
-    if not (home / "flows").is_dir():
-        raise FileNotFoundError(f"essaybench home {home} has no flows/ folder: set "
-                                f"${HOME_ENV} to the essaybench checkout")
+    if not home.is_dir():
+        raise FileNotFoundError(f"essaybench home {home} is not a folder: set "
+                                f"${HOME_ENV} to the folder flow runs should work in")
     os.chdir(home)
     return {"directory": str(home)}
 
 
 def default_store_root() -> Path:
-    return PROJECT_ROOT / "out" / "store"
+    """The one place that decides the default store: ``out/store`` of the checkout when
+    essaybench runs from one, else ``./essaybench-store`` in the current folder (never
+    inside the installed package). ``$ESSAYBENCH_STORE`` overrides it (core.settings)."""
+    checkout = checkout_root()
+    return checkout / "out" / "store" if checkout else Path.cwd() / STORE_FOLDER
 
 
 def default_wpb_dir() -> Path:
-    """WritingPreferenceBench's data beside the checkout (../shared/data/...); never copied in."""
-    return PROJECT_ROOT.parent / "shared" / "data" / "writingpreferencebench"
+    """WritingPreferenceBench's data beside the checkout (../shared/data/...; never copied
+    in); for an installed essaybench, ``./writingpreferencebench``."""
+    checkout = checkout_root()
+    if checkout is None:
+        return Path.cwd() / "writingpreferencebench"
+    return checkout.parent / "shared" / "data" / "writingpreferencebench"
+
+
+def project_dir(name: str) -> Path:
+    """The shipped folder ``name`` (``sql``, ``rubrics``, ``data``, ``configs``): the
+    older name of ``resource(name)``."""
+    return resource(name)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 
-from essaybench.core.paths import PROJECT_ROOT, default_store_root
+from essaybench.core.paths import default_store_root, resource
 
 DEFAULT_CURATE_CONFIG = os.environ.get(
-    "ESSAYBENCH_CURATE_CONFIG", str(PROJECT_ROOT / "configs" / "curate.yaml"))
+    "ESSAYBENCH_CURATE_CONFIG", str(resource("configs", "curate.yaml")))
 DEFAULT_STORE_ROOT = os.environ.get("ESSAYBENCH_STORE", str(default_store_root()))
 DEFAULT_BENCHMARK_CONFIG = os.environ.get(
-    "ESSAYBENCH_BENCHMARK_CONFIG", str(PROJECT_ROOT / "configs" / "benchmark.yaml"))
+    "ESSAYBENCH_BENCHMARK_CONFIG", str(resource("configs", "benchmark.yaml")))
 # How long a writer waits for another process's lock on the store (catalog, call ledger)
 # before giving up; commands that write the store take --lock-timeout, flows lock_timeout_s.
 DEFAULT_LOCK_TIMEOUT_S = 120.0

@@ -1,4 +1,6 @@
-"""The code version stored with every stage run: package version plus git commit."""
+"""The code version stored with every stage run: the installed package's version (from
+its metadata, which the build took from git tags), plus the checkout's commit when
+essaybench runs from one."""
 
 from __future__ import annotations
 
@@ -6,20 +8,24 @@ import subprocess
 from functools import cache
 
 from essaybench import __version__
-from essaybench.core.paths import PROJECT_ROOT
+from essaybench.core.paths import checkout_root
 
 
 @cache
 def code_version() -> str:
+    checkout = checkout_root()
+    if checkout is None:  # installed: the metadata version says which build this is
+        return __version__
+    base = __version__.split("+", 1)[0]  # the install's own local part is stale
     try:
         sha = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short=12", "HEAD"],
+            ["git", "-C", str(checkout), "rev-parse", "--short=12", "HEAD"],
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return __version__
-    return f"{__version__}+g{sha}{'.dirty' if dirty else ''}"
+    return f"{base}+g{sha}{'.dirty' if dirty else ''}"

@@ -47,7 +47,7 @@ from essaybench.constraints.requirement import combine_lengths
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
 from essaybench.core.hashing import prompt_id
 from essaybench.core.matching import matching_text
-from essaybench.core.paths import PROJECT_ROOT
+from essaybench.core.paths import checkout_root
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
 from essaybench.curate.markup import markup_found
 from essaybench.curate.normalize import normalize_text
@@ -209,8 +209,8 @@ def _with_markup_note(detail: str, raw: str | None) -> str:
 
 
 def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
-    path = Path(rules.path).resolve()
-    shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+    path, checkout = Path(rules.path).resolve(), checkout_root()
+    shown = path.relative_to(checkout) if checkout and path.is_relative_to(checkout) else path
     return {"version": rules.version, "path": str(shown), "sha256": rules.sha256}
 
 

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.core.hashing import sha256_hex
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.yamlio import YamlConfigError, read_config_bytes, read_yaml
 
 Level = Literal["hard", "strong", "weak"]
@@ -161,7 +161,7 @@ class CompiledRules:
 
 
 def default_rules_path(version: str) -> Path:
-    return project_dir("rubrics") / "filters" / f"filter_rules.{version}.yaml"
+    return resource("rubrics") / "filters" / f"filter_rules.{version}.yaml"
 
 
 def load_rules(path: Path | str, expect_version: str | None = None) -> CompiledRules:

@@ -20,7 +20,7 @@ from typing import Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.redact import redact
 from essaybench.core.yamlio import load_model
 from essaybench.curate.normalize import normalize_text
@@ -174,7 +174,7 @@ class RenderedPrompt:
 
 
 def default_template_path() -> Path:
-    return project_dir("rubrics") / "classify" / "classify_prompt.v2.yaml"
+    return resource("rubrics") / "classify" / "classify_prompt.v2.yaml"
 
 
 def load_label_template(path: Path | str | None = None) -> LabelPromptTemplate:

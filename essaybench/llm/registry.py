@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from essaybench.core.errors import UnknownNameError, UserError
-from essaybench.core.paths import PROJECT_ROOT
+from essaybench.core.paths import resource
 from essaybench.core.redact import register_secret_envs
 from essaybench.core.yamlio import YamlConfigError, YamlDocument, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
@@ -335,8 +335,9 @@ class Registry(BaseModel):
 
 
 def default_models_path() -> Path:
-    """$ESSAYBENCH_MODELS if set (read now, not at import), else configs/models.yaml."""
-    return Path(os.environ.get(MODELS_ENV) or PROJECT_ROOT / "configs" / "models.yaml")
+    """$ESSAYBENCH_MODELS if set (read now, not at import), else the shipped
+    configs/models.yaml (the embedded model)."""
+    return Path(os.environ.get(MODELS_ENV) or resource("configs", "models.yaml"))
 
 
 def load_registry(path: Path | str | None = None) -> Registry:

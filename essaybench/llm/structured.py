@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.yamlio import load_model
 
 # The whole reply is one fence: ```json … ``` (or ``` … ```), only whitespace around it.
@@ -121,7 +121,7 @@ class _Refusal(BaseModel):
 
 @cache
 def refusal_rules() -> _Refusal:
-    return load_model(_Refusal, project_dir("rubrics") / "gateway" / "refusal.v1.yaml",
+    return load_model(_Refusal, resource("rubrics") / "gateway" / "refusal.v1.yaml",
                       "refusal rules")
 
 
@@ -205,7 +205,7 @@ class _Reask(BaseModel):
 
 @cache
 def reask_template() -> _Reask:
-    return load_model(_Reask, project_dir("rubrics") / "gateway" / "reask.v1.yaml",
+    return load_model(_Reask, resource("rubrics") / "gateway" / "reask.v1.yaml",
                       "re-ask template")
 
 

@@ -16,11 +16,11 @@ import hashlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from essaybench.core.paths import resource
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
@@ -29,7 +29,7 @@ from essaybench.report.sections import JudgeSection, judge_section
 from essaybench.report.svg import ChartIds, font_note
 from essaybench.report.tables import LeaderRow, failures, judges_of, model_facts
 
-TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = resource("templates", package="essaybench.report")
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ def test_the_pull_step_enters_the_workers_home_at_run_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect.deployments.steps.core import run_steps
 
-    home = tmp_path / "checkout"
-    (home / "flows").mkdir(parents=True)
+    home = tmp_path / "project"  # any folder: the entrypoints are module paths, no code here
+    home.mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ESSAYBENCH_HOME", str(home))
     outputs = asyncio.run(run_steps(_pull_steps()))
@@ -47,7 +47,7 @@ def test_the_pull_step_enters_the_workers_home_at_run_time(
     asyncio.run(run_steps(_pull_steps()))
     assert Path.cwd() == PROJECT_ROOT
 
-    monkeypatch.setenv("ESSAYBENCH_HOME", str(tmp_path))  # no flows/ there: said so
-    with pytest.raises(FileNotFoundError, match="no flows/ folder"):
+    monkeypatch.setenv("ESSAYBENCH_HOME", str(tmp_path / "gone"))  # no such folder: said so
+    with pytest.raises(FileNotFoundError, match="gone is not a folder"):
         enter_project_home()
     assert Path.cwd() == PROJECT_ROOT

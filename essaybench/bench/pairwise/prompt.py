@@ -17,7 +17,7 @@ from typing import Any, Self
 from pydantic import Field, StrictInt, model_validator
 
 from essaybench.bench.rubrics import Id, Rubric, Text, VersionedFile, check_template, load_validated
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 
 VERDICTS = ("A", "B", "tie")  # positions: A = shown first, B = shown second
 
@@ -54,7 +54,7 @@ class PairwisePrompt(VersionedFile):
 
 
 def pairwise_dir() -> Path:
-    return project_dir("rubrics") / "pairwise"
+    return resource("rubrics") / "pairwise"
 
 
 def load_pairwise_prompt(path: Path | str | None = None) -> PairwisePrompt:

@@ -15,10 +15,16 @@ What counts as markup, conservatively (Chinese prompts use ASCII brackets too):
   and the 8-bit CSI (U+009B);
 - SGR residue ``[31m``, ``[0m``, ``[1;31m``, ``[m`` not followed by ``]``, a letter or a
   digit ("[5m]" or "[5min]" are left alone);
-- tags of HTML element names only (``<门>`` or ``<Home>`` stay), with their attributes;
-  ``script``, ``style``, ``iframe``, ``object``, ``embed``, ``noscript``, ``template``,
-  ``svg`` and ``math`` elements with their content (code, not prose); comments and
-  ``<!DOCTYPE>``. Block-level tags become a line break, inline ones nothing.
+- what the standard library's HTML tokenizer (``html.parser``) reads as a tag, a comment
+  or a declaration — so ``a<b``, ``3<5，8>2`` and ``<门>`` (a tag name starts with an
+  ASCII letter) are text, and so is a "tag" whose name is not a tag name (``若a<b且c>d``);
+  of those tags, every HTML element (the HTML standard's element index, obsolete ones
+  included) and any tag used as markup (with attributes, self-closed, or closed later);
+  a lone bare unknown tag (``请以<Home>为题``) is text. ``script``, ``style``,
+  ``iframe``, ``object``, ``embed``, ``noscript``, ``template``, ``svg`` and ``math``
+  elements go with their content (code, not prose) when closed; block-level tags
+  become a line break, inline ones nothing. Applied until the text no longer changes:
+  removing one tag may join the halves of another (``<scr<i>ipt>``).
 
 HTML character references (``&amp;``) are left as they are: decoding them could create
 the markup this module removes.
@@ -27,6 +33,7 @@ the markup this module removes.
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 MAX_PASSES = 20  # each pass shortens the text; nested leftovers need a few
 
@@ -39,24 +46,72 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
 _SGR_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m"
                           r"(?![\]A-Za-z0-9\u00c0-\u024f\u1e00-\u1eff])")
 
-# HTML element names, as regular-expression alternatives.
-_BLOCK = ("address|article|aside|blockquote|body|br|dd|details|dialog|div|dl|dt|fieldset|"
-          "figcaption|figure|footer|form|h1|h2|h3|h4|h5|h6|head|header|hr|html|li|main|nav|"
-          "ol|p|pre|section|summary|table|tbody|td|tfoot|th|thead|title|tr|ul")
-_INLINE = ("a|abbr|area|audio|b|base|bdi|bdo|big|button|canvas|caption|center|cite|code|"
-           "col|colgroup|data|datalist|del|dfn|em|font|frame|frameset|img|input|ins|kbd|"
-           "label|legend|link|map|mark|meta|meter|optgroup|option|output|param|picture|"
-           "progress|q|rp|rt|ruby|s|samp|select|slot|small|source|span|strike|strong|sub|"
-           "sup|textarea|time|track|tt|u|var|video|wbr")
-_CODE = "script|style|iframe|object|embed|noscript|template|svg|math"  # content is code
 
-_COMMENT = re.compile(r"<!--.*?-->|<!--|<!doctype[^<>]*>", re.DOTALL | re.IGNORECASE)
-_CODE_ELEMENT = re.compile(rf"<({_CODE})\b[^<>]*>.*?</\1\s*>",
-                           re.DOTALL | re.IGNORECASE)
-_ATTRS = r"(?:\s[^<>]*)?/?>"
-_BLOCK_TAG = re.compile(rf"</?(?:{_BLOCK})\b{_ATTRS}", re.IGNORECASE)
-_INLINE_TAG = re.compile(rf"</?(?:{_INLINE})\b{_ATTRS}", re.IGNORECASE)
-_CODE_TAG = re.compile(rf"</?(?:{_CODE})\b{_ATTRS}", re.IGNORECASE)  # unpaired
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# The HTML standard's element index (WHATWG, obsolete and SVG/MathML roots included):
+# whether a lone bare tag is HTML, never whether text is a tag (the tokenizer decides).
+_ELEMENTS = _names("""
+a abbr acronym address applet area article aside audio b base basefont bdi bdo bgsound big
+blink blockquote body br button canvas caption center cite code col colgroup data datalist dd
+del details dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form
+frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe image img input ins isindex
+kbd keygen label legend li link listing main map mark marquee math menu menuitem meta meter
+multicol nav nextid nobr noembed noframes noscript object ol optgroup option output p param
+picture plaintext pre progress q rb rp rt rtc ruby s samp script search section select slot
+small source spacer span strike strong style sub summary sup svg table tbody td template
+textarea tfoot th thead time title tr track tt u ul var video wbr xmp
+""")
+_BLOCK = _names("""
+address article aside blockquote body br dd details dialog div dl dt fieldset figcaption
+figure footer form h1 h2 h3 h4 h5 h6 head header hr html li main nav ol p pre section
+summary table tbody td tfoot th thead title tr ul
+""")
+_CODE = _names("script style iframe object embed noscript template svg math")
+_TAG_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
+
+
+class _Tokens(HTMLParser):
+    """The tokenizer's reading of a text, every token with its raw text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        # (kind, name, raw, attributes?): kind data | start | end | other
+        self.tokens: list[tuple[str, str, str, bool]] = []
+
+    def set_cdata_mode(self, elem: str, *, escapable: bool = False) -> None:
+        """Script and style content is read as text like any other (and dropped with its
+        element when that is closed): an unclosed ``<script>`` must not swallow the rest."""
+
+    def _add(self, kind: str, name: str = "", raw: str = "", attrs: bool = False) -> None:
+        self.tokens.append((kind, name, raw, attrs))
+
+    def handle_data(self, data: str) -> None:
+        self._add("data", raw=data)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._add("start", tag, self.get_starttag_text() or "", bool(attrs))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._add("start", tag, self.get_starttag_text() or "", True)
+
+    def handle_endtag(self, tag: str) -> None:
+        self._add("end", tag, f"</{tag}>")
+
+    def handle_comment(self, data: str) -> None:
+        self._add("other")
+
+    def handle_decl(self, decl: str) -> None:
+        self._add("other")
+
+    def unknown_decl(self, data: str) -> None:
+        self._add("other")
+
+    def handle_pi(self, data: str) -> None:
+        self._add("other")
 
 
 def strip_escapes(text: str) -> str:
@@ -65,25 +120,83 @@ def strip_escapes(text: str) -> str:
     return _ESCAPES.sub("", text)
 
 
-def _strip_once(text: str) -> str:
-    text = _COMMENT.sub("", text)
-    text = _BLOCK_TAG.sub("\n", text)
-    text = _INLINE_TAG.sub("", text)
-    # After the other tags: "<scr<b>ipt>…</script>" is a script element once <b> is gone.
-    text = _CODE_ELEMENT.sub("", text)
-    text = _CODE_TAG.sub("", text)
-    return _SGR_RESIDUE.sub("", text)
+def _html_once(text: str, found: set[str], keep_orphans: bool) -> str:
+    """One tokenizer pass. ``found`` collects what went ("html", "html:script"…).
+    ``keep_orphans``: an end tag of a code element that nothing opened stays (a later pass
+    may pair it: ``<scr<i>ipt>x</script>``)."""
+    if "<" not in text:
+        return text
+    # The tokenizer would read "&lt;" as a reference: it is text here, and stays as written.
+    amp = next(chr(c) for c in range(0xF8FF, 0xE000, -1) if chr(c) not in text)
+    parser = _Tokens()
+    parser.feed(text.replace("&", amp))
+    parser.close()
+    tokens = parser.tokens
+    closed_later: list[set[str]] = [set() for _ in range(len(tokens) + 1)]
+    for i in range(len(tokens) - 1, -1, -1):
+        end = {tokens[i][1]} if tokens[i][0] == "end" else set()
+        closed_later[i] = closed_later[i + 1] | end
+    out: list[str] = []
+    opened: set[str] = set()
+    code_stack: list[tuple[str, int]] = []
+    for i, (kind, name, raw, attrs) in enumerate(tokens):
+        if kind == "data":
+            out.append(raw)
+        elif kind == "other":
+            found.add("html")
+        elif kind == "start" and not _TAG_NAME.match(name):
+            inner = raw.find("<", 1)  # "<scr<i>": a tag inside a broken one
+            out.append(raw if inner < 0
+                       else raw[:inner] + _html_once(raw[inner:], found, keep_orphans))
+        elif kind == "start":
+            if not (name in _ELEMENTS or attrs or name in closed_later[i + 1]):
+                out.append(raw)  # a lone bare word in angle brackets: text
+                continue
+            opened.add(name)
+            if name in _CODE and name in closed_later[i + 1]:
+                code_stack.append((name, len(out)))  # found when its end tag drops it
+            else:
+                found.add("html")
+            out.append("\n" if name in _BLOCK else "")
+        elif any(open_name == name for open_name, _ in code_stack):
+            while code_stack:
+                open_name, at = code_stack.pop()
+                if open_name == name:
+                    del out[at:]
+                    found.add(f"html:{name}")
+                    break
+        elif name in _CODE and keep_orphans:
+            out.append(raw)
+        elif name in _ELEMENTS or name in opened:
+            found.add("html")
+            out.append("\n" if name in _BLOCK else "")
+        else:
+            out.append(raw)
+    return "".join(out).replace(amp, "&")
+
+
+def _strip(text: str, found: set[str]) -> str:
+    """To a fixed point, orphan code end tags kept until nothing else changes."""
+    keep = True
+    for _ in range(MAX_PASSES):
+        stripped = _html_once(text, found, keep)
+        residue = _SGR_RESIDUE.sub("", stripped)
+        if residue != stripped:
+            found.add("ansi")
+        if residue == text:
+            if not keep:
+                return text
+            keep = False
+        else:
+            keep = True
+        text = residue
+    return text
 
 
 def strip_markup(text: str) -> str:
     """``text`` without HTML markup and SGR residue, to a fixed point (removing one piece
-    may join the halves of another: ``<scr<b>ipt>``)."""
-    for _ in range(MAX_PASSES):
-        stripped = _strip_once(text)
-        if stripped == text:
-            return text
-        text = stripped
-    return text
+    may join the halves of another: ``<scr<i>ipt>``)."""
+    return _strip(text, set())
 
 
 def markup_found(text: str | None) -> list[str]:
@@ -91,11 +204,9 @@ def markup_found(text: str | None) -> list[str]:
     the filter's evidence: "ansi", "html:<code element>", "html"."""
     if not text:
         return []
-    found = []
-    if _ESCAPES.search(text) or _SGR_RESIDUE.search(text):
-        found.append("ansi")
-    found += sorted({f"html:{m.group(1).lower()}" for m in _CODE_ELEMENT.finditer(text)})
-    rest = _CODE_ELEMENT.sub("", text)
-    if any(p.search(rest) for p in (_COMMENT, _BLOCK_TAG, _INLINE_TAG, _CODE_TAG)):
-        found.append("html")
-    return found
+    found: set[str] = set()
+    if _ESCAPES.search(text):
+        found.add("ansi")
+    _strip(strip_escapes(text), found)
+    codes = sorted(f for f in found if f.startswith("html:"))
+    return ["ansi"] * ("ansi" in found) + codes + ["html"] * ("html" in found)

@@ -140,3 +140,28 @@ def test_markup_stripping_is_idempotent_on_generated_strings() -> None:
         once = normalize_text(s)
         assert normalize_text(once) == once, repr(s)
         assert strip_markup(once) == once and "\x1b" not in once, repr(s)
+
+
+# -- issue 25 item 15: a tag list missed <i>, and "<scr<i>ipt>" left "<scr<i>ipt>alert(1)" --
+
+
+@pytest.mark.parametrize(("raw", "clean"), [
+    ("题目：<i>论诚信</i>", "题目：论诚信"),
+    ("<scr<i>ipt>alert(1)</script>", ""),
+    ("<scr<i>ipt>alert(1)</script>以“门”为题写作文", "以“门”为题写作文"),
+    ("<em>写</em><u>一篇</u><ins>作文</ins><sup>1</sup>", "写一篇作文1"),
+    ("<x-note data-a=1>以“桥”为题</x-note>写作文", "以“桥”为题写作文"),  # custom element
+    ("<marquee>写</marquee><blink>一篇</blink>作文", "写一篇作文"),  # obsolete ones
+    ("<SCR<I>IPT>fetch(1)</SCRIPT>写作文", "写作文"),
+])
+def test_any_html_tag_goes_to_a_fixed_point(raw: str, clean: str) -> None:
+    assert strip_markup(raw) == clean
+    assert strip_markup(clean) == clean
+
+
+@pytest.mark.parametrize("text", [
+    "已知a<b，b<c，求证a<c", "若x>0且y<0", "阅读《论语》《孟子》后写一篇读后感",
+    "以<门>为题", "用 <= 和 >= 表示大小", "写一篇作文（不少于800字）<<>>",
+])
+def test_math_and_book_marks_stay(text: str) -> None:
+    assert strip_markup(text) == text

@@ -185,13 +185,9 @@ def _answer_schema(ids: list[str], score_range: tuple[int, int],
     # needs a few hundred (JudgeParams.analysis_max_chars).
     # enum, not minimum/maximum: the llama.cpp JSON-schema grammar ignores numeric bounds
     score = {"type": "integer", "enum": list(range(score_range[0], score_range[1] + 1))}
-    # The call's nonce (judge_prompt.v2): an enum of one, so a grammar-constrained judge
-    # writes it and a verdict copied from the essay (which cannot know it) fails.
-    echo = {"nonce": {"type": "string", "enum": [nonce]}} if nonce is not None else {}
-    return {
+    schema = {
         "type": "object",
         "properties": {  # analysis first, so a grammar makes the judge reason before scoring
-            **echo,
             "analysis": {"type": "string", "maxLength": analysis_max_chars},
             "scores": {
                 "type": "object",
@@ -200,9 +196,22 @@ def _answer_schema(ids: list[str], score_range: tuple[int, int],
                 "additionalProperties": False,
             },
         },
-        "required": [*echo, "analysis", "scores"],
+        "required": ["analysis", "scores"],
         "additionalProperties": False,
     }
+    return schema if nonce is None else with_nonce(schema, nonce)
+
+
+def with_nonce(schema: dict[str, Any], nonce: str) -> dict[str, Any]:
+    """``schema`` (an answer schema without a nonce) requiring the call's ``nonce`` first
+    (judge_prompt.v2): an enum of one, so a grammar-constrained judge writes it and a
+    verdict copied from the essay (which cannot know it) fails. The analysis and scores
+    parts are ``schema``'s own objects: a renderer makes each call's schema from its
+    genre's without building every question's part again."""
+    return {**schema,
+            "properties": {"nonce": {"type": "string", "enum": [nonce]},
+                           **schema["properties"]},
+            "required": ["nonce", *schema["required"]]}
 
 
 def _answer_example(ids: list[str], analysis: str, score: str,

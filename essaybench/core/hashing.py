@@ -53,11 +53,18 @@ class SharedJson:
     (and a tag naming the encoding) and served only while the object still equals the
     copy taken when it was encoded, so an object changed in place, or a new object that
     reuses a freed id, is encoded afresh. (Equality is by value: a 1 changed in place to
-    1.0 would keep its old text, which means the same to every JSON reader.)"""
+    1.0 would keep its old text, which means the same to every JSON reader.)
 
-    def __init__(self, max_entries: int = 64) -> None:
+    An object is kept (and deep-copied, ~10x its encoding) only when it is asked for a
+    second time: a schema made for one call (judge_prompt.v2's nonce) is encoded once per
+    tag and never asked again, so copying it would be pure cost."""
+
+    def __init__(self, max_entries: int = 64, max_seen: int = 4096) -> None:
         self.max_entries = max_entries
+        self.max_seen = max_seen
         self._entries: dict[tuple[int, Hashable], tuple[Any, str]] = {}
+        # Asked for once: the object itself, so that its id is not reused while here.
+        self._seen: dict[tuple[int, Hashable], Any] = {}
 
     def text(self, obj: Any, tag: Hashable, encode: Callable[[Any], str]) -> str:
         key = (id(obj), tag)
@@ -65,6 +72,11 @@ class SharedJson:
         if hit is not None and hit[0] == obj:
             return hit[1]
         text = encode(obj)
+        if self._seen.pop(key, None) is not obj:
+            if len(self._seen) >= self.max_seen:
+                self._seen.clear()
+            self._seen[key] = obj
+            return text
         if len(self._entries) >= self.max_entries:
             self._entries.clear()
         self._entries[key] = (copy.deepcopy(obj), text)

@@ -58,14 +58,28 @@ def test_shared_json_encodes_once_and_notices_changes() -> None:
     shared = SharedJson(max_entries=2)
     schema: dict[str, Any] = {"type": "object", "properties": {"q": {"enum": [1, 2]}}}
     assert shared.text(schema, "t", encode) == canonical_json(schema)
+    assert not shared._entries  # asked once: not copied (a schema made for one call)
     assert shared.text(schema, "t", encode) == canonical_json(schema)
-    assert len(calls) == 1  # the second time from memory
+    assert shared.text(schema, "t", encode) == canonical_json(schema)
+    assert len(calls) == 2  # kept when asked again: the third time from memory
     schema["properties"]["q"]["enum"].append(3)  # changed in place, deep inside
     assert shared.text(schema, "t", encode) == canonical_json(schema)
-    assert len(calls) == 2
+    assert len(calls) == 3
     assert shared.text(schema, "other", encode) == canonical_json(schema)  # tags apart
+    assert shared.text(schema, "other", encode) == canonical_json(schema)
     assert shared.text({"x": 1}, "t", encode) == '{"x":1}'  # past max_entries: cleared
-    assert len(calls) == 4
+    assert len(calls) == 6
+
+
+def test_shared_json_is_not_fooled_by_a_reused_id() -> None:
+    """An object asked for once is held until asked again, so no other object can take
+    its id meanwhile and be served its text."""
+    shared = SharedJson(max_seen=2)
+    for i in range(50):  # each dict freed right after: CPython reuses the address
+        obj = {"n": i}
+        assert shared.text(obj, "t", canonical_json) == canonical_json(obj)
+        assert shared.text(obj, "t", canonical_json) == canonical_json(obj)
+        assert shared.text({"n": -i}, "t", canonical_json) == canonical_json({"n": -i})
 
 
 def test_a_request_keeps_its_schema_object() -> None:

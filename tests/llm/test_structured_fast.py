@@ -49,3 +49,27 @@ def test_unknown_keywords_go_to_jsonschema(schema: dict[str, Any]) -> None:
     for value in itertools.chain([0, 1, 2, 3, True, False, 1.0, 1.5, "a", [1], {"a": 1},
                                   {"a": "x"}]):
         assert not surely_valid(value, schema) or _jsonschema_ok(value, schema)
+
+
+def test_the_nonce_schema_takes_the_quick_path() -> None:
+    """judge_prompt.v2's answer schema is one per call (its nonce): the quick check must
+    take it, or every reply builds and checks a jsonschema validator (~10 ms CPU, the
+    paper-scale run's largest cost), and agree with jsonschema on what it takes."""
+    rubric = load_rubric()
+    schema = rubric.answer_schema("narrative", 20, nonce="9f86d081884c7d65")
+    good = {"nonce": "9f86d081884c7d65", "analysis": "分析",
+            "scores": dict.fromkeys(rubric.question_ids("narrative"), 7)}
+    assert surely_valid(good, schema)
+    for nonce in ("9f86d081884c7d66", "", 9, None, ["9f86d081884c7d65"], True):
+        value = {**good, "nonce": nonce}
+        assert not surely_valid(value, schema)
+        assert not _jsonschema_ok(value, schema)
+        with pytest.raises(StructuredError, match="nonce"):
+            validate(value, schema)
+    assert not surely_valid({k: v for k, v in good.items() if k != "nonce"}, schema)
+    for enum_schema, value in (({"enum": ["a", 1]}, "a"), ({"type": "string", "enum": ["a"]},
+                                                            "a"), ({"enum": [1, "1"]}, "1")):
+        assert surely_valid(value, enum_schema) and _jsonschema_ok(value, enum_schema)
+    for enum_schema, value in (({"type": "integer", "enum": ["a"]}, "a"),
+                               ({"type": "string", "enum": [1]}, 1), ({"enum": [1]}, "1")):
+        assert not surely_valid(value, enum_schema)

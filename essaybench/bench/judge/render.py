@@ -5,8 +5,9 @@ for each essay: ~0.3 ms, at 10k essays twice (judge-while-generating, then the j
 stage). Here each genre is rendered once with sentinels where the prompt and the essay
 go, and essays are spliced into that frame. The output is the renderer's own: a frame
 is used only if splicing a probe pair (whitespace, ``$``, braces) reproduces the direct
-rendering exactly, and a value at either end of a message (where ``strip`` could touch
-it) falls back to rendering directly.
+rendering exactly. A value at either end of a message (judge_prompt.v2 ends the user
+message with the call's nonce) is spliced only when ``strip`` could not touch it (not
+empty, no white space at its ends); other values there are rendered directly.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from essaybench.bench.rubrics import (
     call_tokens,
     render_align_messages,
     render_judge_messages,
+    with_nonce,
 )
 
 # prompt, essay, and the call's marker and nonce (judge_prompt.v2); private-use characters
@@ -56,6 +58,17 @@ def _split(content: str) -> list[str | int]:
     return [p for p in parts if p != ""]
 
 
+def _edge_slots(frame: Frame) -> frozenset[int]:
+    """The slots at the start or the end of a message, where the direct rendering's
+    ``strip`` would reach into the value."""
+    return frozenset(p for _, parts in frame if parts for p in (parts[0], parts[-1])
+                     if isinstance(p, int))
+
+
+def _unstrippable(value: str) -> bool:
+    return bool(value) and not value[0].isspace() and not value[-1].isspace()
+
+
 def _fill(frame: Frame, values: tuple[str, ...]) -> list[dict[str, str]]:
     return [{"role": role, "content": "".join(p if isinstance(p, str) else values[p]
                                               for p in parts)}
@@ -70,14 +83,19 @@ class JudgeRenderer:
         self.rubric = rubric
         self.analysis_max_chars = analysis_max_chars
         self.judge_prompt = judge_prompt  # None: the default (judge_prompt.v1)
-        self._frames: dict[str, Frame | None] = {}
+        self._frames: dict[str, tuple[Frame, frozenset[int]] | None] = {}
+        # Read per call otherwise, each parsing the prompt's templates again.
+        self._uses_nonce = (not isinstance(rubric, AlignScore) and judge_prompt is not None
+                            and judge_prompt.uses_nonce)
+        self._uses_call_tokens = (not isinstance(rubric, AlignScore)
+                                  and judge_prompt is not None
+                                  and judge_prompt.uses_call_tokens)
         self._schemas: dict[str, dict[str, Any]] = {}
         self._keys: dict[str, list[str] | None] = {}
 
     @property
     def uses_nonce(self) -> bool:
-        return (not isinstance(self.rubric, AlignScore) and self.judge_prompt is not None
-                and self.judge_prompt.uses_nonce)
+        return self._uses_nonce
 
     def reply_keys(self, genre: str) -> list[str] | None:
         """The keys of the reply's scores when they are not the question ids (short keys,
@@ -89,23 +107,23 @@ class JudgeRenderer:
                                  and prompt.score_keys != "ids" else None)
         return self._keys[genre]
 
-    def _frame(self, genre: str) -> Frame | None:
+    def _frame(self, genre: str) -> tuple[Frame, frozenset[int]] | None:
+        """The genre's frame and its slots at a message's ends; None: render directly."""
         if genre not in self._frames:
             rendered = _direct(self.rubric, genre, *_SLOTS, self.judge_prompt)
-            frame: Frame | None = [(m["role"], _split(m["content"])) for m in rendered]
-            assert frame is not None
-            at_edge = any(parts and (isinstance(parts[0], int) or isinstance(parts[-1], int))
-                          for _, parts in frame)
-            if at_edge or _fill(frame, _PROBE) != _direct(self.rubric, genre, *_PROBE,
-                                                          self.judge_prompt):
-                frame = None
-            self._frames[genre] = frame
+            frame: Frame = [(m["role"], _split(m["content"])) for m in rendered]
+            edges = _edge_slots(frame)
+            # The probe's values at the edges are unstrippable, as spliced values must be.
+            assert all(_unstrippable(_PROBE[i]) for i in edges & {2, 3})
+            same = (not edges & {0, 1}
+                    and _fill(frame, _PROBE) == _direct(self.rubric, genre, *_PROBE,
+                                                        self.judge_prompt))
+            self._frames[genre] = (frame, edges) if same else None
         return self._frames[genre]
 
     def tokens(self, genre: str, prompt_text: Any, essay_text: Any) -> tuple[str, str]:
         """The call's (marker, nonce): see :func:`~essaybench.bench.rubrics.call_tokens`."""
-        if (isinstance(self.rubric, AlignScore) or self.judge_prompt is None
-                or not self.judge_prompt.uses_call_tokens):
+        if not self._uses_call_tokens or isinstance(self.rubric, AlignScore):
             return "", ""  # v1: no per-call part (and no hashing per call)
         return call_tokens(self.rubric, genre, str(prompt_text), str(essay_text))
 
@@ -117,12 +135,13 @@ class JudgeRenderer:
                  tokens: tuple[str, str] | None = None) -> list[dict[str, str]]:
         """The call's messages; ``tokens``: its (marker, nonce) when already worked out."""
         marker, nonce = tokens or self.tokens(genre, prompt_text, essay_text)
-        frame = self._frame(genre)
-        if frame is None:
+        framed = self._frame(genre)
+        # Template.substitute inserts str(value): the same for None as the direct path.
+        values = (str(prompt_text), str(essay_text), marker, nonce)
+        if framed is None or not all(_unstrippable(values[i]) for i in framed[1]):
             return _direct(self.rubric, genre, prompt_text, essay_text, marker, nonce,
                            self.judge_prompt)
-        # Template.substitute inserts str(value): the same for None as the direct path.
-        return _fill(frame, (str(prompt_text), str(essay_text), marker, nonce))
+        return _fill(framed[0], values)
 
     def call(self, genre: str, prompt_text: Any, essay_text: Any
              ) -> tuple[list[dict[str, str]], dict[str, Any]]:
@@ -132,9 +151,7 @@ class JudgeRenderer:
         messages = self.messages(genre, prompt_text, essay_text, tokens)
         if not self.uses_nonce:
             return messages, self.schema(genre)
-        assert isinstance(self.rubric, Rubric)
-        return messages, self.rubric.answer_schema(genre, self.analysis_max_chars, tokens[1],
-                                                   self.reply_keys(genre))
+        return messages, with_nonce(self.schema(genre), tokens[1])
 
     def schema(self, genre: str) -> dict[str, Any]:
         """The answer schema shared by every call of ``genre`` (without a nonce)."""

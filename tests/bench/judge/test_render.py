@@ -95,3 +95,18 @@ def test_v1_renders_no_nonce_and_is_unchanged_by_the_v2_machinery() -> None:
     messages, schema = renderer.call("narrative", "p", "e")
     assert schema is renderer.schema("narrative") and "nonce" not in schema["properties"]
     assert messages == render_judge_messages(rubric, "narrative", "p", "e")
+
+
+@pytest.mark.parametrize("name", ["judge_prompt.v2.yaml", "judge_prompt.v3.yaml"])
+def test_per_call_prompts_are_spliced_into_a_frame(name: str) -> None:
+    """v2 and v3 end the user message with the call's nonce: the frame is still used
+    (rendering every trait and question per call cost ~0.4 ms, twice per essay), and a
+    token that ``strip`` would touch is rendered directly, as the direct path would."""
+    rubric = load_rubric()
+    prompt = load_judge_prompt(rubrics_dir() / name)
+    renderer = JudgeRenderer(rubric, 4000, prompt)
+    for genre in rubric.genres:
+        assert renderer._frame(genre) is not None, genre
+        for tokens in (("AB12CD34", "9f86d0"), ("AB12CD34", " 9f86d0\n"), ("", "")):
+            assert renderer.messages(genre, "题目", " 作文\n", tokens) == render_judge_messages(
+                rubric, genre, "题目", " 作文\n", prompt, tokens)

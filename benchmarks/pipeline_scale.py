@@ -6,8 +6,8 @@ server latency, concurrency 64 per model, run by the real ``pipeline`` flow (gen
 
 * wall time of the flow against the ideal: Σ over stages of the slowest model's
   calls × latency / concurrency (generate: 728 × 0.3 / 64; judge: 10,920 × 0.3 / 64),
-  target ≤ 1.15×;
-* peak RSS of this process (the pipeline), target ≤ 1.5 GiB;
+  target ≤ 1.1× (``TARGET_RATIO``);
+* peak RSS of this process (the pipeline), target ≤ 1 GiB (``TARGET_PEAK_MIB``);
 * Prefect task runs and flow runs created;
 * time outside LLM calls: wall minus the union of the ledger's call intervals (the
   stretches with at least one request in flight), split by stage from the catalog
@@ -48,6 +48,10 @@ from essaybench.store.run_stage import run_stage
 GENRES = {"argumentative": "议论文", "narrative": "记叙文", "descriptive": "描写文",
           "expository": "说明文"}
 TOPICS = ("门", "远方", "灯", "雨后", "老街", "种子", "回声", "桥", "风筝", "书架", "河流", "钟声")
+# Issue 25 item 7: what the pipeline did before a round of per-call additions made it
+# CPU-bound (1.091x, 933 MiB); a regression past these prints FAIL.
+TARGET_RATIO = 1.1
+TARGET_PEAK_MIB = 1024
 
 
 def synthetic_prompt_set(store: Store, n: int) -> str:
@@ -164,7 +168,7 @@ def run_once(args: argparse.Namespace, folder: Path, server: FakeServerHandle,
           f"judgments; {received} requests received by the fake server")
     print(f"wall {wall:.1f} s (ideal {sum(ideal.values()):.1f} s = generate "
           f"{ideal['generate']:.1f} + judge {ideal['judge']:.1f}); {ratio:.3f}x "
-          f"(target <= 1.15x: {'PASS' if ratio <= 1.15 else 'FAIL'})")
+          f"(target <= {TARGET_RATIO}x: {'PASS' if ratio <= TARGET_RATIO else 'FAIL'})")
     judge_start = windows["judge"][0]
     judge_calls = [(a, b) for s, a, b in calls if s == "judge"]
     prefetched = sum(a < judge_start for a, _ in judge_calls)
@@ -248,14 +252,15 @@ def main() -> None:
     ideal = (args.prompts * (1 + args.models)) * args.latency_ms / 1000 / args.concurrency
     wall = statistics.median(r.wall for r in runs)
     print(f"== median of {len(runs)} runs: wall {wall:.1f} s = "
-          f"{wall / ideal:.3f}x the ideal {ideal:.1f} s (target <= 1.15x: "
-          f"{'PASS' if wall / ideal <= 1.15 else 'FAIL'}; runs "
+          f"{wall / ideal:.3f}x the ideal {ideal:.1f} s (target <= {TARGET_RATIO}x: "
+          f"{'PASS' if wall / ideal <= TARGET_RATIO else 'FAIL'}; runs "
           f"{', '.join(f'{r.wall:.1f}' for r in runs)}); outside LLM calls "
           f"{statistics.median(r.outside for r in runs):.1f} s; CPU pipeline "
           f"{statistics.median(r.cpu for r in runs):.1f} s, fake server "
           f"{statistics.median(r.server_cpu for r in runs):.1f} s")
     print(f"peak RSS of the pipeline process {peak:.0f} MiB (after Prefect start "
-          f"{rss0:.0f} MiB; target <= 1536: {'PASS' if peak <= 1536 else 'FAIL'})")
+          f"{rss0:.0f} MiB; target <= {TARGET_PEAK_MIB}: "
+          f"{'PASS' if peak <= TARGET_PEAK_MIB else 'FAIL'})")
     print(f"Prefect: {tasks} task runs, {flows} flow runs in all (per pipeline run: "
           f"{(tasks) / len(runs):.0f} task runs; cold engine start {cold:.1f} s, not in the "
           "wall time)")

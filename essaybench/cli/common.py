@@ -67,6 +67,10 @@ def prefect_env() -> None:
     # traceback may quote a provider's error body.
     install_log_redaction()
     _quiet_prefect_console()
+    # A temporary API server (no PREFECT_API_URL) dies with this process, even a killed one.
+    from essaybench.cli.temp_server import watch_temporary_server
+
+    watch_temporary_server()
 
 
 class _NoTraceback(logging.Formatter):

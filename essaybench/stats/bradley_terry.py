@@ -1,4 +1,4 @@
-"""Bradley–Terry ratings with ties (Davidson 1970), seeded prompt-bootstrap CIs.
+"""Bradley–Terry ratings with ties (Davidson 1970) and cluster-robust t-intervals.
 
 Model. Each model i has a strength θ_i (natural-log scale) and ties share one
 parameter ν = exp(δ) ≥ 0. For a comparison of i and j, with
@@ -9,39 +9,39 @@ D = e^θ_i + e^θ_j + ν·e^{(θ_i+θ_j)/2}:
 A tie therefore counts as half a win for each side in the strength equations,
 and ν = 0 is the plain Bradley–Terry model (used when the data hold no tie).
 
-Identifiability. Only differences of θ are identified: the fit imposes Σθ = 0
-(mean-zero strengths) by working in an orthonormal basis of that subspace.
-A weak Gaussian penalty ``ridge``/2·Σθ² (a N(0, 1/ridge) prior; the default
-1e-3 means sd ≈ 32 log units ≈ 5,500 rating points) keeps ratings finite when
-a model wins or loses every comparison (e.g. in a bootstrap replicate); it
-moves realistic estimates by far less than their standard error. ``ridge=0``
-gives the exact maximum-likelihood estimate.
+Estimator (issue 25 item 9). The posterior mode under a stated weakly informative prior:
+the mean-zero strengths are independent N(0, :data:`PRIOR_SD`²) — sd 3 natural-log
+units, ≈ 520 rating points, so a model 2 sd from the average beats it at odds of
+e^6 ≈ 400:1 — i.e. the penalty ``ridge``/2·Σθ² with ``ridge`` = 1/PRIOR_SD² (ν is not
+shrunk). It is finite under separation and near separation (a model winning 149 of 150
+comparisons gets a finite rating and bounds set by its one loss and this prior, not by an
+arbitrary ridge); ``ridge=0`` gives the exact maximum-likelihood estimate, which exists
+only without separation. Only differences of θ are identified: the fit works in an
+orthonormal basis of {Σθ = 0}.
 
-Scale. rating = 1000 + 400·log10(e)·θ, so 400 points = 10:1 odds of a win
-(Elo-like) and the models' mean rating is 1000. With ``anchor=<model>`` the
-ratings are shifted so that model sits at exactly 1000 (its CI is then [1000,
-1000] and the others' CIs are relative to it).
+Scale and reference. rating = 1000 + 400·log10(e)·(θ − θ_ref): 400 points = 10:1 odds
+of a win (Elo-like), and the reference model sits at exactly 1000 with the interval
+[1000, 1000] (the others' intervals are for their difference to it). The reference is
+the ``anchor`` model when one is named, else the median model of the point fit (models
+in order of rating, best first, ties by name: the ⌈k/2⌉-th; :attr:`BradleyTerry.reference`):
+a model far above or below the rest does not move it, whereas centring on the mean of
+all ratings made every interval carry the outlier's uncertainty (350–395 points wide
+instead of 93–130 in the issue's example).
 
-Fitting. Davidson's model is a 3-outcome multinomial logit with utilities
-linear in (θ, δ), so the log-likelihood is concave; the fit is Newton's
-method with a capped step, vectorised over bootstrap replicates (each
-replicate is warm-started at the point estimate).
+Intervals. Prompts are clusters: the sandwich H⁻¹·M·H⁻¹ with H the penalised
+information at the estimate and M = n/(n−1)·Σ_p g_p g_pᵀ over the n prompts' score
+vectors g_p (centred), and t quantiles with n − 1 degrees of freedom — the same
+construction as the cluster t-interval of the score means
+(:mod:`essaybench.stats.cluster_t`); with ``ridge=0`` it equals statsmodels' clustered
+logistic regression (tested). No resampling, so no replicate can separate. ``n_boot``
+and ``seed`` are accepted for old callers and not used.
 
-Intervals. A replicate resamples prompts with replacement (all comparisons of
-a prompt, both orders included, stay together) and refits; bounds are
-percentiles of the replicate ratings.
-
-Separation. The maximum-likelihood ratings are finite only when the "beat or tied"
-digraph (an edge i → j when i beat or tied j at least once) is strongly connected
-(Zermelo 1929; Hunter 2004, condition A; a tie is half a win for each side). Otherwise
-some group of models never loses to (or never beats) the rest: their rating difference
-is infinite, and the ridge would print a finite number with a narrow interval that only
-reflects the prior. :func:`bradley_terry` therefore finds the strongly connected
-components (scipy's ``connected_components(connection="strong")``), rates only the
-reference component — the anchor's, else the largest — on the comparisons among its
-members (their mean rating is 1000 when there is no anchor), and reports every other
-model with null rating and bounds, ``estimable = False`` and a note saying whether its
-rating is unbounded above or below. Ranks still follow the ridge fit of all models,
+Separation (:mod:`essaybench.stats.bt_separation`). When the "beat or tied" digraph is
+not strongly connected, only the reference component is rated — the anchor's, else the
+largest, on equal sizes the one holding the alphabetically first model — on the
+comparisons among its members (reference: its median model), and every other model is
+reported with null rating and bounds, ``estimable = False`` and a note saying whether its
+rating is unbounded above or below. Ranks still follow the prior's fit of all models,
 which orders separated groups correctly.
 """
 
@@ -53,15 +53,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+from scipy import stats
 
-from essaybench.stats.bootstrap import (
-    as_generator,
-    check_level,
-    check_n_boot,
-    percentile_bounds,
-    resample_counts,
+from essaybench.stats.bootstrap import check_level, check_n_boot
+from essaybench.stats.bt_separation import (
+    NOTE_ABOVE,
+    NOTE_APART,
+    NOTE_BELOW,
+    NOTE_NONE,
+    separation_notes,
+    subset,
 )
 from essaybench.stats.outcomes import EncodedOutcomes, encode
 
@@ -69,18 +70,18 @@ FloatArray = NDArray[np.float64]
 
 BASE = 1000.0
 SCALE = 400.0 / math.log(10.0)  # rating points per natural-log unit of strength
-_BATCH = 256  # replicates per Newton batch: bounds memory at ~B·pairs·3·dim floats
 _MAX_STEP = 2.0
+PRIOR_SD = 3.0  # natural-log units of strength: the stated weakly informative prior
+PRIOR_RIDGE = 1.0 / PRIOR_SD**2
+__all__ = ["NOTE_ABOVE", "NOTE_APART", "NOTE_BELOW", "NOTE_NONE", "PRIOR_RIDGE", "PRIOR_SD",
+           "BradleyTerry", "DavidsonFit", "bradley_terry", "bradley_terry_encoded",
+           "fit_davidson", "ranking_table", "separation_notes", "sum_zero_basis", "to_rating"]
 
 RANKING_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "rank": pl.Int64, "model": pl.Utf8, "rating": pl.Float64, "ci_lo": pl.Float64,
     "ci_hi": pl.Float64, "wins": pl.Int64, "losses": pl.Int64, "ties": pl.Int64,
     "n": pl.Int64, "estimable": pl.Boolean, "note": pl.Utf8,
 }
-NOTE_ABOVE = "not estimable: never loses to the rated models (separation), unbounded above"
-NOTE_BELOW = "not estimable: never beats the rated models (separation), unbounded below"
-NOTE_APART = "not estimable: no comparison links it to the rated models"
-NOTE_NONE = "not estimable: no two models the data can rate against each other"
 
 
 def sum_zero_basis(k: int) -> FloatArray:
@@ -209,7 +210,7 @@ def _check_connected(enc: EncodedOutcomes) -> None:
                          "are not comparable; pass ridge > 0 or add comparisons")
 
 
-def fit_davidson(outcomes: pl.DataFrame, ridge: float = 1e-3) -> DavidsonFit:
+def fit_davidson(outcomes: pl.DataFrame, ridge: float = PRIOR_RIDGE) -> DavidsonFit:
     """Point fit of the Davidson model on the ok rows of one judge's outcomes."""
     return _fit_encoded(encode(outcomes), ridge)[0]
 
@@ -222,8 +223,9 @@ def to_rating(theta: FloatArray, anchor_index: int | None = None) -> FloatArray:
 
 @dataclass(frozen=True)
 class BradleyTerry:
-    """Point ratings, percentile CIs and replicate ratings (n_boot, n_models); NaN for a
-    model whose rating the data cannot estimate (``notes[i]`` says why, "" when rated)."""
+    """Point ratings and cluster-robust t-intervals; NaN for a model whose rating the data
+    cannot estimate (``notes[i]`` says why, "" when rated). ``reference`` is the model at
+    1000 (the anchor, else the rated models' median)."""
 
     models: tuple[str, ...]
     theta: FloatArray
@@ -231,14 +233,14 @@ class BradleyTerry:
     rating: FloatArray
     lo: FloatArray
     hi: FloatArray
-    boot: FloatArray
+    se: FloatArray  # standard error of rating − reference's rating (points)
     record: dict[str, NDArray[np.int64]]
     n_failed: int
     level: float
-    n_boot: int
     anchor: str | None
+    reference: str | None
     notes: tuple[str, ...] = ()
-    order: FloatArray | None = None  # ranking key (the ridge fit when some are not rated)
+    order: FloatArray | None = None  # ranking key (the prior's fit when some are not rated)
 
     def table(self) -> pl.DataFrame:
         """Ranking: rank, model, rating, ci_lo, ci_hi, wins, losses, ties, n, estimable,
@@ -258,68 +260,74 @@ def _opt(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _beat_or_tied(enc: EncodedOutcomes) -> csr_array:
-    """Digraph with an edge i → j when i beat or tied j at least once."""
-    k = len(enc.models)
-    adj = np.zeros((k, k), dtype=np.int8)
-    for (i, j), (first, second, tie) in zip(enc.pairs, enc.totals(), strict=True):
-        adj[i, j] |= int(first > 0 or tie > 0)
-        adj[j, i] |= int(second > 0 or tie > 0)
-    return csr_array(adj)
+def median_model(theta: FloatArray, models: tuple[str, ...]) -> int:
+    """Index of the median model: in order of strength, best first, ties by name, the
+    ⌈k/2⌉-th."""
+    order = sorted(range(len(models)), key=lambda i: (-theta[i], models[i]))
+    return order[(len(models) - 1) // 2]
 
 
-def separation_notes(enc: EncodedOutcomes, anchor_index: int | None = None) -> list[str]:
-    """Per model: "" when its rating is estimable, else why not (see the module doc)."""
-    k = len(enc.models)
-    graph = _beat_or_tied(enc)
-    n_comp, labels = connected_components(graph, directed=True, connection="strong")
-    if n_comp == 1:
-        return [""] * k
-    sizes = np.bincount(labels)
-    ref = labels[anchor_index] if anchor_index is not None else \
-        labels[min(range(k), key=lambda i: (-sizes[labels[i]], i))]
-    members = labels == ref
-    if members.sum() < 2:
-        return [NOTE_NONE] * k
-    start = int(np.flatnonzero(members)[0])
-    beaten_by_rated = set(breadth_first_order(graph, start, return_predecessors=False).tolist())
-    beats_rated = set(breadth_first_order(graph.T.tocsr(), start,
-                                          return_predecessors=False).tolist())
-    return ["" if members[i] else NOTE_ABOVE if i in beats_rated and i not in beaten_by_rated
-            else NOTE_BELOW if i in beaten_by_rated and i not in beats_rated else NOTE_APART
-            for i in range(k)]
-
-
-def _subset(enc: EncodedOutcomes, keep: NDArray[np.bool_]) -> EncodedOutcomes:
-    """The comparisons among the kept models, on the prompts that hold any of them."""
-    index = np.full(len(enc.models), -1, dtype=np.int64)
-    index[keep] = np.arange(int(keep.sum()))
-    inside = keep[enc.pairs[:, 0]] & keep[enc.pairs[:, 1]]
-    counts = enc.counts[:, inside]
+def cluster_covariance(enc: EncodedOutcomes, design: _Design, phi: FloatArray,
+                       ridge: float) -> tuple[FloatArray, int]:
+    """(sandwich covariance of φ̂ with prompts as clusters, number of prompts)."""
+    n_pairs, _, dim = design.features.shape
+    x = design.features.reshape(n_pairs * 3, dim)
+    util = (phi @ x.T).reshape(n_pairs, 3) + design.offset
+    util -= util.max(axis=1, keepdims=True)
+    prob = np.exp(util)
+    prob /= prob.sum(axis=1, keepdims=True)
+    counts = enc.counts  # (n_prompts, n_pairs, 3)
     used = counts.sum(axis=(1, 2)) > 0
-    return EncodedOutcomes(models=tuple(m for m, k in zip(enc.models, keep, strict=True) if k),
-                           prompts=tuple(p for p, u in zip(enc.prompts, used, strict=True) if u),
-                           pairs=index[enc.pairs[inside]], counts=counts[used],
-                           n_failed=enc.n_failed)
+    counts = counts[used]
+    n = int(used.sum())
+    per_pair = counts.sum(axis=2)
+    g = (counts - per_pair[:, :, None] * prob[None]).reshape(n, n_pairs * 3) @ x
+    g -= g.mean(axis=0)
+    totals = per_pair.sum(axis=0)
+    mean_x = np.einsum("po,pod->pd", prob, design.features)
+    info = (np.einsum("p,po,pod,poe->de", totals, prob, design.features, design.features)
+            - np.einsum("p,pd,pe->de", totals, mean_x, mean_x))
+    penalty = np.full(dim, ridge)
+    if design.ties:
+        penalty[-1] = 0.0
+    h_inv = np.linalg.pinv(info + np.diag(penalty))
+    meat = g.T @ g * (n / (n - 1.0)) if n > 1 else np.full((dim, dim), np.nan)
+    return np.asarray(h_inv @ meat @ h_inv, dtype=np.float64), n
+
+
+def _rate(enc: EncodedOutcomes, ridge: float, level: float, anchor: str | None
+          ) -> tuple[DavidsonFit, int, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(fit, reference index, rating, lo, hi, se) of a connected set of models."""
+    fit, design, phi = _fit_encoded(enc, ridge)
+    ref = enc.models.index(anchor) if anchor is not None else median_model(fit.theta,
+                                                                           enc.models)
+    cov, n = cluster_covariance(enc, design, phi, ridge)
+    k1 = design.basis.shape[1]
+    contrast = np.zeros((len(enc.models), design.dim))
+    contrast[:, :k1] = design.basis - design.basis[ref]
+    se = SCALE * np.sqrt(np.maximum(np.einsum("id,de,ie->i", contrast, cov, contrast), 0.0))
+    rating = to_rating(fit.theta, ref)
+    q = float(stats.t.ppf(0.5 + level / 2.0, max(n - 1, 1)))
+    return fit, ref, rating, rating - q * se, rating + q * se, se
 
 
 def bradley_terry(outcomes: pl.DataFrame, *, n_boot: int = 2000, level: float = 0.95,
                   seed: int | np.random.Generator = 0, anchor: str | None = None,
-                  ridge: float = 1e-3) -> BradleyTerry:
-    """Davidson–Bradley–Terry ratings of one judge's outcomes with prompt-bootstrap CIs."""
+                  ridge: float = PRIOR_RIDGE) -> BradleyTerry:
+    """Davidson–Bradley–Terry ratings of one judge's outcomes with cluster-robust
+    t-intervals (``n_boot`` and ``seed`` are not used)."""
     level, n_boot = check_level(level), check_n_boot(n_boot)
     if "judge" in outcomes.columns and outcomes["judge"].n_unique() > 1:
         raise ValueError("outcomes hold several judges: fit one judge at a time "
                          "(see ranking_table)")
-    return bradley_terry_encoded(encode(outcomes), n_boot=n_boot, level=level, seed=seed,
-                                 anchor=anchor, ridge=ridge)
+    return bradley_terry_encoded(encode(outcomes), level=level, anchor=anchor, ridge=ridge)
 
 
 def bradley_terry_encoded(enc: EncodedOutcomes, *, n_boot: int = 2000, level: float = 0.95,
                           seed: int | np.random.Generator = 0, anchor: str | None = None,
-                          ridge: float = 1e-3) -> BradleyTerry:
+                          ridge: float = PRIOR_RIDGE) -> BradleyTerry:
     """:func:`bradley_terry` on already-encoded counts (what simulations build directly)."""
-    level, n_boot = check_level(level), check_n_boot(n_boot)
+    level = check_level(level)
     if anchor is not None and anchor not in enc.models:
         raise ValueError(f"anchor {anchor!r} is not among the models {list(enc.models)}")
     a_idx = None if anchor is None else enc.models.index(anchor)
@@ -327,63 +335,42 @@ def bradley_terry_encoded(enc: EncodedOutcomes, *, n_boot: int = 2000, level: fl
         raise ValueError("Bradley–Terry needs ok comparisons between at least two models")
     notes = separation_notes(enc, a_idx)
     rated = np.array([not note for note in notes])
-    rng = as_generator(seed)
+    common = {"record": enc.record(), "n_failed": enc.n_failed, "level": level,
+              "anchor": anchor, "notes": tuple(notes)}
     if rated.all():
-        fit, design, phi = _fit_encoded(enc, ridge)
-        boot = to_rating(bootstrap_theta(enc, design, phi, ridge, n_boot, rng), a_idx)
-        lo, hi = percentile_bounds(boot, level)
-        return BradleyTerry(models=enc.models, theta=fit.theta, nu=fit.nu,
-                            rating=to_rating(fit.theta, a_idx), lo=lo, hi=hi, boot=boot,
-                            record=enc.record(), n_failed=enc.n_failed, level=level,
-                            n_boot=n_boot, anchor=anchor, notes=tuple(notes))
-    # Separation: the ridge fit of everyone only orders the groups; ratings and intervals
-    # come from the reference component alone.
-    ordering = _fit_encoded(enc, max(ridge, 1e-3))[0]
+        fit, ref, rating, lo, hi, se = _rate(enc, ridge, level, anchor)
+        return BradleyTerry(models=enc.models, theta=fit.theta, nu=fit.nu, rating=rating,
+                            lo=lo, hi=hi, se=se, reference=enc.models[ref],
+                            **common)  # type: ignore[arg-type]
+    # Separation: the prior's fit of everyone only orders the groups; ratings and
+    # intervals come from the reference component alone.
+    ordering = _fit_encoded(enc, max(ridge, PRIOR_RIDGE))[0]
     k = len(enc.models)
-    theta, rating = np.full(k, np.nan), np.full(k, np.nan)
-    lo, hi, boot = np.full(k, np.nan), np.full(k, np.nan), np.full((n_boot, k), np.nan)
-    nu = ordering.nu
+    theta, rating, lo, hi, se = (np.full(k, np.nan) for _ in range(5))
+    nu, reference = ordering.nu, None
     if rated.any():
-        sub = _subset(enc, rated)
-        sub_anchor = None if anchor is None else sub.models.index(anchor)
-        fit, design, phi = _fit_encoded(sub, ridge)
-        sub_boot = to_rating(bootstrap_theta(sub, design, phi, ridge, n_boot, rng), sub_anchor)
-        theta[rated], rating[rated], nu = fit.theta, to_rating(fit.theta, sub_anchor), fit.nu
-        boot[:, rated] = sub_boot
-        lo[rated], hi[rated] = percentile_bounds(sub_boot, level)
+        sub = subset(enc, rated)
+        fit, ref, rating[rated], lo[rated], hi[rated], se[rated] = _rate(sub, ridge, level,
+                                                                         anchor)
+        theta[rated], nu, reference = fit.theta, fit.nu, sub.models[ref]
+    ref_i = None if reference is None else enc.models.index(reference)
     return BradleyTerry(models=enc.models, theta=theta, nu=nu, rating=rating, lo=lo, hi=hi,
-                        boot=boot, record=enc.record(), n_failed=enc.n_failed, level=level,
-                        n_boot=n_boot, anchor=anchor, notes=tuple(notes),
-                        order=to_rating(ordering.theta))
-
-
-def bootstrap_theta(enc: EncodedOutcomes, design: _Design, start: FloatArray, ridge: float,
-                    n_boot: int, rng: np.random.Generator) -> FloatArray:
-    """(n_boot, n_models) mean-zero strengths refitted on prompt-resampled counts."""
-    flat = enc.counts.reshape(len(enc.prompts), -1)
-    weights = resample_counts(len(enc.prompts), n_boot, rng)
-    out = np.empty((n_boot, len(enc.models)))
-    # Replicates that never converge (only if a replicate separates perfectly and
-    # ridge is tiny) still hold finite, very large ratings: they fall in the tails.
-    for s in range(0, n_boot, _BATCH):
-        counts = weights[s : s + _BATCH] @ flat
-        phi, _ = _newton(counts, design, np.tile(start, (counts.shape[0], 1)), ridge)
-        out[s : s + _BATCH] = _split(phi, design)[0]
-    return out
+                        se=se, reference=reference,
+                        order=to_rating(ordering.theta, ref_i),
+                        **common)  # type: ignore[arg-type]
 
 
 def ranking_table(outcomes: pl.DataFrame, *, n_boot: int = 2000, level: float = 0.95,
                   seed: int | np.random.Generator = 0, anchor: str | None = None,
-                  ridge: float = 1e-3) -> pl.DataFrame:
-    """One ranking per judge (judges in sorted order from one generator), with a
-    ``judge`` column first; a table without ``judge`` is treated as one judge ""."""
-    rng = as_generator(seed)
+                  ridge: float = PRIOR_RIDGE) -> pl.DataFrame:
+    """One ranking per judge (judges in sorted order), with a ``judge`` column first; a
+    table without ``judge`` is treated as one judge ""."""
     if "judge" not in outcomes.columns:
         outcomes = outcomes.with_columns(pl.lit("").alias("judge"))
     frames = []
     for judge in sorted({str(j) for j in outcomes["judge"].to_list()}):
-        res = bradley_terry(outcomes.filter(pl.col("judge") == judge), n_boot=n_boot,
-                            level=level, seed=rng, anchor=anchor, ridge=ridge)
+        res = bradley_terry(outcomes.filter(pl.col("judge") == judge), level=level,
+                            anchor=anchor, ridge=ridge)
         frames.append(res.table().select(pl.lit(judge).alias("judge"), pl.all()))
     if not frames:
         return pl.DataFrame(schema={"judge": pl.Utf8, **RANKING_SCHEMA})

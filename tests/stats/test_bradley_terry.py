@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 import statsmodels.api as sm
 from scipy.optimize import minimize
+from scipy.stats import t as t_dist
 
 from essaybench.stats.bradley_terry import (
     bradley_terry,
@@ -93,8 +94,9 @@ def test_two_models_closed_form() -> None:
     assert fit.nu == pytest.approx(t / math.sqrt(w_x * w_y), rel=1e-8)
     res = bradley_terry(df, n_boot=20, seed=0, ridge=0.0)
     gap = 400 * math.log10(w_x / w_y)
-    assert res.rating[0] == pytest.approx(1000 + gap / 2, rel=1e-8)
-    assert res.rating[1] == pytest.approx(1000 - gap / 2, rel=1e-8)
+    # Two models: the median model (the ⌈k/2⌉-th best) is the stronger, x, at 1000.
+    assert res.reference == "x" and res.rating[0] == 1000.0
+    assert res.rating[1] == pytest.approx(1000 - gap, rel=1e-8)
 
 
 def test_ranking_table_record_anchor_and_failed_rows() -> None:
@@ -105,7 +107,7 @@ def test_ranking_table_record_anchor_and_failed_rows() -> None:
         schema=df.schema, orient="row")])
     res = bradley_terry(df, n_boot=200, seed=1)
     assert res.n_failed == 2
-    assert res.rating.mean() == pytest.approx(1000.0)
+    assert res.reference == "m1" and res.rating[1] == 1000.0  # the median of three
     table = res.table()
     assert table["model"].to_list() == ["m0", "m1", "m2"]
     assert table["rank"].to_list() == [1, 2, 3]
@@ -123,17 +125,82 @@ def test_ranking_table_record_anchor_and_failed_rows() -> None:
     np.testing.assert_allclose(anchored.rating - anchored.rating[1], res.rating - res.rating[1])
 
 
-def test_bootstrap_replicates_equal_refits_on_resampled_prompts() -> None:
-    theta = np.array([0.3, -0.1, -0.2, 0.0])
-    df = _outcomes(theta, 0.8, 30, seed=4)
-    res = bradley_terry(df, n_boot=5, seed=11)
-    prompts = sorted(set(df["prompt_id"].to_list()))
-    idx = np.random.default_rng(11).integers(0, len(prompts), size=(5, len(prompts)))
-    for b in (0, 3):
-        parts = [df.filter(pl.col("prompt_id") == prompts[i]) for i in idx[b]]
-        refit = fit_davidson(pl.concat(parts), ridge=1e-3)
-        np.testing.assert_allclose(res.boot[b], 1000 + 400 * refit.theta / math.log(10),
-                                   atol=1e-6)
+def test_intervals_equal_statsmodels_clustered_logistic_regression() -> None:
+    """Issue 25 items 9 and 11: without ties and at ridge 0 the interval of θ_i − θ_ref is
+    statsmodels' Logit with prompt-clustered covariance (G/(G−1), t with G − 1 df)."""
+    theta = np.array([0.5, 0.1, -0.1, -0.5])
+    df = _outcomes(theta, 0.0, 25, seed=12)
+    res = bradley_terry(df, ridge=0.0, anchor="m2")
+    design = np.zeros((df.height, 4))
+    y = np.zeros(df.height)
+    for r, (a, b, verdict) in enumerate(df.select("model_a", "model_b", "verdict").iter_rows()):
+        design[r, int(a[1:])] += 1
+        design[r, int(b[1:])] -= 1
+        y[r] = verdict == "A"
+    groups = np.unique(df["prompt_id"].to_numpy(), return_inverse=True)[1]
+    keep = [0, 1, 3]  # m2 is the reference
+    logit = sm.Logit(y, design[:, keep]).fit(
+        disp=0, tol=1e-12, cov_type="cluster",
+        cov_kwds={"groups": groups, "use_correction": False})
+    n_g = len(set(groups.tolist()))
+    se = np.sqrt(np.diag(logit.cov_params()) * n_g / (n_g - 1))
+    q = t_dist.ppf(0.975, n_g - 1)
+    scale = 400 / math.log(10)
+    np.testing.assert_allclose(res.rating[keep], 1000 + scale * logit.params, rtol=1e-7)
+    np.testing.assert_allclose(res.lo[keep], 1000 + scale * (logit.params - q * se), rtol=1e-7)
+    np.testing.assert_allclose(res.hi[keep], 1000 + scale * (logit.params + q * se), rtol=1e-7)
+    assert res.lo[2] == res.hi[2] == 1000.0
+
+
+def _champion_study() -> pl.DataFrame:
+    """Five models playing each other on 30 prompts, and a champion that plays each of them
+    once per prompt: 150 comparisons, 149 won."""
+    rest = _outcomes(np.array([0.4, 0.2, 0.0, -0.2, -0.4]), 0.0, 30, seed=21)
+    top = pl.DataFrame([(f"p{p:03d}", "champ", f"m{i}", "B" if (p, i) == (7, 2) else "A",
+                         "ok") for p in range(30) for i in range(5)],
+                       schema=rest.schema, orient="row")
+    return pl.concat([rest, top])
+
+
+def _neg_log_posterior(x: np.ndarray, winners: np.ndarray, losers: np.ndarray) -> float:
+    """Plain Bradley–Terry written out per comparison, θ_last = −Σ others, plus the
+    stated prior: independent N(0, 3²) on the mean-zero strengths."""
+    theta = np.append(x, -x.sum())
+    diff = theta[winners] - theta[losers]
+    return float(np.logaddexp(0.0, -diff).sum() + (theta**2).sum() / (2 * 3.0**2))
+
+
+def test_a_model_winning_149_of_150_has_a_finite_prior_fit_and_others_keep_their_width(
+        ) -> None:
+    """Issue 25 item 9: the stated prior keeps the near-separated model finite (checked
+    against scipy on the penalised likelihood written here), and the median-model reference
+    keeps the other models' intervals as wide as without the champion."""
+    df = _champion_study()
+    res = bradley_terry(df)
+    names = list(res.models)
+    winners = np.array([names.index(a if v == "A" else b) for a, b, v in
+                        df.select("model_a", "model_b", "verdict").iter_rows()])
+    losers = np.array([names.index(b if v == "A" else a) for a, b, v in
+                       df.select("model_a", "model_b", "verdict").iter_rows()])
+    k = len(names)
+    opt = minimize(_neg_log_posterior, np.zeros(k - 1), args=(winners, losers),
+                   method="BFGS", options={"gtol": 1e-10})
+    theta = np.append(opt.x, -opt.x.sum())
+    np.testing.assert_allclose(res.theta, theta, atol=1e-5)
+    champ = names.index("champ")
+    table = res.table()
+    assert table.row(0, named=True)["model"] == "champ" and table["estimable"].all()
+    assert np.isfinite(res.lo).all() and np.isfinite(res.hi).all()
+    assert res.hi[champ] - res.lo[champ] < 1000  # finite and set by the prior and one loss
+    # Reference: the median model of the point fit (the 3rd best of 6), not the mean.
+    order = sorted(range(k), key=lambda i: (-theta[i], names[i]))
+    assert res.reference == names[order[2]] and res.rating[order[2]] == 1000.0
+    without = bradley_terry(df.filter(pl.col("model_a") != "champ"), anchor=res.reference)
+    width = {m: res.hi[i] - res.lo[i] for i, m in enumerate(names)}
+    for i, m in enumerate(without.models):
+        if m != res.reference:
+            assert width[m] == pytest.approx(without.hi[i] - without.lo[i], rel=0.1)
+            assert width[m] < 250
 
 
 def test_separation_needs_ridge_and_disconnected_graph_is_rejected() -> None:
@@ -143,7 +210,7 @@ def test_separation_needs_ridge_and_disconnected_graph_is_rejected() -> None:
                       orient="row")
     with pytest.raises(ValueError, match="ridge"):
         fit_davidson(df, ridge=0.0)
-    fit = fit_davidson(df, ridge=1e-3)
+    fit = fit_davidson(df)  # the stated prior: finite under separation
     assert np.isfinite(fit.theta).all() and fit.theta[0] == fit.theta.max()
     apart = pl.DataFrame([("p", "a", "b", "A"), ("p", "c", "d", "B"), ("q", "a", "b", "B"),
                           ("q", "c", "d", "A")],
@@ -185,14 +252,15 @@ def test_a_model_winning_every_comparison_is_flagged_unbounded() -> None:
     assert champ["estimable"] is False
     assert champ["rating"] is None and champ["ci_lo"] is None and champ["ci_hi"] is None
     assert "unbounded above" in champ["note"] and (champ["wins"], champ["losses"]) == (120, 0)
-    # The others are rated among themselves exactly as without the champion (mean 1000).
+    # The others are rated among themselves exactly as without the champion (the same
+    # reference: their median model).
     alone = bradley_terry(rest, n_boot=200, seed=3)
+    assert res.reference == alone.reference
     rated = table.filter(pl.col("estimable")).sort("model")
     assert rated["model"].to_list() == ["m0", "m1", "m2"] and rated["note"].is_null().all()
     np.testing.assert_allclose(rated["rating"].to_numpy(), alone.rating, rtol=1e-9)
     np.testing.assert_allclose(rated["ci_lo"].to_numpy(), alone.lo, rtol=1e-9)
     np.testing.assert_allclose(rated["ci_hi"].to_numpy(), alone.hi, rtol=1e-9)
-    assert rated["rating"].mean() == pytest.approx(1000.0)
     # Before issue 16 the ridge gave the champion a finite rating with a narrow interval.
     assert res.order is not None and res.order[res.models.index("champ")] > 1500
 
@@ -223,4 +291,5 @@ def test_connected_design_keeps_finite_intervals() -> None:
     table = res.table()
     assert table["estimable"].all() and table["note"].is_null().all()
     assert np.isfinite(res.lo).all() and np.isfinite(res.hi).all()
-    assert (table["ci_lo"] < table["rating"]).all() and (table["rating"] < table["ci_hi"]).all()
+    rated = table.filter(pl.col("model") != res.reference)  # the reference: [1000, 1000]
+    assert (rated["ci_lo"] < rated["rating"]).all() and (rated["rating"] < rated["ci_hi"]).all()

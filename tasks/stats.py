@@ -18,14 +18,16 @@ def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: s
                      pairwise_snapshot_id: str | None = None,
                      lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
     store = Store(store_root, lock_timeout_s)
-    params = load_benchmark_config(config_path).stats
+    config = load_benchmark_config(config_path)
+    params = config.stats
     if judge_snapshot_id is not None:
         judged = store.get_snapshot(judge_snapshot_id)
         pairwise = store.get_snapshot(pairwise_snapshot_id) if pairwise_snapshot_id else None
     else:
         judged, pairwise = stats_inputs(store, base_run)
     family_of = {name: spec.family for name, spec in load_registry().models.items()}
-    snapshot, folder = stats_stage(store, run_id, params, judged, pairwise, family_of)
+    snapshot, folder = stats_stage(store, run_id, params, judged, pairwise, family_of,
+                                   config.flagged_essays)
     get_run_logger().info("stats: snapshot %s from %s%s; report %s/stats.md",
                           snapshot.snapshot_id, judged.snapshot_id,
                           f" and {pairwise.snapshot_id}" if pairwise else "", folder)

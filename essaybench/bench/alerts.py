@@ -14,7 +14,8 @@ Pure: two runs' essays (generate snapshots) and judgments (judge snapshots) in, 
   Latin letters) is at or above ``off_language_rate`` and higher than before;
 * ``failure_rate``: the share of essays that did not come back ok rose;
 * ``p95_latency`` / ``cost_per_1k_chars``: rose by at least the relative threshold
-  (cost per 1,000 grid characters of ok essays, at the registry's prices);
+  (cost per 1,000 characters as ``llm.cost_basis`` defines it: all the essays' spend,
+  billed failures included, over the grid characters of the ok essays; list prices);
 * ``model_id_changed`` / ``judge_id_changed``: under the same requested id, the id the
   API returned is not the one it returned last time;
 * ``judge_drift`` / ``judge_unverified`` / ``judge_changed``: a judge re-scored the anchor
@@ -36,9 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.compare import compare_runs
 from essaybench.bench.compliance import compliance_table
-from essaybench.constraints import count_chinese_chars, count_grid_chars
+from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK
 from essaybench.core.export import markdown_grid
+from essaybench.llm.cost_basis import essays_cost_per_1k
 
 AlertKind = Literal["quality_drop", "over_length", "under_length", "violation",
                     "off_language", "failure_rate", "p95_latency", "cost_per_1k_chars",
@@ -169,6 +171,7 @@ def model_metrics(essays: pl.DataFrame) -> dict[str, ModelMetrics]:
     """Per model of a generate snapshot (columns model, status, prompt_text, essay_text,
     raw_text, finish_reason, latency_s, cost_usd, model_id, returned_model)."""
     checked = compliance_table(essays, prompt_column="prompt_text")
+    cost_per_1k = essays_cost_per_1k(essays)  # llm.cost_basis: the report's definition
     out: dict[str, ModelMetrics] = {}
     for model in sorted(set(essays["model"].to_list())):
         rows = checked.filter(pl.col("model") == model)
@@ -182,8 +185,6 @@ def model_metrics(essays: pl.DataFrame) -> dict[str, ModelMetrics]:
             or not (text or "").strip())
         texts = [t for t in ok["essay_text"].to_list() if t]
         latencies = ok["latency_s"].drop_nulls()
-        costs = ok["cost_usd"].drop_nulls()
-        chars = sum(count_grid_chars(t) for t in texts)
         out[model] = ModelMetrics(
             n_essays=rows.height,
             failure_rate=_share(rows.height - ok.height, rows.height),
@@ -194,8 +195,7 @@ def model_metrics(essays: pl.DataFrame) -> dict[str, ModelMetrics]:
             off_language_rate=_share(sum(map(is_off_language, texts)), len(texts)),
             p95_latency_s=(float(latencies.quantile(0.95, "linear") or 0.0)
                            if latencies.len() else None),
-            cost_per_1k_chars=(float(costs.sum()) / chars * 1000
-                               if costs.len() and chars else None),
+            cost_per_1k_chars=cost_per_1k.get(model),
             requested_ids=_ids(rows["model_id"].to_list()),
             returned_ids=_ids(ok["returned_model"].to_list()))
     return out

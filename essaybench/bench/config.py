@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.alerts import AlertParams
 from essaybench.bench.drift import DriftParams
+from essaybench.bench.flagged_rule import DEFAULT_FLAGGED_RULE, FlaggedRule
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
@@ -55,6 +56,12 @@ class BenchmarkConfig(BaseModel):
     sharding: ShardingParams | None = Field(
         default=None, description="Run generate+judge as shards on a Prefect work pool "
         "(null: in this process).")
+    flagged_essays: FlaggedRule = Field(
+        default=DEFAULT_FLAGGED_RULE, description="How flagged judgments (an essay that "
+        "addresses the judge, scores that look steered) count in the leaderboard: "
+        "second_opinion (the second judge's score where judge.second_judge gave one, else "
+        "the first judge's, marked), exclude (left out of the mean, lowering coverage) or "
+        "first_judge. See bench/flagged_rule.py for why second_opinion is the default.")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")

@@ -52,14 +52,18 @@ def _with_lengths(judgments: pl.DataFrame, essays: pl.DataFrame, score: str) -> 
 
 def build_stats_tables(judgments: pl.DataFrame, essays: pl.DataFrame,
                        pairwise: pl.DataFrame | None, params: StatsParams,
-                       family_of: Mapping[str, str]) -> dict[str, pl.DataFrame]:
-    """Every report table of the stage (pure: no store, no IO)."""
+                       family_of: Mapping[str, str], ranked: pl.DataFrame | None = None
+                       ) -> dict[str, pl.DataFrame]:
+    """Every report table of the stage (pure: no store, no IO). ``ranked``: the judgments
+    as the leaderboard counts flagged ones (``bench/flagged_rule.py``), for the score
+    intervals and differences; the bias monitors read ``judgments``."""
     tables: dict[str, pl.DataFrame] = {}
     kw: dict[str, Any] = {"n_boot": params.n_boot, "level": params.level, "seed": params.seed}
+    scored = judgments if ranked is None else ranked
     for column, variant in VARIANTS.items():
-        if column not in judgments.columns or judgments[column].null_count() == judgments.height:
+        if column not in scored.columns or scored[column].null_count() == scored.height:
             continue
-        cis = score_cis(judgments, column, **kw)
+        cis = score_cis(scored, column, **kw)
         tables[f"score_ci_{variant}"] = cis.cells
         tables[f"score_diff_{variant}"] = cis.pairs
     if "score_weighted" in judgments.columns and judgments.height:

@@ -27,6 +27,7 @@ def llm_usage(
     from essaybench.core.errors import NotFoundError, UserError
     from essaybench.core.sql import statement
     from essaybench.llm.accounting import CallRecord, render_markdown, render_rich, summarize
+    from essaybench.llm.cost_basis import DEFINITION
     from essaybench.llm.session import LEDGER_FILE
     from essaybench.store.readonly import read_only
 
@@ -48,6 +49,8 @@ def llm_usage(
         console.print(render_markdown(summaries), markup=False, soft_wrap=True)
     else:
         console.print(render_rich(summaries, f"LLM calls in {path}"))
+    console.print(f"USD / 1k chars (generate rows): {DEFINITION}, as in the report.",
+                  markup=False, soft_wrap=True)
 
 
 @app.command("models")

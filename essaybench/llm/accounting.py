@@ -14,9 +14,11 @@ The rules, so that a report never flatters a model:
 - Latency percentiles cover sent calls with a measured latency, failures included (a
   timeout is latency the run waited through). They use numpy's "linear" method
   (Hyndman & Fan type 7; equal to ``statistics.quantiles(method="inclusive")``).
-- Per 1,000 characters means Chinese characters (CJK ideographs) of reply text: cost per
-  1k = total cost / total characters of all replies; latency per 1k = total latency of the
-  calls that returned characters / those characters.
+- Cost per 1,000 characters is :mod:`~essaybench.llm.cost_basis`'s, the report's and the
+  alerts': the group's generate spend (billed failures included) over the grid
+  characters of its ok essays (None for a group without generate calls). Latency per 1k
+  counts Chinese characters (CJK ideographs) of reply text: total latency of the calls
+  that returned characters / those characters.
 - Extra requests inside a call are counted apart: ``retries`` (re-sent after a transient
   transport failure: the endpoint's health) and ``reasks`` (sent again because the reply
   was empty or broke the answer format: the model's). Over the calls sent in this run and
@@ -35,6 +37,7 @@ import numpy as np
 import polars as pl
 from rich.table import Table
 
+from essaybench.llm.cost_basis import GENERATE, cost_per_1k, usable_chars
 from essaybench.llm.types import CallStatus, ChatResult
 
 GROUP_FIELDS = ("model", "stage")
@@ -67,6 +70,8 @@ class CallRecord:
     from_ledger: bool = False  # served from the ledger: no request in this run
     retries: int | None = 0  # transport retries inside the call (None: not recorded)
     reasks: int | None = 0  # re-asks inside the call (None: not recorded)
+    # generate calls: grid characters of the essay when ok (cost_basis.usable_chars)
+    usable_chars: int = 0
 
     @property
     def sent(self) -> bool:
@@ -85,15 +90,18 @@ class CallRecord:
                    output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd,
                    latency_s=result.latency_s, output_chars=count_cjk(result.text),
                    from_ledger=result.from_ledger, retries=result.retries,
-                   reasks=result.reasks)
+                   reasks=result.reasks,
+                   usable_chars=usable_chars(result.status.value, result.text)
+                   if result.stage == GENERATE else 0)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> CallRecord:
         """From a ledger row: this class's field names, where ``response_text`` (or ``text``)
         may stand in for ``output_chars``; no ``retries``/``reasks`` is not recorded."""
         chars = row.get("output_chars")
+        text = row.get("response_text") or row.get("text")
         if chars is None:
-            chars = count_cjk(row.get("response_text") or row.get("text"))
+            chars = count_cjk(text)
         return cls(model=str(row["model"]), stage=str(row.get("stage") or ""),
                    status=CallStatus(row["status"]),
                    input_tokens=_opt_int(row.get("input_tokens")),
@@ -101,7 +109,9 @@ class CallRecord:
                    cost_usd=_opt_float(row.get("cost_usd")),
                    latency_s=_opt_float(row.get("latency_s")),
                    output_chars=int(chars), from_ledger=bool(row.get("from_ledger") or False),
-                   retries=_opt_int(row.get("retries")), reasks=_opt_int(row.get("reasks")))
+                   retries=_opt_int(row.get("retries")), reasks=_opt_int(row.get("reasks")),
+                   usable_chars=usable_chars(str(row["status"]), text)
+                   if row.get("stage") == GENERATE else 0)
 
 
 def _opt_int(v: Any) -> int | None:
@@ -170,6 +180,8 @@ def summarize_group(model: str, stage: str, records: Sequence[CallRecord]) -> Us
     spent = _sum_or_none(r.cost_usd for r in metered if not r.from_ledger)
     latencies = [r.latency_s for r in sent if r.latency_s is not None]
     chars = sum(r.output_chars for r in records)
+    essays = [r for r in metered if r.stage == GENERATE]
+    essay_chars = sum(r.usable_chars for r in records if r.stage == GENERATE)
     timed = [r for r in sent if r.output_chars > 0 and r.latency_s is not None]
     timed_chars = sum(r.output_chars for r in timed)
     return UsageSummary(
@@ -185,7 +197,8 @@ def summarize_group(model: str, stage: str, records: Sequence[CallRecord]) -> Us
         retries=sum(r.retries or 0 for r in sent), reasks=sum(r.reasks or 0 for r in sent),
         repeats_unknown=sum(r.retries is None or r.reasks is None for r in sent),
         output_chars=chars,
-        cost_per_kchar_usd=None if cost is None or chars == 0 else cost / chars * 1000,
+        cost_per_kchar_usd=cost_per_1k(_sum_or_none(r.cost_usd for r in essays),
+                                       essay_chars),
         latency_per_kchar_s=(sum(r.latency_s or 0.0 for r in timed) / timed_chars * 1000
                              if timed_chars else None),
     )

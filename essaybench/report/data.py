@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from essaybench.bench.alerts import Alert, alerts_of_frame
+from essaybench.bench.flagged_rule import RECORDED_BEFORE, FlaggedRule, rule_of_meta
 from essaybench.core.contracts import OK
 from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import run_drift
@@ -67,6 +68,9 @@ class RunData:
     stage_runs: list[StageRun]
     snapshots: dict[str, str]  # stage → the snapshot id read
     notes: Notes = field(default_factory=Notes)
+    # how flagged judgments count in the leaderboard (bench/flagged_rule.py), as the run's
+    # stats (else aggregate) stage counted them
+    flagged_rule: FlaggedRule = RECORDED_BEFORE
 
 
 def find_judged(store: Store, run_id: str) -> Snapshot:
@@ -140,6 +144,17 @@ def _pairwise(store: Store, run_id: str, judged: Snapshot) -> Snapshot | None:
     return found
 
 
+def flagged_rule_of(stage_runs: list[StageRun]) -> FlaggedRule:
+    """The ``flagged_essays`` rule the run's leaderboard tables were made with: its newest
+    ok stats stage's (the intervals), else its aggregate's (Table 5); a run from before
+    the rule ranked on the first judge."""
+    for stage in ("stats", "aggregate"):
+        for row in stage_runs:  # newest first
+            if row.stage == stage and row.status == OK:
+                return rule_of_meta(row.meta) or RECORDED_BEFORE
+    return RECORDED_BEFORE
+
+
 def load_run(store: Store, run_id: str) -> RunData:
     """Read everything the report of ``run_id`` shows."""
     judged = find_judged(store, run_id)
@@ -161,4 +176,5 @@ def load_run(store: Store, run_id: str) -> RunData:
                    judgments=judged.read(), pairwise=pairs.read() if pairs else None,
                    stats=stats, alerts=alerts, drift=run_drift(store, run_id),
                    health=health.summary() if health is not None else None,
-                   stage_runs=stage_runs, snapshots=snapshots, notes=notes)
+                   stage_runs=stage_runs, snapshots=snapshots, notes=notes,
+                   flagged_rule=flagged_rule_of(stage_runs))

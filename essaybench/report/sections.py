@@ -4,13 +4,26 @@ template (which escapes every string); charts are inline SVG drawn here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 
-from essaybench.bench.aggregate import CHOSEN, CHOSEN_NOTE, table5, trait_means
+from essaybench.bench.aggregate import (
+    CHOSEN,
+    CHOSEN_NOTE,
+    has_repeats,
+    judge_repeats,
+    table5,
+    trait_means,
+)
+from essaybench.bench.flagged_rule import (
+    SECOND_OPINION_NOTE,
+    mark,
+    ranked_judgments,
+    second_opinion_table,
+)
 from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK, OVERALL
 from essaybench.report.charts import (
@@ -70,6 +83,11 @@ class JudgeSection:
     win_rate_svg: str | None = None
     bt_svg: str | None = None
     bradley_terry: list[dict[str, object]] = field(default_factory=list)
+    # per model with flagged judgments: the second judge's opinion beside the first's
+    second_opinions: list[dict[str, object]] = field(default_factory=list)
+    flagged_note: str = ""  # the run's flagged_essays rule, in words
+    # judge.repeats: per model, the spread of the repeated judgments (aggregate.judge_repeats)
+    repeats: list[dict[str, object]] = field(default_factory=list)
 
 
 def _hex(rgba: tuple[float, float, float, float]) -> str:
@@ -123,14 +141,20 @@ def _fit(length_bias: list[dict[str, object]]) -> tuple[float, float] | None:
 
 def judge_section(ids: ChartIds, data: RunData, judge: str, labels: Labels) -> JudgeSection:
     mine = data.judgments.filter(pl.col("judge") == judge)
-    board = leaderboard(judge, data.judgments, data.stats)
+    # the leaderboard's scores: flagged judgments counted by the run's rule
+    ranked = ranked_judgments(mine, data.flagged_rule)
+    second = second_opinion_table(mine, data.flagged_rule).to_dicts()
+    marks = {str(r["model"]): mark(r) for r in second}
+    board = [replace(r, flagged=marks.get(r.model, ""))
+             for r in leaderboard(judge, ranked, data.stats)]
     baseline = board[0].model if board and board[0].mean is not None else None
     diffs = diffs_to(judge, baseline, [r.model for r in board], data.stats) if baseline else []
     by_cell = mine.with_columns((pl.col("genre") + "/" + pl.col("prompt_set")).alias("genre"))
     length_bias = _rows(data.stats.get("length_bias"), judge)
     section = JudgeSection(
         judge=judge, leaderboard=board, leaderboard_svg=leaderboard_chart(ids, judge, board),
-        heatmaps=[heat_table(table5(mine, column), title, labels) for column, title in (
+        heatmaps=[heat_table(table5(ranked if column == "score_weighted" else mine, column),
+                             title, labels) for column, title in (
             ("score_weighted", "weighted (W_t = α^d)"), ("score_unweighted", "w/o WT"))],
         baseline=baseline, diffs=diffs,
         forest_svg=forest_chart(ids, judge, baseline, diffs) if baseline else None,
@@ -138,7 +162,9 @@ def judge_section(ids: ChartIds, data: RunData, judge: str, labels: Labels) -> J
         trait_cells_svg=trait_cells_chart(ids, judge, trait_means(by_cell), labels),
         scatter_svg=length_scatter_chart(ids, judge, _length_points(data, judge),
                                          _fit(length_bias)),
-        length_bias=length_bias)
+        length_bias=length_bias, second_opinions=second,
+        flagged_note=f"{data.flagged_rule}: {SECOND_OPINION_NOTE[data.flagged_rule]}",
+        repeats=judge_repeats(mine).to_dicts() if has_repeats(mine) else [])
     if data.pairwise is not None and "win_rates" in data.stats:
         section.win_rate_svg = win_rate_chart(ids, judge, data.stats["win_rates"])
     if data.pairwise is not None and "bradley_terry" in data.stats:

@@ -19,6 +19,7 @@ from essaybench.bench.alerts import is_off_language
 from essaybench.bench.compliance import compliance_rates, compliance_table
 from essaybench.constraints import count_grid_chars
 from essaybench.core.contracts import OK, OVERALL
+from essaybench.llm.cost_basis import essays_cost_per_1k
 
 WEIGHTED_CI = "score_ci_weighted"
 WEIGHTED_DIFF = "score_diff_weighted"
@@ -35,6 +36,7 @@ class LeaderRow:
     coverage: float | None
     group: str  # "A", "B", ...; "" without intervals
     note: str = ""  # why there is no interval (e.g. "n too small (< 7 prompts)")
+    flagged: str = ""  # how its flagged judgments were ranked (bench/flagged_rule.mark)
 
 
 @dataclass(frozen=True)
@@ -125,21 +127,24 @@ def _ok_lengths(essays: pl.DataFrame) -> pl.DataFrame:
 
 def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
     """Per model: essays, failures, length compliance, off-language share (of ok essays),
-    cost and latency per 1,000 characters (grid count of ok essays) and p95 latency."""
+    cost per 1,000 characters (``llm.cost_basis``: all its essays' spend, billed failures
+    included, over the grid count of its ok essays), latency per 1,000 characters (ok
+    essays) and p95 latency."""
     rates = compliance_rates(compliance_table(essays, prompt_column="prompt_text"))
     ok = _ok_lengths(essays)
     per_ok = ok.group_by("model").agg(
         pl.len().alias("n_ok"), pl.col("is_off").mean().alias("off_language_rate"),
         pl.col("grid_chars").sum().alias("ok_chars"),
-        pl.col("cost_usd").sum().alias("cost_usd"),
         pl.col("latency_s").sum().alias("latency_s"),
         pl.col("latency_s").quantile(0.95, "linear").alias("p95_latency_s"))
+    costs = essays_cost_per_1k(essays)
     per_1k = 1000 / pl.col("ok_chars")
     return (rates.join(per_ok, on="model", how="left")
             .with_columns(pl.col("n_ok").fill_null(0))
             .with_columns(((pl.col("n_essays") - pl.col("n_ok")) / pl.col("n_essays"))
                           .alias("failure_rate"),
-                          pl.when(pl.col("ok_chars") > 0).then(pl.col("cost_usd") * per_1k)
+                          pl.col("model").replace_strict(costs, default=None,
+                                                         return_dtype=pl.Float64)
                           .alias("cost_per_1k_chars"),
                           pl.when(pl.col("ok_chars") > 0).then(pl.col("latency_s") * per_1k)
                           .alias("latency_s_per_1k_chars"))

@@ -79,7 +79,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         if upstream is None:
             raise ValueError("aggregate needs the judge snapshot it reads")
         snapshots["aggregate"], _ = aggregate_stage(store, run_id, upstream,
-                                                    config.health.coverage_floor)
+                                                    config.health.coverage_floor,
+                                                    config.flagged_essays)
     return snapshots
 
 

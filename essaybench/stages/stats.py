@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from essaybench.bench.aggregate import render_markdown
+from essaybench.bench.flagged_rule import DEFAULT_FLAGGED_RULE, FlaggedRule, ranked_judgments
 from essaybench.bench.stats_tables import StatsParams, build_stats_tables, main_table
 from essaybench.core.contracts import StageOutput
 from essaybench.core.export import write_report as gather_report
@@ -60,8 +61,11 @@ def stats_inputs(store: Store, run_id: str) -> tuple[Snapshot, Snapshot | None]:
 
 def stats_stage(store: Store, run_id: str, params: StatsParams, judged: Snapshot,
                 pairwise: Snapshot | None = None,
-                family_of: Mapping[str, str] | None = None) -> tuple[Snapshot, Path]:
-    """Run the stage over a ``judge`` snapshot (and optionally a ``pairwise`` one)."""
+                family_of: Mapping[str, str] | None = None,
+                flagged_essays: FlaggedRule = DEFAULT_FLAGGED_RULE) -> tuple[Snapshot, Path]:
+    """Run the stage over a ``judge`` snapshot (and optionally a ``pairwise`` one). The
+    score intervals (the leaderboard's) count flagged judgments by ``flagged_essays``
+    (``bench/flagged_rule.py``); the bias monitors read the first judge's scores."""
     judged.require_stage("judge", STAGE)
     if pairwise is not None:
         pairwise.require_stage("pairwise", STAGE)
@@ -72,11 +76,15 @@ def stats_stage(store: Store, run_id: str, params: StatsParams, judged: Snapshot
     upstream = [judged, *([pairwise] if pairwise is not None else [])]
 
     def compute() -> StageOutput:
-        tables = build_stats_tables(judgments, essays, pairs, params, family_of or {})
+        tables = build_stats_tables(judgments, essays, pairs, params, family_of or {},
+                                    ranked=ranked_judgments(judgments, flagged_essays))
         report = write_report(tables, folder)
         return StageOutput(main_table(tables), {"report": str(report),
-                                                "tables": sorted(tables)})
+                                                "tables": sorted(tables)},
+                           run_meta={"flagged_essays": flagged_essays})
 
-    snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=upstream, params=params,
+    snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=upstream,
+                         params={**params.model_dump(mode="json"),
+                                 "flagged_essays": flagged_essays},
                          rows_in=judgments.height, compute=compute)
     return snapshot, folder

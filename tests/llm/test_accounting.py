@@ -30,7 +30,8 @@ def rec(status: CallStatus = OK, *, model: str = "a", stage: str = "generate",
         retries: int | None = 0, reasks: int | None = 0) -> CallRecord:
     return CallRecord(model=model, stage=stage, status=status, input_tokens=tin,
                       output_tokens=tout, cost_usd=cost, latency_s=lat, output_chars=chars,
-                      from_ledger=cached, retries=retries, reasks=reasks)
+                      from_ledger=cached, retries=retries, reasks=reasks,
+                      usable_chars=chars if status is OK else 0)  # as if its grid count
 
 
 def test_count_cjk_counts_ideographs_only() -> None:
@@ -197,3 +198,18 @@ def test_reasks_are_counted_apart_from_transport_retries() -> None:
     result = ChatResult(key="k", model="a", status=OK, attempts=4, retries=2, reasks=1)
     assert (CallRecord.from_result(result).retries, CallRecord.from_result(result).reasks) \
         == (2, 1)
+
+
+def test_cost_per_1k_is_all_generate_spend_over_usable_essay_characters() -> None:
+    """llm.cost_basis: a truncated essay was billed (its spend counts) but is not usable
+    (its characters do not); a group without generate calls has no such figure."""
+    truncated = CallRecord(model="a", stage="generate", status=CallStatus.TRUNCATED,
+                           input_tokens=100, output_tokens=50, cost_usd=0.003,
+                           latency_s=1.0, output_chars=300)
+    [s] = summarize([rec(cost=0.001, chars=500), truncated])
+    assert s.cost_per_kchar_usd == pytest.approx(0.004 / 500 * 1000)
+    [j] = summarize([rec(stage="judge", cost=0.001, chars=500)])
+    assert j.cost_per_kchar_usd is None
+    row = CallRecord.from_row({"model": "a", "stage": "generate", "status": "ok",
+                               "cost_usd": 0.001, "response_text": "春天 来了。Hi"})
+    assert row.usable_chars == 7  # grid count: every non-space character

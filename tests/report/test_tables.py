@@ -86,6 +86,10 @@ def test_model_facts_count_failures_language_cost_and_latency(
         gpt["cost_usd"].sum() / chars * 1000)
     assert facts["gpt-writer"]["latency_s_per_1k_chars"] == pytest.approx(
         gpt["latency_s"].sum() / chars * 1000)
+    # cost per 1k (llm.cost_basis): every row's spend over the ok essays' characters
+    ok_chars = sum(len("".join(t.split())) for t in seek["essay_text"].drop_nulls())
+    assert facts["deepseek-writer"]["cost_per_1k_chars"] == pytest.approx(
+        seek["cost_usd"].sum() / ok_chars * 1000)
 
 
 def test_failures_list_every_essay_and_judgment_not_ok(reported_runs: ReportedRuns) -> None:

@@ -260,6 +260,27 @@ def language_lines(result: dict[str, Any]) -> list[str]:
             for model, c in sorted(counts.items())]
 
 
+def _spread(value: float | None) -> str:
+    if isinstance(value, int):  # a sub-question range: whole points
+        return str(value)
+    return "—" if value is None else f"{value:.2f}"
+
+
+def repeat_lines(table: pl.DataFrame) -> list[str]:
+    """The aggregate's ``judge_repeats`` table (judge.repeats) as lines: per model and
+    judge, how many essays were judged repeatedly and how far their calls spread."""
+    rows = [r for r in table.iter_rows(named=True) if r["repeated"]]
+    if not rows:
+        return []
+    lines = ["Repeated judging (score = per-sub-question median of the calls; spread = max − "
+             "min of the calls' scores, 0–100):"]
+    lines += [f"  {r['model']} × {r['judge']}: {r['repeated']} of {r['judged']} essays "
+              f"repeated, {r['calls_ok']}/{r['calls']} calls ok; spread mean "
+              f"{_spread(r['spread_mean'])}, max {_spread(r['spread_max'])}; widest "
+              f"sub-question range {_spread(r['question_range_max'])}" for r in rows]
+    return lines
+
+
 def _print_reports(result: dict[str, Any], seconds: float) -> None:
     reports = Path(result["reports"])
     import polars as pl
@@ -282,6 +303,16 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
                           "95% CI; indistinguishable: the interval contains 0):", markup=False)
             for row in pairs.iter_rows(named=True):
                 console.print("  " + difference_line(row), markup=False, soft_wrap=True)
+    repeats = reports / "judge_repeats.parquet"
+    if repeats.is_file():
+        for line in repeat_lines(pl.read_parquet(repeats)):
+            console.print(line, markup=False, soft_wrap=True)
+    second = reports / "second_opinions.parquet"
+    if second.is_file():
+        from essaybench.bench.flagged_rule import second_opinion_lines
+
+        for line in second_opinion_lines(pl.read_parquet(second)):
+            console.print(line, markup=False, soft_wrap=True)
     for line in language_lines(result):
         console.print(line, markup=False)
     if result.get("alerts"):

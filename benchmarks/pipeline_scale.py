@@ -141,7 +141,7 @@ class Run:
 def run_once(args: argparse.Namespace, folder: Path, server: FakeServerHandle,
              writers: list[str]) -> Run:
     """One pipeline flow over a fresh store in ``folder``; prints its figures."""
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     store = Store(folder / "store")
     version = synthetic_prompt_set(store, args.prompts)

@@ -1,3 +1,5 @@
 """Prefect flows: one per stage (the file name is the stage name) plus pipelines.
 
-Log redaction is installed by ``tasks`` (see its docstring), which every flow imports."""
+Installed as ``essaybench.flows`` (the link essaybench/flows; prefect.yaml's entrypoints
+are ``essaybench.flows.<stage>:<stage>_flow``). Log redaction is installed by
+``essaybench.tasks`` (see its docstring), which every flow imports."""

@@ -6,7 +6,7 @@ from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.stages.curate import resolve_upstream
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
-from tasks.curate import curation_stage_task
+from essaybench.tasks.curate import curation_stage_task
 
 
 def run_one_stage(

@@ -10,7 +10,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.store.store import new_run_id
-from tasks.benchmark import benchmark_stages_task
+from essaybench.tasks.benchmark import benchmark_stages_task
 
 
 @flow(name="aggregate")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
-from tasks.agreement import agreement_stage_task
+from essaybench.tasks.agreement import agreement_stage_task
 
 
 @flow(name="agreement")

@@ -10,7 +10,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.store import Store
-from tasks.alerts import alerts_stage_task
+from essaybench.tasks.alerts import alerts_stage_task
 
 
 @flow(name="alerts")

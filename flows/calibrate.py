@@ -20,7 +20,7 @@ from essaybench.core.settings import (
 from essaybench.store import Store
 from essaybench.store.runs import record_run
 from essaybench.store.store import new_run_id
-from tasks.calibrate import calibrate_stage_task
+from essaybench.tasks.calibrate import calibrate_stage_task
 
 
 @flow(name="calibrate")

@@ -17,15 +17,15 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.curate.funnel import CURATE_STAGES
+from essaybench.flows.classify import classify_flow
+from essaybench.flows.collect import collect_flow
+from essaybench.flows.dedup import dedup_flow
+from essaybench.flows.filter import filter_flow
+from essaybench.flows.rouge import rouge_flow
 from essaybench.stages.curate import resolve_upstream
 from essaybench.store import Store
 from essaybench.store.store import new_run_id
-from flows.classify import classify_flow
-from flows.collect import collect_flow
-from flows.dedup import dedup_flow
-from flows.filter import filter_flow
-from flows.rouge import rouge_flow
-from tasks.curate import publish_task
+from essaybench.tasks.curate import publish_task
 
 STAGE_FLOWS: dict[str, Callable[..., str]] = {
     "collect": collect_flow, "filter": filter_flow, "dedup": dedup_flow,

@@ -9,7 +9,7 @@ from essaybench.core.settings import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE_ROOT,
 )
-from flows._stage import run_one_stage
+from essaybench.flows._stage import run_one_stage
 
 
 @flow(name="filter")

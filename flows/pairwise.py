@@ -10,7 +10,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.store.store import new_run_id
-from tasks.pairwise import pairwise_stage_task
+from essaybench.tasks.pairwise import pairwise_stage_task
 
 
 @flow(name="pairwise")

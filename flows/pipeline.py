@@ -47,6 +47,8 @@ from essaybench.core.settings import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE_ROOT,
 )
+from essaybench.flows._fanout import run_shards
+from essaybench.flows.curate import curate_flow
 from essaybench.llm.registry import load_registry
 from essaybench.runs.calibration import require_calibrated
 from essaybench.runs.estimate import require_within_budget
@@ -57,15 +59,13 @@ from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
 from essaybench.store.store import new_run_id
-from flows._fanout import run_shards
-from flows.curate import curate_flow
-from tasks.alerts import alerts_stage_task
-from tasks.benchmark import benchmark_stages_task
-from tasks.pairwise import pairwise_stage_task
-from tasks.publish import publish_task
-from tasks.report import report_task
-from tasks.shard import check_merged_task, merge_task, shard_plan_task
-from tasks.stats import stats_stage_task
+from essaybench.tasks.alerts import alerts_stage_task
+from essaybench.tasks.benchmark import benchmark_stages_task
+from essaybench.tasks.pairwise import pairwise_stage_task
+from essaybench.tasks.publish import publish_task
+from essaybench.tasks.report import report_task
+from essaybench.tasks.shard import check_merged_task, merge_task, shard_plan_task
+from essaybench.tasks.stats import stats_stage_task
 
 
 def _flow_run_name() -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
-from tasks.shard import shard_task
+from essaybench.tasks.shard import shard_task
 
 
 @flow(name="pipeline-shard", flow_run_name="{run_id}-shard{index}")

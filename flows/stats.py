@@ -9,7 +9,7 @@ from essaybench.core.settings import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORE_ROOT,
 )
-from tasks.stats import stats_stage_task
+from essaybench.tasks.stats import stats_stage_task
 
 
 @flow(name="stats")

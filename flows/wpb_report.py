@@ -7,7 +7,7 @@ from prefect import flow
 from essaybench.core.paths import default_wpb_dir
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
 from essaybench.store.store import new_run_id
-from tasks.agreement import wpb_report_stage_task
+from essaybench.tasks.agreement import wpb_report_stage_task
 
 
 @flow(name="wpb_report")

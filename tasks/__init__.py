@@ -4,8 +4,8 @@ Every flow module imports a task module, so this package is where a process that
 flows (a worker's flow-run process, a deployment's, the CLI's) installs log redaction:
 Prefect's log records, an exception's traceback included, are redacted of secrets
 before any handler formats or ships them (its API handler stores them in its
-database). A worker loads a flow by file path (``flows/stats.py``), which never runs
-``flows/__init__.py``; it always imports ``tasks``."""
+database). A flow loaded by file path (``flows/stats.py``) never runs
+``essaybench/flows/__init__.py``; it always imports ``essaybench.tasks``."""
 
 from essaybench.core.redact import install_log_redaction
 

@@ -19,7 +19,7 @@ from essaybench.core.export import markdown_grid
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.report import write_report
 from essaybench.store import Store
-from tasks.alerts import artifact_key
+from essaybench.tasks.alerts import artifact_key
 
 
 def _num(value: float | None) -> str:

@@ -59,7 +59,7 @@ def pairwise(
     pairwise_upstream(reader(store, lock_timeout), None, run_id)
     prefect_env()
     from essaybench.bench.pairwise.tables import position_bias
-    from flows.pairwise import pairwise_flow
+    from essaybench.flows.pairwise import pairwise_flow
 
     started = time.perf_counter()
     with progress_display("pairwise judging…"):
@@ -87,7 +87,7 @@ def stats(
     load_benchmark_config(config)
     stats_inputs(reader(store, lock_timeout), run_id)
     prefect_env()
-    from flows.stats import stats_flow
+    from essaybench.flows.stats import stats_flow
 
     with console.status("bootstrapping…"):
         stats_flow(run_id, str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
@@ -135,7 +135,7 @@ def agreement(
     if note:
         console.print(note, markup=False)
     prefect_env()
-    from flows.agreement import agreement_flow
+    from essaybench.flows.agreement import agreement_flow
 
     with console.status("computing agreement…"):
         agreement_flow(run_id, str(annotations.resolve()), kind, tier_map, str(store.resolve()),
@@ -226,7 +226,7 @@ def wpb_report(
     if not (folder / "responses_scores.jsonl").is_file():
         raise typer.BadParameter(f"no responses_scores.jsonl in {folder}", param_hint="--data")
     prefect_env()
-    from flows.wpb_report import wpb_report_flow
+    from essaybench.flows.wpb_report import wpb_report_flow
 
     with console.status("bootstrapping the human ranking…"):
         snapshot_id = wpb_report_flow(str(folder), str(store.resolve()), None, seed, n_boot,

@@ -81,7 +81,7 @@ def run(
     check_budget(config, store, from_stage="generate", curating=curate_first,
                  over_budget_ok=over_budget, reusing=reuse_from)
     prefect_env()
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
     with failed_run_exits(config, store), progress_display(
@@ -121,7 +121,7 @@ def rerun(
     check_budget(config, store, from_stage=stage, curating=False, over_budget_ok=over_budget,
                  reusing=run_id)
     prefect_env()
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     started = time.perf_counter()
     with failed_run_exits(config, store), progress_display(
@@ -155,7 +155,7 @@ def calibrate(
     for judge in bench.judge.judges:
         registry.get(judge)  # a judge the registry lacks: one line, before Prefect starts
     prefect_env()
-    from flows.calibrate import calibrate_flow
+    from essaybench.flows.calibrate import calibrate_flow
 
     with progress_display("judging the anchor set…"):
         result = calibrate_flow(str(config), str(store.resolve()), lock_timeout_s=lock_timeout)

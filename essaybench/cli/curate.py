@@ -89,7 +89,7 @@ def curate(
                                  param_hint="--from-stage")
     _check_curate_inputs(config, reader(store, lock_timeout), from_stage, base_run)
     prefect_env()
-    from flows.curate import curate_flow  # Prefect import is slow; only when needed
+    from essaybench.flows.curate import curate_flow  # Prefect import is slow; only when needed
 
     started = time.perf_counter()
     stages = CURATE_STAGES[CURATE_STAGES.index(from_stage):]

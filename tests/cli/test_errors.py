@@ -233,13 +233,13 @@ def test_a_stage_that_raised_for_a_user_error_is_one_line_exit_2(
     raised = StageFailed("stage 'collect' of run r9 failed: SourceReadError: x.csv: text "
                          "column 'q' not in CSV header ['id']", "r9", "collect",
                          user_error="x.csv: text column 'q' not in CSV header ['id']")
-    _stub_flow(monkeypatch, "flows.curate", "curate_flow", raised)
-    _stub_flow(monkeypatch, "flows.pipeline", "pipeline_flow", raised)
+    _stub_flow(monkeypatch, "essaybench.flows.curate", "curate_flow", raised)
+    _stub_flow(monkeypatch, "essaybench.flows.pipeline", "pipeline_flow", raised)
     args = {"curate": ["curate"], "run": ["run", "--yes-over-budget"]}[command]
     line = error_line(invoke(*args, "--store", str(tmp_path / "store")))
     assert line == "error: x.csv: text column 'q' not in CSV header ['id']"
     # A stage that failed for another reason is a failed run: exit code 1.
-    _stub_flow(monkeypatch, "flows.curate", "curate_flow",
+    _stub_flow(monkeypatch, "essaybench.flows.curate", "curate_flow",
                StageFailed("stage 'dedup' of run r9 failed: ValueError: k", "r9", "dedup"))
     result = invoke("curate", "--store", str(tmp_path / "store"))
     assert result.exit_code == 1 and "Traceback" not in result.output
@@ -299,9 +299,9 @@ def test_lock_timeout_is_passed_down_to_the_flow(tmp_path: Path,
                 "funnel": dict.fromkeys(("raw", "final", "filtered", "quarantined",
                                          "duplicates", "unclassified", "balanced"), 0)}
 
-    stub = types.ModuleType("flows.curate")
+    stub = types.ModuleType("essaybench.flows.curate")
     stub.curate_flow = curate_flow  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flows.curate", stub)
+    monkeypatch.setitem(sys.modules, "essaybench.flows.curate", stub)
     result = invoke("curate", "--store", str(tmp_path / "store"), "--lock-timeout", "7.5")
     assert result.exit_code == 0, result.output
     assert calls == [{"lock_timeout_s": 7.5}]

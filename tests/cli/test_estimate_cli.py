@@ -96,9 +96,9 @@ def pipeline_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
         print("PIPELINE STARTED")
         return {"run_id": "r-test", "reports": str(Path(args[2]) / "reports" / "r-test")}
 
-    stub = types.ModuleType("flows.pipeline")
+    stub = types.ModuleType("essaybench.flows.pipeline")
     stub.pipeline_flow = pipeline_flow  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flows.pipeline", stub)
+    monkeypatch.setitem(sys.modules, "essaybench.flows.pipeline", stub)
     return calls
 
 
@@ -271,8 +271,8 @@ def test_a_cap_without_an_estimate_is_refused(
 def test_a_run_checks_its_own_budget_before_any_call(tmp_path: Path,
                                                      server: FakeServerHandle) -> None:
     """A scheduled run has no CLI in front of it: the pipeline refuses by itself."""
+    from essaybench.flows.pipeline import pipeline_flow
     from essaybench.runs.estimate import OverBudget
-    from flows.pipeline import pipeline_flow
 
     store = published_store(tmp_path / "store")
     config = write_config(tmp_path / "bench.yaml", max_cost_usd=0.0001)

@@ -26,7 +26,7 @@ def _stage_rows(store: Store, run_id: str) -> dict[str, tuple[str, str | None, t
 
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, object]]:
-    from flows.curate import curate_flow
+    from essaybench.flows.curate import curate_flow
 
     store = Store(tmp_path_factory.mktemp("store"))
     summary = curate_flow(CONFIG, str(store.root))
@@ -65,7 +65,7 @@ def test_curate_flow_publishes_a_balanced_prompt_set(
 def test_rerun_from_rouge_recomputes_nothing_upstream(
     first_run: tuple[Store, dict[str, object]], tmp_path: Path,
 ) -> None:
-    from flows.curate import curate_flow
+    from essaybench.flows.curate import curate_flow
 
     store, first = first_run
     first_rows = _stage_rows(store, str(first["run_id"]))
@@ -92,7 +92,7 @@ def test_rerun_from_rouge_recomputes_nothing_upstream(
 
 def test_single_stage_flow_and_cli_rerun(first_run: tuple[Store, dict[str, object]]) -> None:
     from essaybench.cli import app
-    from flows.classify import classify_flow
+    from essaybench.flows.classify import classify_flow
 
     store, first = first_run
     snapshot_id = classify_flow(CONFIG, str(store.root), base_run=str(first["run_id"]))
@@ -104,7 +104,7 @@ def test_single_stage_flow_and_cli_rerun(first_run: tuple[Store, dict[str, objec
 
 
 def test_failed_stage_is_recorded_with_its_error(tmp_path: Path) -> None:
-    from flows.curate import curate_flow
+    from essaybench.flows.curate import curate_flow
 
     sources = tmp_path / "sources.yaml"
     sources.write_text("sources:\n  - {name: gone, kind: chat_jsonl, path: missing.jsonl}\n",

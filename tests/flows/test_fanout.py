@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from essaybench.bench.sharding import ShardingParams
-from flows._fanout import _stale
+from essaybench.flows._fanout import _stale
 
 NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
 PARAMS = ShardingParams(shards=4, stale_after_s=30, startup_grace_s=120)

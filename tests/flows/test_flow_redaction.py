@@ -24,8 +24,8 @@ SCRIPT = textwrap.dedent("""
     import json, logging, sys
     from prefect.flows import load_flow_from_entrypoint
 
-    # As a worker does: by path (flows/__init__.py is never imported this way).
-    flow = load_flow_from_entrypoint("flows/alerts.py:alerts_flow")
+    # As a worker does: by prefect.yaml's entrypoint, a module path.
+    flow = load_flow_from_entrypoint("essaybench.flows.alerts:alerts_flow")
     seen = []
 
     class Capture(logging.Handler):

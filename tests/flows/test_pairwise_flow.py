@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 def test_pairwise_flow_then_rerun_pays_nothing_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from flows.pairwise import pairwise_flow
+    from essaybench.flows.pairwise import pairwise_flow
 
     store = Store(tmp_path / "store")
     table = essays(["m1", "m2", "m3"], 2, status={("p0", "m3"): "truncated"})

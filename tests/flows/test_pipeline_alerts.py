@@ -49,7 +49,7 @@ def _artifact(store: Store, run_id: str, kind: str = "alerts") -> str:
 
 def test_pipeline_alerts_artifact_webhooks_and_a_failed_run(
         curated_copy: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     store, registry = curated_copy, tmp_path / "models.yaml"
     monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))

@@ -48,7 +48,7 @@ def _config(tmp_path: Path, drift: dict[str, int] | None) -> str:
 def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
     fake_models: FakeServerHandle, tmp_path: Path,
 ) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     store = tmp_path / "store"
     config = _config(tmp_path, {"anchors": 4, "min_anchors": 4})
@@ -72,8 +72,8 @@ def test_pipeline_then_rerun_of_judge_pays_nothing_twice(
 def test_judging_fails_midway_then_rerun_judges_only_the_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from essaybench.flows.pipeline import pipeline_flow
     from essaybench.llm.fake.scenario import FakeScenario
-    from flows.pipeline import pipeline_flow
 
     # The judge's first attempt at every call fails (503, no retries): judging "fails
     # midway". The attempt is the one sent while generating (prefetch); the judge stage of

@@ -36,7 +36,7 @@ def _snapshot(store: Path, stage: str, snapshot_id: str) -> pl.DataFrame:
 
 def test_choice_prompts_are_judged_by_the_genre_the_essay_chose(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     config = tmp_path / "benchmark.yaml"
     config.write_text(yaml.safe_dump({"per_genre": 1, "generate": {"models": ["writer"]},

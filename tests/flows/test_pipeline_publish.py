@@ -50,7 +50,7 @@ class FailedRun:
 def failed_run(tmp_path_factory: pytest.TempPathFactory,
                prefect_engine: None) -> Iterator[FailedRun]:
     """A run whose judge was down: every stage wrote its rows, the run is below its floor."""
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     folder = tmp_path_factory.mktemp("failed-run")
     registry = folder / "models.yaml"
@@ -87,7 +87,7 @@ def run(failed_run: FailedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def rerun_aggregate(run: FailedRun, config: str, **params: object) -> dict[str, object]:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     result: dict[str, object] = pipeline_flow(
         config, CURATE, str(run.store.root), False, "aggregate", run.run_id,
@@ -153,13 +153,13 @@ def test_a_failed_run_is_published_and_reads_as_failed(run: FailedRun,
 
 def test_a_run_whose_stage_raised_is_published_and_still_fails(
         run: FailedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import flows.pipeline
+    import essaybench.flows.pipeline
 
     def broken_stats(run_id: str, *args: object) -> str:
         raise StageFailed(f"stage 'stats' of run {run_id} failed: ValueError: boom",
                           run_id, "stats")
 
-    monkeypatch.setattr(flows.pipeline, "stats_stage_task", broken_stats)
+    monkeypatch.setattr(essaybench.flows.pipeline, "stats_stage_task", broken_stats)
     with pytest.raises(StageFailed, match="boom"):
         rerun_aggregate(run, run.lenient, publish_to=str(tmp_path / "shared"))
     copy = pulled(PartStore(tmp_path / "shared"), tmp_path / "pulled")
@@ -169,7 +169,7 @@ def test_a_run_whose_stage_raised_is_published_and_still_fails(
 
 def test_a_publish_that_fails_fails_the_flow_run_with_one_line(
         run: FailedRun, s3: S3Env) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     missing = f"s3://{s3.bucket}-gone/team"
     state = pipeline_flow(run.lenient, CURATE, str(run.store.root), False, "aggregate",

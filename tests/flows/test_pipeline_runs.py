@@ -30,7 +30,7 @@ def _flow_run(store: Store, run_id: str) -> tuple[str, list[str]]:
 
 def test_runs_are_fresh_reruns_of_reruns_reuse_and_flow_runs_carry_the_run_id(
         curated_copy: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     store = curated_copy
     config = tmp_path / "benchmark.yaml"

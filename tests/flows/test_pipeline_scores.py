@@ -83,7 +83,7 @@ def _dead_url() -> str:
 
 
 def test_pipeline_publishes_exact_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.pipeline import pipeline_flow
+    from essaybench.flows.pipeline import pipeline_flow
 
     rubric = load_rubric()
     writers = {w: {"reply": "template", "template": mark + "{prompt}"}

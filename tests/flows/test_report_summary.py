@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.report import summary_markdown
+from essaybench.tasks.report import summary_markdown
 
 
 def test_summary_lists_the_overall_cis_and_survives_missing_bounds(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.stages.alerts import run_alerts
 from essaybench.store import Store
 from essaybench.store.runs import get_run, looks_like_run_id
-from tasks.alerts import artifact_key
+from essaybench.tasks.alerts import artifact_key
 from tests.helpers import Receiver, closed_port_url
 from tests.prefect_server import (
     POOL,

@@ -116,7 +116,7 @@ FLOWS = sorted(p.stem for p in (PROJECT_ROOT / "flows").glob("*.py")
 @pytest.mark.parametrize("name", FLOWS)
 def test_every_flow_that_opens_the_store_takes_a_lock_timeout(name: str) -> None:
     """A deployment (or the CLI's --lock-timeout) can set how long its run waits."""
-    module = importlib.import_module(f"flows.{name}")
+    module = importlib.import_module(f"essaybench.flows.{name}")
     flow = getattr(module, f"{name}_flow")
     params = inspect.signature(flow.fn).parameters
     assert "store_root" in params

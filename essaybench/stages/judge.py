@@ -14,7 +14,12 @@ from essaybench.bench.judge.flags import add_flags, flag_counts
 from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.repeats import MAIN_SCORE
 from essaybench.bench.judge.request import STAGE, load_scoring
-from essaybench.bench.judge.second import second_opinions, second_summary
+from essaybench.bench.judge.second import (
+    flagged_failures,
+    no_second_opinions,
+    second_opinions,
+    second_summary,
+)
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
 from essaybench.runs.lineage import check_session_run
@@ -34,15 +39,19 @@ def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
     """The judgments of ``essays`` (flags and second opinions included): what the judge
     stage writes, and what a shard of a sharded run writes as its part (``second``
     False: a shard sees only some essays, so its outlier flags are not the run's and the
-    second judge waits for the merged run)."""
+    second judge waits for the merged run). A flagged essay whose judgment failed is
+    judged again (``second.py``) and counted per model in ``flagged_failures``."""
     out = run_judge(essays, config.judge, session)
     # Flags ask for a second look (judge.second_judge); they change no score and no status.
     table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
-    params = config.judge if second else config.judge.model_copy(update={"second_judge": None})
-    table = second_opinions(table, essays, params, session)
+    # A failed judgment of a flagged essay is judged again on a stripped copy when there is
+    # no second judge: per row, so shards do it too (and the merged replay finds it).
+    table = second_opinions(table, essays, config.judge, session) \
+        if second or config.judge.second_judge is None else no_second_opinions(table)
     counts = flag_counts(table)
     meta = {**out.meta, "flags": counts.to_dicts(),
-            "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode])}
+            "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode]),
+            "flagged_failures": flagged_failures(table)}
     return StageOutput(table, meta, out.run_meta)
 
 

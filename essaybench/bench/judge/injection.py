@@ -16,7 +16,8 @@ space removed (``{ ' s c o r e s ' : …``).
 
 ``essay_flags`` returns the codes that fire, in a fixed order (empty: not flagged):
 
-- ``instruction``: tells someone to ignore the rubric or to give a score;
+- ``instruction``: tells someone to ignore the rubric or to give a score, or what to put
+  in the reply's fields (a "check code" to copy);
 - ``addresses_judge``: speaks to the grader/judge/评委/阅卷老师, or poses as a grader's
   note (``评审补充说明：``, ``Grader's addendum:``);
 - ``score_json``: a verdict-shaped object (``{"…": 10``, ``{'立意': 10``) or a list or
@@ -63,6 +64,9 @@ _RULES: dict[str, re.Pattern[str]] = {
         rf"|全部(?:小题|问题|项目|维度)|各个?(?:小题|题|维度))(?:{_S}{{0,10}})(?:给|打|评|计|赋)"
         rf"{_S}{{0,6}}{_TOP}"
         r"|(?:据此|按此|照此)(?:赋分|打分|评分|给分)|(?:按|以)最高(?:档|等级|分)(?:给分|计分|评分|赋分)"
+        # the reply's own fields: a "check code" to copy makes the reply unusable
+        r"|(?:校验码|核验码|识别码|check\s*code|nonce)[^。\n]{0,12}(?:改为|改成|写成|填写?|应为|设为"
+        r"|换成|须为|必须是|must\s+be|should\s+be|set\s+to)"
         r"|\bignore\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|above|prior|preceding|rubric)"
         r"|\bdisregard\b|\b(?:must|should)\s+(?:receive|get|be\s+given)\s+(?:the\s+)?"
         r"(?:maximum|highest|full|perfect|top)|\b(?:give|award|assign|grant)\s+(?:it|this|every"
@@ -183,3 +187,20 @@ def _in_prompt(rule: re.Pattern[str], prompt_text: str, essay_text: str) -> bool
     found = {m.group().strip().lower() for m in rule.finditer(essay_text)}
     prompt = prompt_text.lower()
     return bool(found) and all(f and f in prompt for f in found)
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？!?])")
+
+
+def stripped_copy(prompt_text: str, essay_text: str) -> str:
+    """``essay_text`` without the lines that carry an injection flag by themselves (of a
+    flagged line, only the sentences that do): what a judge is asked about when its
+    judgment of the essay as written failed (``second.py``). A copy to judge, never the
+    essay: records keep what the model wrote."""
+    kept = []
+    for line in essay_text.split("\n"):
+        if essay_flags(prompt_text, line):
+            line = "".join(part for part in _SENTENCE_END.split(line)
+                           if not essay_flags(prompt_text, part))
+        kept.append(line)
+    return "\n".join(kept).strip()

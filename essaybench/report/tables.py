@@ -37,6 +37,7 @@ class LeaderRow:
     group: str  # "A", "B", ...; "" without intervals
     note: str = ""  # why there is no interval (e.g. "n too small (< 7 prompts)")
     flagged: str = ""  # how its flagged judgments were ranked (bench/flagged_rule.mark)
+    caveat: str = ""  # a limit of its interval (stats.score_ci.SMALL_CELL_CAVEAT), shown as †
 
 
 @dataclass(frozen=True)
@@ -97,14 +98,16 @@ def leaderboard(judge: str, judgments: pl.DataFrame, stats: dict[str, pl.DataFra
     if cis is not None:
         mine = cis.filter((pl.col("judge") == judge) & (pl.col("cell") == OVERALL))
         rows = [(r["model"], r["mean"], r["ci_lo"], r["ci_hi"], r["n"],
-                 str(r.get("ci_note") or "")) for r in mine.iter_rows(named=True)]
+                 str(r.get("ci_note") or ""), str(r.get("ci_caveat") or ""))
+                for r in mine.iter_rows(named=True)]
     else:
-        rows = [(r["model"], r[OVERALL], None, None, r[f"{OVERALL}:n"], "")
+        rows = [(r["model"], r[OVERALL], None, None, r[f"{OVERALL}:n"], "", "")
                 for r in t5.iter_rows(named=True)]
     rows.sort(key=lambda r: (r[1] is None, -(r[1] or 0.0), r[0]))
     groups = _groups([r[0] for r in rows], _pair_lookup(stats.get(WEIGHTED_DIFF), judge))
-    return [LeaderRow(i + 1, m, mean, lo, hi, int(n or 0), coverage.get(m), groups[m], note)
-            for i, (m, mean, lo, hi, n, note) in enumerate(rows)]
+    return [LeaderRow(i + 1, m, mean, lo, hi, int(n or 0), coverage.get(m), groups[m], note,
+                      caveat=caveat)
+            for i, (m, mean, lo, hi, n, note, caveat) in enumerate(rows)]
 
 
 def diffs_to(judge: str, baseline: str, models: list[str], stats: dict[str, pl.DataFrame],

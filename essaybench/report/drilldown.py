@@ -46,6 +46,11 @@ class JudgmentView:
     # for a prompt that left the genre open or offered a choice)
     essay_genre: str | None = None
     genre_source: str | None = None
+    # judge.second_judge's opinion on a flagged judgment, beside this one (second.py)
+    second_judge: str | None = None
+    second_status: str | None = None
+    second_score: float | None = None
+    second_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,7 +124,9 @@ def _judgments(judgments: pl.DataFrame, labels: Labels) -> dict[tuple[Any, ...],
                             r.get("score_unweighted"), r.get("analysis"), r.get("error"),
                             _traits(r.get("scores"), labels),
                             _flags(r.get("essay_flags"), r.get("judgment_flags")),
-                            r.get("essay_genre"), r.get("genre_source"))
+                            r.get("essay_genre"), r.get("genre_source"),
+                            r.get("second_judge"), r.get("second_status"),
+                            r.get("second_score"), r.get("second_error"))
         out.setdefault(tuple(r[k] for k in ESSAY_KEYS), []).append(view)
     return out
 

@@ -100,6 +100,10 @@ def test_the_second_opinion_ranks_the_attacked_writer(attacked: tuple[Store, Sna
     assert board["hostile"].flagged == "8 flagged, 8 ranked on the second opinion (judge-2)"
     assert "⚑ 8 flagged, 8 ranked on the second opinion (judge-2)" in page
     assert 'class="second-opinions"' in page and "flagged_essays</code> second_opinion" in page
+    # and beside each flagged essay's first judgment in the drill-down
+    assert page.count("Second opinion (judge judge-2): ") == 8
+    first = float(hostile["second_score"][0])
+    assert f"Second opinion (judge judge-2): {first:.2f} ({first - 100:+.2f} against" in page
     [row] = [r for r in section.second_opinions if r["model"] == "hostile"]
     assert row["first_mean"] == 100.0
     assert row["mean_second_minus_first"] == pytest.approx(

@@ -78,8 +78,9 @@ def stats(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """Bootstrap CIs of every Table 5 cell, paired differences, length bias and
-    self-preference; win rates and Bradley–Terry when RUN has a pairwise snapshot."""
+    """95% t-intervals (prompts as clusters) of every Table 5 cell, paired differences,
+    length bias and self-preference; win rates and Bradley–Terry when RUN has a pairwise
+    snapshot."""
     from essaybench.bench.config import load_benchmark_config
     from essaybench.stages.stats import stats_inputs
 
@@ -89,7 +90,7 @@ def stats(
     prefect_env()
     from essaybench.flows.stats import stats_flow
 
-    with console.status("bootstrapping…"):
+    with console.status("computing intervals…"):
         stats_flow(run_id, str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
     folder = store / "reports" / run_id / "stats"
     cis = pl.read_parquet(folder / "score_ci_weighted.parquet")
@@ -218,7 +219,7 @@ def wpb_report(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """Inter-annotator agreement, the human ranking of 20 LLMs with bootstrap CIs, length
+    """Inter-annotator agreement, the human ranking of 20 LLMs with t-intervals, length
     bias and tier statistics, from WritingPreferenceBench's real human scores."""
     from essaybench.core.paths import default_wpb_dir
 
@@ -228,7 +229,7 @@ def wpb_report(
     prefect_env()
     from essaybench.flows.wpb_report import wpb_report_flow
 
-    with console.status("bootstrapping the human ranking…"):
+    with console.status("ranking the models…"):
         snapshot_id = wpb_report_flow(str(folder), str(store.resolve()), None, seed, n_boot,
                                       lock_timeout_s=lock_timeout)
     meta = reader(store, lock_timeout).get_snapshot(snapshot_id).meta
@@ -249,7 +250,7 @@ def compare(
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """This run against an earlier one (the last comparable run by default): change per
-    (judge, model) with a paired-bootstrap CI over the prompts both scored, and model-id
+    (judge, model) with a paired t-interval over the prompts both scored, and model-id
     drift. Says which run it compares with and why."""
     from essaybench.bench.aggregate import export
     from essaybench.runs.compare import choose_baseline, compare_snapshots

@@ -41,9 +41,12 @@ def write_report(tables: dict[str, pl.DataFrame], folder: Path) -> Path:
     return gather_report(tables, folder, "Statistics", name="stats.md", render=render_markdown,
                          intro=["Score intervals: t-intervals with prompts as clusters "
                                 "(paired across models for differences; ci_note/diff_note "
-                                "say why a cell has none, e.g. too few prompts). Win rates "
-                                "and Bradley–Terry: seeded bootstraps over prompts (the two "
-                                "orders of a pairwise comparison stay together); a "
+                                "say why a cell has none, e.g. too few prompts; ci_caveat "
+                                "marks small cells that may under-cover with skewed scores). "
+                                "Win rates and Bradley–Terry: t-intervals with prompts as "
+                                "clusters (the two orders of a pairwise comparison stay "
+                                "together; Bradley–Terry under an N(0, 3²) prior on the "
+                                "log-strengths, relative to its median model at 1000); a "
                                 "Bradley–Terry model that is not estimable (separation) has "
                                 "no rating. 'indistinguishable' = the interval of the "
                                 "difference contains 0 (win rate: 0.5).\n"])

@@ -97,9 +97,3 @@ def default_wpb_dir() -> Path:
     if checkout is None:
         return Path.cwd() / "writingpreferencebench"
     return checkout.parent / "shared" / "data" / "writingpreferencebench"
-
-
-def project_dir(name: str) -> Path:
-    """The shipped folder ``name`` (``sql``, ``rubrics``, ``data``, ``configs``): the
-    older name of ``resource(name)``."""
-    return resource(name)

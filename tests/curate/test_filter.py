@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from essaybench.core.contracts import Decision, kept_rows
 from essaybench.core.hashing import prompt_id
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.curate.collect import run_collect
 from essaybench.curate.filter import FilterParams, find_personal_data, run_filter, valid_resident_id
 from essaybench.curate.filter_rules import FilterRulesError, default_rules_path, load_rules
@@ -507,7 +507,7 @@ def _sample_key(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def test_project_sample_essays_kept_and_noise_dropped() -> None:
-    sources = project_dir("data") / "sources.yaml"
+    sources = resource("data") / "sources.yaml"
     if not sources.is_file():
         pytest.skip(f"project sample not present: {sources}")
     collected = kept_rows(run_collect(load_sources(sources)).table)

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.bench.rubrics import Rubric, RubricError, VersionedFile
-from essaybench.core.paths import project_dir
+from essaybench.core.paths import resource
 from essaybench.core.yamlio import load_model
 
 AttackKind = Literal["explicit_instruction", "fake_json_verdict", "role_play_system",
@@ -54,7 +54,7 @@ class AttackSet(VersionedFile):
 
 
 def default_attacks_path() -> Path:
-    return project_dir("data") / "injection" / "attacks.v1.yaml"
+    return resource("data") / "injection" / "attacks.v1.yaml"
 
 
 def load_attacks(path: Path | str | None = None) -> AttackSet:
@@ -93,6 +93,6 @@ class HeldOutSet(VersionedFile):
 
 
 def load_heldout(path: Path | str | None = None) -> HeldOutSet:
-    default = project_dir("data") / "injection" / "heldout_attacks.v1.yaml"
+    default = resource("data") / "injection" / "heldout_attacks.v1.yaml"
     return load_model(HeldOutSet, path if path is not None else default,
                       "held-out attack set", error=RubricError)

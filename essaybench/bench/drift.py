@@ -7,8 +7,11 @@ and analysis limits), the rubric and judge-prompt fingerprints, and the anchor s
 A *calibration* is that identity's scores on the anchor set, stored once; each run
 re-scores the anchors and :func:`assess_drift` compares, over the anchors both scored:
 
-* the mean shift (now − reference, points of 0–100) with a seeded bootstrap CI over
-  anchors: drift when ``|shift| >= max_mean_shift`` and the CI excludes 0;
+* the mean shift (now − reference, points of 0–100) with the paired t-interval over
+  anchors (:func:`essaybench.stats.cluster_t.cluster_t_differences`; a shift that is the
+  same on every anchor is decided, [d, d]; the percentile bootstrap it replaces covers
+  ≈ 92% at 15 units, issue 25 item 11): drift when ``|shift| >= max_mean_shift`` and the
+  CI excludes 0;
 * Spearman's ρ (and Kendall's τ, reported) between reference and now: drift when
   ``ρ < min_rank_correlation``;
 * fewer than ``min_anchors`` scored both times: ``unverified`` — not trusted either.
@@ -31,7 +34,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from essaybench.core.contracts import OK
 from essaybench.core.hashing import content_hash
-from essaybench.stats.bootstrap import paired_bootstrap_means
+from essaybench.stats.cluster_t import cluster_t_differences
 
 Verdict = Literal["stable", "drifted", "unverified", "calibrated", "recalibrated"]
 # calibrated: first use of this judge — this run's anchor scores became its reference;
@@ -48,7 +51,7 @@ class DriftParams(BaseModel):
                                    "rubrics/anchors/essay_anchors.v1.yaml).")
     anchors: int | None = Field(default=None, ge=2, description="Re-judge this many anchors "
                                 "(a genre-stratified seeded sample); None: all.")
-    seed: int = Field(default=0, description="Seed of the anchor sample and the bootstrap.")
+    seed: int = Field(default=0, description="Seed of the anchor sample.")
     score: Literal["score_weighted", "score_unweighted", "align_total"] = Field(
         default="score_weighted", description="The judge score compared.")
     max_mean_shift: float = Field(default=5.0, gt=0, description="Least mean shift (points "
@@ -58,7 +61,8 @@ class DriftParams(BaseModel):
     min_anchors: int = Field(default=8, ge=2, description="Fewer anchors scored both times "
                              "than this: the judge is unverified (not trusted).")
     level: float = Field(default=0.95, gt=0, lt=1, description="Level of the shift's CI.")
-    n_boot: int = Field(default=2000, ge=100, description="Bootstrap resamples.")
+    n_boot: int = Field(default=2000, ge=100, description="Unused (the shift's interval is a "
+                        "t-interval since issue 25); kept so existing configs load.")
 
 
 def judge_identity(judge: str, endpoint: dict[str, Any], settings: dict[str, Any],
@@ -144,9 +148,10 @@ def assess_drift(judge: str, now: pl.DataFrame, reference: pl.DataFrame,
                           shift_hi=None, spearman=None, kendall=None,
                           reason=f"only {len(common)} of {sent} anchors scored now and in "
                           f"the reference (at least {params.min_anchors} needed)")
-    boot = paired_bootstrap_means((y - x).reshape(-1, 1), n_boot=params.n_boot,
-                                  level=params.level, seed=params.seed)
-    shift, lo, hi = float((y - x).mean()), float(boot.lo[0]), float(boot.hi[0])
+    pair = np.column_stack([y, x])
+    ci = cluster_t_differences(pair, np.ones_like(pair), np.array([0]), np.array([1]),
+                               level=params.level, min_prompts=2)
+    shift, lo, hi = float((y - x).mean()), float(ci.lo[0]), float(ci.hi[0])
     constant = np.ptp(x) == 0 or np.ptp(y) == 0
     rho = None if constant else _finite(float(spearmanr(x, y).statistic))
     tau = None if constant else _finite(float(kendalltau(x, y).statistic))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from essaybench.bench.drift import (
     DriftParams,
@@ -61,6 +62,9 @@ def test_a_shift_whose_ci_includes_zero_is_not_drift() -> None:
     assert drift.shift is not None and abs(drift.shift) >= 2
     assert drift.shift_lo is not None and drift.shift_hi is not None
     assert drift.shift_lo < 0 < drift.shift_hi and drift.verdict == "stable"
+    # Issue 25 item 11: the shift's interval is scipy's paired t-interval over anchors.
+    ci = stats.ttest_rel(noisy, REF).confidence_interval(0.95)
+    assert (drift.shift_lo, drift.shift_hi) == pytest.approx((ci.low, ci.high), rel=1e-10)
 
 
 def test_a_reordered_judge_drifts_on_rank_correlation() -> None:

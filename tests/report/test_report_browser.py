@@ -123,6 +123,11 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             box = prompt.bounding_box()
             assert box is not None and box["width"] > 0 and box["height"] > 0
             assert page.evaluate("document.fonts.check('16px \"Noto Sans CJK SC\"', '中文')")
+            # Asking the DevTools protocol is the test's doing, not the page's: CSS.enable
+            # makes some Chromium versions (Debian's 150) fetch the file again and log
+            # "Unsafe attempt to load URL <it> from frame with URL <it>". Exactly that is
+            # set aside below; anything else still counts.
+            asked_from, requested = len(watch.problems), len(watch.requests)
             cdp = context.new_cdp_session(page)
             cdp.send("DOM.enable")
             cdp.send("CSS.enable")
@@ -138,9 +143,12 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert shot.stat().st_size > 10_000
         finally:
             browser.close()
-    assert watch.problems == []
-    assert watch.requests == [url]  # the page itself, nothing else
-    assert watch.routed in ([], [url])
+    devtools_reload = f"console error: Unsafe attempt to load URL {url} from frame with URL {url}."
+    assert watch.problems[:asked_from] == []
+    assert [p for p in watch.problems[asked_from:] if not p.startswith(devtools_reload)] == []
+    assert watch.requests[:requested] == [url]  # the page itself, once, nothing else
+    assert set(watch.requests[requested:]) <= {url}
+    assert set(watch.routed) <= {url}
     print(f"browser test: {time.perf_counter() - started:.1f} s; screenshot {shot}")
 
 

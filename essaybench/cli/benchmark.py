@@ -13,6 +13,7 @@ from essaybench.cli.common import (
     BenchOpt,
     LockTimeoutOpt,
     StoreOpt,
+    check_new_store,
     console,
     prefect_env,
     print_frame,
@@ -75,6 +76,10 @@ def run(
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
     _check_publish(publish)
+    if curate_first:  # the run may make the store: not at a typo
+        check_new_store(store)
+    else:  # it reads the store's prompt set: nothing is created where there is none
+        _check_prompt_set(config, store)
     if reuse_from is not None:
         _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
     _check_calibrated(config, store, uncalibrated, lock_timeout)
@@ -184,6 +189,20 @@ def _check_publish(url: str | None) -> None:
     from essaybench.runs.publish import publish_target
 
     publish_target(url)
+
+
+def _check_prompt_set(config: Path, store: Path) -> None:
+    """A run that does not curate reads the config's prompt set from the store: a store
+    that is not there (or lacks it) is one line, before anything is created."""
+    from essaybench.bench.config import load_benchmark_config
+    from essaybench.core.errors import NotFoundError
+    from essaybench.runs.estimate import read_prompt_set
+
+    try:
+        read_prompt_set(store, load_benchmark_config(config).prompt_set)
+    except NotFoundError as exc:
+        raise typer.BadParameter(f"{exc} (a run with --no-curate reads the prompt set "
+                                 "of an existing store)", param_hint="--store") from exc
 
 
 def _check_run(store: Store, run_id: str, option: str) -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from essaybench.core.redact import install_log_redaction
-from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
+from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
 
 if TYPE_CHECKING:
     from essaybench.store import Store
@@ -49,6 +49,29 @@ def reader(store: Path, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Store:
     from essaybench.store import Store
 
     return Store(store, lock_timeout, read_only=True)
+
+
+def check_new_store(store: Path) -> None:
+    """Where a command that builds a store (curate, a run that curates first) may write:
+    an existing store, or a new folder in a folder that exists. A path whose parent is
+    missing (a typo), a file, or a folder of other files is refused in one line before
+    anything is created; a new store is announced, so a typo that slips through is seen."""
+    hint = "--store"
+    if store.exists() and not store.is_dir():
+        raise typer.BadParameter(f"{store} is a file, not a store folder", param_hint=hint)
+    if store.is_dir():
+        if (store / "catalog.duckdb").is_file() or not any(store.iterdir()):
+            return
+        raise typer.BadParameter(f"{store} is a folder of other files, not a store (no "
+                                 "catalog.duckdb): name an existing store or a new folder",
+                                 param_hint=hint)
+    parent = store.absolute().parent
+    default = store.absolute() == Path(DEFAULT_STORE_ROOT).absolute()  # made with its parents
+    if not parent.is_dir() and not default:
+        raise typer.BadParameter(f"no folder {parent} to make the store {store.name!r} in "
+                                 "(a typo? a new store's parent folder must exist)",
+                                 param_hint=hint)
+    console.print(f"new store: {store.absolute()}", markup=False, soft_wrap=True)
 
 
 def prefect_env() -> None:

@@ -19,6 +19,7 @@ from essaybench.cli.common import (
     ConfigOpt,
     LockTimeoutOpt,
     StoreOpt,
+    check_new_store,
     console,
     counts_table,
     prefect_env,
@@ -88,6 +89,7 @@ def curate(
         raise typer.BadParameter(f"{from_stage!r}; choose one of {', '.join(CURATE_STAGES)}",
                                  param_hint="--from-stage")
     _check_curate_inputs(config, reader(store, lock_timeout), from_stage, base_run)
+    check_new_store(store)
     prefect_env()
     from essaybench.flows.curate import curate_flow  # Prefect import is slow; only when needed
 

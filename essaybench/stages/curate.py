@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from essaybench.core.errors import UserError
 from essaybench.core.version import code_version
 from essaybench.curate.config import CurateConfig
 from essaybench.curate.funnel import CURATE_STAGES, Funnel, compute_funnel
@@ -52,6 +53,10 @@ def run_curation_stage(
     return steps[stage](store, run_id, config, upstream)
 
 
+class EmptyPromptSetError(UserError, ValueError):
+    """No prompt survived curation: nothing is published (``latest`` stays as it was)."""
+
+
 @dataclass(frozen=True)
 class PublishedPromptSet:
     version: str
@@ -67,6 +72,13 @@ def publish_prompt_set(store: Store, run_id: str, classified: Snapshot) -> Publi
     tables: dict[str, pl.DataFrame] = {stage: lineage[stage].read() for stage in CURATE_STAGES}
     funnel = compute_funnel(tables)
     prompt_set = freeze_prompt_set(tables["classify"])
+    if prompt_set.n_prompts == 0:
+        steps = ", ".join(f"{name} −{removed}" for name, removed, _ in funnel.steps()[1:]
+                          if removed)
+        latest = store.latest_prompt_set_version()
+        raise EmptyPromptSetError(
+            f"no prompt survived curation ({funnel.raw} raw records: {steps or 'none'}): "
+            f"nothing published; the latest prompt set stays {latest or '(none)'}")
     folder = store.root / "prompt_sets" / prompt_set.version
     manifest = {
         "classify_snapshot_id": classified.snapshot_id,

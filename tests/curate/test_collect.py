@@ -1,0 +1,40 @@
+"""Collect refuses sources that give nothing to curate (issue 25, item 16): curating only
+an empty file exited 0 and published an empty prompt set as ``latest``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from essaybench.core.errors import UserError
+from essaybench.curate.collect import NoRecordsError, run_collect
+from essaybench.sources.config import SourcesConfig, SourceSpec
+
+
+def _sources(tmp_path: Path, **files: str) -> SourcesConfig:
+    specs = []
+    for name, text in files.items():
+        (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
+        specs.append(SourceSpec(name=name, kind="chat_jsonl", path=f"{name}.jsonl"))
+    return SourcesConfig(base_dir=tmp_path, sources=specs)
+
+
+def test_only_an_empty_file_is_nothing_to_curate(tmp_path: Path) -> None:
+    with pytest.raises(NoRecordsError) as refused:
+        run_collect(_sources(tmp_path, logs=""))
+    assert isinstance(refused.value, UserError)  # one line, exit 2 at the command line
+    assert str(refused.value) == ("nothing to curate: the sources gave no usable record "
+                                  f"(logs ({tmp_path / 'logs.jsonl'}): no records (empty))")
+
+
+def test_every_record_quarantined_is_nothing_to_curate(tmp_path: Path) -> None:
+    with pytest.raises(NoRecordsError, match=r"bad \(.*\): 2 records, all quarantined; "
+                                             r"empty \(.*\): no records \(empty\)\)$"):
+        run_collect(_sources(tmp_path, bad="not json\n[1]\n", empty="\n\n"))
+
+
+def test_one_usable_record_is_enough(tmp_path: Path) -> None:
+    out = run_collect(_sources(tmp_path, good='{"id": "a", "query": "写一篇议论文"}\n',
+                               empty=""))
+    assert out.table["decision"].to_list() == ["kept"]

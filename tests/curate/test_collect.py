@@ -16,7 +16,8 @@ def _sources(tmp_path: Path, **files: str) -> SourcesConfig:
     specs = []
     for name, text in files.items():
         (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
-        specs.append(SourceSpec(name=name, kind="chat_jsonl", path=f"{name}.jsonl"))
+        specs.append(SourceSpec.model_validate({"name": name, "kind": "chat_jsonl",
+                                                "path": f"{name}.jsonl"}))
     return SourcesConfig(base_dir=tmp_path, sources=specs)
 
 

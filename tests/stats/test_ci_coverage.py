@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.ci_coverage import SimConfig, run, simulate_pairwise, simulate_scores, summarise
 
-SIMS = 120
+SIMS = 400  # ~4 s: Bradley–Terry intervals need no bootstrap since issue 25
 CFG = SimConfig(n_models=6, prompts_min=100, prompts_max=150, n_boot=500)
 
 
@@ -38,8 +38,8 @@ def test_coverage_near_nominal() -> None:
     # Bradley–Terry: every model but the reference (fixed at 1000) has an interval.
     for cov, per_sim in ((absolute, CFG.n_models), (bt, CFG.n_models - 1)):
         assert cov.intervals == SIMS * per_sim
-        # 720 intervals, correlated within a simulation: the Monte Carlo SE over
-        # simulations is ~1–1.5 points (binomial ~0.8). Three of those either side
+        # 2,000–2,400 intervals, correlated within a simulation: the Monte Carlo SE over
+        # simulations is ~0.5–0.7 points. Three of those either side
         # of 95%: honest for this many intervals, and still catches intervals that
         # are badly too short (e.g. unpaired or per-row resampling) or too long.
         se = max(cov.se_cluster, cov.se_binomial)

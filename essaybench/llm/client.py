@@ -24,7 +24,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
 from essaybench.core.hashing import sha256_hex
 from essaybench.llm.ratelimit import EndpointLimiter
@@ -53,7 +52,12 @@ ERROR_TEXT_LIMIT = 500
 # pool and parser ~1.4 ms for the whole call, and ~1.24 ms when the request goes to the
 # transport directly rather than through ``httpx.AsyncClient``, whose per-request cookie
 # jar, URL and header merging, auth and redirect handling this client never uses
-# (benchmarks/llm_gateway.py). The body is encoded once per attempt (ModelSpec.request_json).
+# (benchmarks/llm_gateway.py). Now the request goes to aiohttp's session itself: the
+# transport's httpx Request and Response around it (URL parsed twice, header objects,
+# a response stream) were a fifth of a call's client CPU; the session is made as the
+# transport made it, with the same timeouts, and errors are classified from aiohttp's
+# own exceptions, which the transport's httpx errors carried as their causes. The body is
+# encoded once per attempt (ModelSpec.request_json).
 
 
 class ChatBackend(Protocol):
@@ -161,30 +165,27 @@ class OpenAICompatBackend:
         self.backoff = backoff or Backoff()
         self.rng = random.Random(seed)
         self.sleep = sleep
-        self._http: AiohttpTransport | None = None  # made in the running loop
-        self._timeouts = httpx.Timeout(spec.timeout_s,
-                                       connect=spec.connect_timeout_s).as_dict()
+        self._http: aiohttp.ClientSession | None = None  # made in the running loop
+        # connect: the TCP connection; read: between reads of the reply; the connection
+        # pool wait (aiohttp's "connect") has the read timeout, as httpx's pool timeout had.
+        self._timeout = aiohttp.ClientTimeout(sock_connect=spec.connect_timeout_s,
+                                              sock_read=spec.timeout_s, connect=spec.timeout_s)
 
-    def _transport(self) -> AiohttpTransport:
+    def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
-            limit = self.spec.max_concurrency
-
-            def session() -> aiohttp.ClientSession:
-                # HTTP(S)_PROXY and NO_PROXY apply as they do for httpx's own client; aiohttp
-                # re-reads them on every request when told to (~0.9 ms CPU), so only then.
-                return aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(limit=limit, ssl=_tls_context()),
-                    trust_env=bool(urllib.request.getproxies()))
-
-            # verify: the transport builds an SSL context even when handed a session; the
-            # default one loads the CA store (~50 ms) for every backend of every batch.
-            self._http = AiohttpTransport(verify=_tls_context(), client=session)
+            # HTTP(S)_PROXY and NO_PROXY apply as they do for httpx's own client; aiohttp
+            # re-reads them on every request when told to (~0.9 ms CPU), so only then. The
+            # one cached TLS context: a default one loads the CA store (~50 ms) per batch.
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.spec.max_concurrency,
+                                               ssl=_tls_context()),
+                trust_env=bool(urllib.request.getproxies()))
         return self._http
 
     async def aclose(self) -> None:
         http, self._http = self._http, None
         if http is not None:
-            await http.aclose()
+            await http.close()
 
     def _headers(self, idempotency: str | None) -> dict[str, str]:
         key = self.spec.api_key()
@@ -209,17 +210,14 @@ class OpenAICompatBackend:
     async def _post(self, url: str, data: bytes, idempotency: str | None) -> _Attempt:
         started = time.perf_counter()
         try:
-            request = httpx.Request("POST", url, content=data,
-                                    headers=self._headers(idempotency),
-                                    extensions={"timeout": self._timeouts})
-            response = await self._transport().handle_async_request(request)
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
-            status, reason = response.status_code, response.reason_phrase
-            retry_after = response.headers.get("retry-after")
-        except (httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            async with self._session().post(url, data=data, headers=self._headers(idempotency),
+                                            timeout=self._timeout,
+                                            allow_redirects=False) as response:
+                content = await response.read()
+                status = response.status
+                reason = response.reason or httpx.codes.get_reason_phrase(status)
+                retry_after = response.headers.get("retry-after")
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             elapsed = time.perf_counter() - started
             failure = classify_transport_error(
                 exc, elapsed, _host_port(url), connect_timeout_s=self.spec.connect_timeout_s,

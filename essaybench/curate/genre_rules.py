@@ -213,3 +213,14 @@ def genre_by_rules(text: str) -> RuleGenre:
     span = strong[winner][0][1]
     return RuleGenre(winner, f"rule cues: {detail}{weak_note}{note}", (winner.value,),
                      False, span, parts.segment_at(span[0]), parts)
+
+
+def genre_word_in(text: str) -> str | None:
+    """The first genre word, open-genre phrase or genre cue ``text`` holds (议论文,
+    文体不限, 经历 …), as written; None when it holds none."""
+    view = matching_text(text)
+    for rx in (*_EXPLICIT.values(), _OPEN_GENRE, *(r for rs in _CUE_RXS.values() for r in rs)):
+        found = rx.search(view)
+        if found is not None:
+            return text[found.start():found.end()]
+    return None

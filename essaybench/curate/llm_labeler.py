@@ -8,7 +8,10 @@ format shared with every other labeler; the JSON schema only constrains decoding
 (and lets the gateway re-ask) so the reply is well-formed before it gets there.
 
 A call that did not end ``ok`` never yields a label: the gateway's status is mapped
-to a label status and the reply, if any, is kept as evidence in ``error``.
+to a label status and the reply, if any, is kept as evidence in ``error``. Nor does an
+answer whose evidence, though a passage of the prompt, shows nothing: one character,
+only digits or punctuation (``meaningful_evidence``: at least four letters, CJK
+characters counting as letters, or a genre word or cue of the rules, e.g. 经历).
 
 Batching: ``Gateway.run`` closes its HTTP clients when a batch ends, so two batches
 must never overlap on one gateway. Every ``label`` and ``label_many`` call therefore
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from essaybench.curate.genre_rules import genre_word_in
 from essaybench.curate.labeler import (
     Genre,
     LabelPromptTemplate,
@@ -34,12 +38,15 @@ from essaybench.curate.labeler import (
     parse_label_reply,
     render_label_prompt,
 )
+from essaybench.curate.normalize import normalize_text
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 STAGE = "classify"
 EVIDENCE_MAX_CHARS = 200  # with the keys, fits max_tokens=256 even at one token per character
 _EXCERPT_CHARS = 200
+MIN_EVIDENCE_LETTERS = 4  # letters (a CJK character is one) in a label's evidence
+_QUOTES = "“”\"'‘’「」『』"
 
 _STATUS: dict[CallStatus, LabelStatus] = {
     CallStatus.PARSE_ERROR: LabelStatus.PARSE_ERROR,
@@ -87,12 +94,29 @@ def _excerpt(text: str | None) -> str:
     return f"reply: {cut!r}" + ("..." if len(text) > _EXCERPT_CHARS else "")
 
 
+def meaningful_evidence(evidence: str) -> bool:
+    """Whether ``evidence`` (a passage of the prompt) can show a label: at least
+    ``MIN_EVIDENCE_LETTERS`` letters (a CJK character is one; digits and punctuation are
+    none), or a genre word or cue of the rules (议论文, 文体不限, 经历 …)."""
+    text = normalize_text(evidence).strip().strip(_QUOTES)
+    return (sum(ch.isalpha() for ch in text) >= MIN_EVIDENCE_LETTERS
+            or genre_word_in(text) is not None)
+
+
 def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:
-    """A gateway result as a label result; only an ``ok`` call is read for labels."""
+    """A gateway result as a label result; only an ``ok`` call is read for labels, and
+    only when its evidence is meaningful."""
     if result.status is CallStatus.OK:
         if result.text is None:
             return LabelResult.failure(LabelStatus.PARSE_ERROR, "ok call without reply text")
-        return parse_label_reply(result.text, request)
+        label = parse_label_reply(result.text, request)
+        if label.status is LabelStatus.OK and not meaningful_evidence(label.evidence):
+            return LabelResult.failure(
+                LabelStatus.PARSE_ERROR,
+                f"evidence {label.evidence!r} shows nothing (at least {MIN_EVIDENCE_LETTERS} "
+                "letters of the prompt, or a genre word or cue): labels "
+                f"{', '.join(v for v in (label.genre, label.prompt_set) if v)} rejected")
+        return label
     status = _STATUS[result.status]
     error = f"{result.status.value}: {result.error or result.error_kind or 'no detail'}"
     if status is LabelStatus.PARSE_ERROR:

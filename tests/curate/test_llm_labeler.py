@@ -23,7 +23,7 @@ from essaybench.curate.labeler import (
     parse_label_reply,
     render_label_prompt,
 )
-from essaybench.curate.llm_labeler import GatewayLabeler, label_schema
+from essaybench.curate.llm_labeler import GatewayLabeler, label_schema, meaningful_evidence
 from essaybench.curate.table import FILTER_COLUMNS, RECORD_COLUMNS
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
@@ -41,8 +41,9 @@ BOTH = LabelRequest(prompt_id="p-both", text="以“门”为题写一篇作文�
                     need_set=True)
 
 
-def reply(genre: str | None = None, pset: str | None = None, evidence: str = "写一篇") -> str:
-    # the default evidence is a passage of every prompt below
+def reply(genre: str | None = None, pset: str | None = None,
+          evidence: str = "写一篇作文") -> str:
+    # the default evidence is a passage of GENRE and BOTH
     return json.dumps({"genre": genre, "prompt_set": pset, "evidence": evidence},
                       ensure_ascii=False)
 
@@ -213,6 +214,22 @@ def test_evidence_that_is_not_a_quote_from_the_prompt_is_no_label(
     assert (result.status, result.genre, result.prompt_set) == (
         LabelStatus.PARSE_ERROR, None, None)
     assert "evidence" in (result.error or "")
+
+
+@pytest.mark.parametrize("evidence", ["门", "“门”", "写", "600", "“600”", "一篇", "600字"])
+def test_evidence_that_shows_nothing_is_no_label(tmp_path: Path, evidence: str) -> None:
+    """Issue 25, item 16: one character, or only digits, passed as a passage of the prompt."""
+    prompt = LabelRequest(prompt_id="p-600", text="以“门”为题写一篇作文，不少于600字。")
+    with run_fake_server(scripted(reply("narrative", evidence=evidence))) as server:
+        (result,) = label_with(server, tmp_path / "l.duckdb", [prompt])
+    assert (result.status, result.genre) == (LabelStatus.PARSE_ERROR, None)
+    assert "shows nothing" in (result.error or ""), result.error
+
+
+@pytest.mark.parametrize("evidence", ["经历", "“记叙文”", "写一篇作文", "不少于600字"])
+def test_a_genre_word_or_four_letters_are_evidence(evidence: str) -> None:
+    assert meaningful_evidence(evidence)
+    assert not meaningful_evidence("600字") and not meaningful_evidence("“门”")
 
 
 @pytest.mark.parametrize("evidence", ["以“门”为题", "  写一篇作文。 ", "以“门”为题写一篇作文。",

@@ -8,9 +8,21 @@ nothing found), and neither changes a score or a status — a flag asks for a se
   (every row, judged or not);
 - ``judgment_flags`` (ok rows): ``all_max`` (every sub-question at the maximum),
   ``zero_variance`` (every sub-question the same score), ``outlier_high`` (the essay's
-  score is far above the same judge's other scores of the same model's essays: more than
-  ``OUTLIER_Z`` robust z-scores and ``OUTLIER_POINTS`` points above their median, with at
-  least ``OUTLIER_MIN_OTHERS`` other essays).
+  score is far above the same judge's scores of the same model's other essays — see
+  :class:`OutlierRule`; it needs no particular answer shape, so a judge that obeys an
+  injection with a 9/10 mix is caught as one answering all tens is).
+
+``outlier_high`` compares like with like: where at least two other models' essays on the
+same prompt were judged (a benchmark run), each score is first taken relative to the
+median of those (the prompt's difficulty, which the writer does not choose, is most of
+the spread of a model's scores); then the essay's gap above the median of the model's
+other essays must be at least ``points`` and more than ``z`` robust standard deviations
+(1.4826 × MAD, floored at ``scale_floor`` points so a model whose scores barely vary does
+not flag every small step). ``OUTLIER_RULE`` was chosen on ``benchmarks/score_sim.py``'s
+realistic runs (``benchmarks/judge_injection.py`` prints the figures): about 1 % of
+clean essays flagged — each costs a second look, not a score — against 0.1 % for the
+rule before it (raw scores, z 3.5, 15 points), which caught almost no 9/10-mix
+attacks.
 
 :func:`flag_counts` is the per model × judge summary the reports show.
 """
@@ -18,6 +30,7 @@ nothing found), and neither changes a score or a status — a flag asks for a se
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -25,10 +38,24 @@ import polars as pl
 from essaybench.bench.judge.injection import essay_flags
 from essaybench.core.contracts import OK
 
-OUTLIER_Z = 3.5
-OUTLIER_POINTS = 15.0
-OUTLIER_MIN_OTHERS = 5
 JUDGMENT_FLAGS = ("all_max", "zero_variance", "outlier_high")
+
+
+@dataclass(frozen=True)
+class OutlierRule:
+    """When a judgment is ``outlier_high`` (module docstring)."""
+
+    z: float = 2.5
+    points: float = 10.0
+    scale_floor: float = 3.0
+    min_others: int = 5
+    prompt_relative: bool = True  # relative to the other models' essays on the prompt
+    prompt_min_models: int = 2
+
+
+OUTLIER_RULE = OutlierRule()
+RAW_OUTLIER_RULE = OutlierRule(z=3.5, points=15.0, scale_floor=0.0,
+                               prompt_relative=False)  # the rule before issue 25 item 13
 
 
 def _score_flags(scores_json: str | None, top: int) -> list[str]:
@@ -45,34 +72,64 @@ def _score_flags(scores_json: str | None, top: int) -> list[str]:
     return flags
 
 
-def _outliers(table: pl.DataFrame, score: str) -> set[int]:
+def _prompt_relative(rows: pl.DataFrame, score: str, rule: OutlierRule) -> list[float | None]:
+    """Each row's score minus the median of the other models' scores on its prompt (same
+    judge), or None where fewer than ``rule.prompt_min_models`` other models have one."""
+    by_prompt: dict[tuple[object, object], list[tuple[object, float]]] = {}
+    keyed = rows.select("prompt_id", "judge", "model", score).iter_rows()
+    for pid, judge, model, value in keyed:
+        by_prompt.setdefault((pid, judge), []).append((model, float(value)))
+    out: list[float | None] = []
+    for pid, judge, model, value in rows.select("prompt_id", "judge", "model",
+                                                score).iter_rows():
+        others = [(m, v) for m, v in by_prompt[(pid, judge)] if m != model]
+        if len({m for m, _ in others}) < rule.prompt_min_models:
+            out.append(None)
+        else:
+            out.append(float(value) - float(np.median([v for _, v in others])))
+    return out
+
+
+def _outliers(table: pl.DataFrame, score: str, rule: OutlierRule) -> set[int]:
     """Row indices whose ``score`` is far above their (model, judge)'s other ok scores."""
     found: set[int] = set()
     ok = table.with_row_index("_row").filter((pl.col("status") == OK)
                                              & pl.col(score).is_not_null())
+    if ok.is_empty():
+        return found
+    relative = _prompt_relative(ok, score, rule) if rule.prompt_relative else None
+    ok = ok.with_columns(pl.Series("_relative", relative, dtype=pl.Float64)
+                         if relative is not None else pl.lit(None, pl.Float64)
+                         .alias("_relative"))
     for _, group in ok.group_by("model", "judge"):
-        values = group[score].to_numpy().astype(np.float64)
+        # relative scores only when every essay of the group has one: never mixed
+        column = "_relative" if group["_relative"].null_count() == 0 else score
+        values = group[column].to_numpy().astype(np.float64)
         rows = group["_row"].to_list()
-        for i, x in enumerate(values):
+        if len(values) - 1 < rule.min_others:
+            continue
+        # The median of all lies between the others' median and the value left out, so a
+        # value above the others' median is at least the median of all: only those are tried.
+        for i in np.flatnonzero(values >= np.median(values)):
             others = np.delete(values, i)
-            if len(others) < OUTLIER_MIN_OTHERS:
-                continue
             median = float(np.median(others))
-            mad = 1.4826 * float(np.median(np.abs(others - median)))
-            if x - median >= OUTLIER_POINTS and (mad == 0 or (x - median) / mad > OUTLIER_Z):
+            gap = float(values[i]) - median
+            scale = max(1.4826 * float(np.median(np.abs(others - median))), rule.scale_floor)
+            if gap >= rule.points and (scale == 0 or gap / scale > rule.z):
                 found.add(int(rows[i]))
     return found
 
 
 def add_flags(table: pl.DataFrame, essays: pl.DataFrame, score_max: int,
-              score: str = "score_weighted") -> pl.DataFrame:
+              score: str = "score_weighted",
+              outlier: OutlierRule = OUTLIER_RULE) -> pl.DataFrame:
     """``table`` (judge-stage rows) with ``essay_flags`` and ``judgment_flags``; ``essays``
     holds the judged texts (prompt_id, model, sample_index, prompt_text, essay_text)."""
     texts: dict[tuple[str, str, int], list[str]] = {}
     for pid, model, idx, prompt, essay in essays.select(
             "prompt_id", "model", "sample_index", "prompt_text", "essay_text").iter_rows():
         texts[(pid, model, int(idx))] = essay_flags(str(prompt or ""), str(essay or ""))
-    outliers = _outliers(table, score) if score in table.columns else set()
+    outliers = _outliers(table, score, outlier) if score in table.columns else set()
     essay_col, judgment_col = [], []
     for i, (pid, model, idx, status, scores) in enumerate(table.select(
             "prompt_id", "model", "sample_index", "status", "scores").iter_rows()):

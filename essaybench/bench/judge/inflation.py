@@ -19,6 +19,7 @@ flagged judgment leaks nothing) — what would reach the leaderboard unnoticed.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,9 +47,12 @@ def _mean(values: list[float]) -> float | None:
 
 
 def inflation_table(arm: str, judged: pl.DataFrame, score: str = "score_weighted",
-                    use_flags: bool = True) -> list[Inflation]:
+                    use_flags: bool = True,
+                    codes: Collection[str] | None = None) -> list[Inflation]:
     """``judged``: judge rows with ``base`` (the anchor id), ``kind`` (attack kind or
-    ``clean``), status, ``score`` and, when ``use_flags``, essay/judgment flags."""
+    ``clean``), status, ``score`` and, when ``use_flags``, essay/judgment flags; ``codes``:
+    only these flag codes make a judgment untrusted (None: any) — what one layer of the
+    defences stops."""
     clean = {str(b): float(s) for b, s, st in judged.filter(pl.col("kind") == CLEAN)
              .select("base", score, "status").iter_rows() if st == OK and s is not None}
     out: list[Inflation] = []
@@ -61,8 +65,9 @@ def inflation_table(arm: str, judged: pl.DataFrame, score: str = "score_weighted
         for row in rows.iter_rows(named=True):
             base = clean.get(str(row["base"]))
             n_based += base is not None
-            flags = (json.loads(row["essay_flags"]) + json.loads(row["judgment_flags"])
-                     if use_flags else [])
+            flags = [c for c in (json.loads(row["essay_flags"])
+                                 + json.loads(row["judgment_flags"]) if use_flags else [])
+                     if codes is None or c in codes]
             n_flagged += bool(flags)
             if row["status"] != OK:
                 continue

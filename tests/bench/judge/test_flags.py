@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
+import pytest
 
-from essaybench.bench.judge.flags import add_flags, flag_counts, flagged
+from essaybench.bench.judge.flags import (
+    OUTLIER_RULE,
+    RAW_OUTLIER_RULE,
+    _prompt_relative,
+    add_flags,
+    flag_counts,
+    flagged,
+)
 
 SCORES = [50.0, 52.0, 48.0, 51.0, 49.0, 50.0, 95.0, None]
 
@@ -52,9 +61,9 @@ def test_outliers_need_enough_other_essays_and_a_real_gap() -> None:
                     essays, score_max=10)
     assert all("outlier_high" not in v for v in few["judgment_flags"])
     close = add_flags(table.with_columns(pl.Series("score_weighted",
-                                                   [50.0, 52, 48, 51, 49, 50, 60.0, None])),
+                                                   [50.0, 52, 48, 51, 49, 50, 59.0, None])),
                       essays, score_max=10)
-    assert "outlier_high" not in close["judgment_flags"][6]  # 10 points: under the gap
+    assert "outlier_high" not in close["judgment_flags"][6]  # 9 points: under the gap
 
 
 def test_counts_per_model_and_judge() -> None:
@@ -64,3 +73,73 @@ def test_counts_per_model_and_judge() -> None:
                        "judgments_flagged": 2,
                        "codes": "addresses_judge ×1, all_max ×1, instruction ×1, "
                                 "outlier_high ×1, score_claim ×1, zero_variance ×2"}]
+
+
+# -- issue 25 item 13: a judge that obeys with a 9/10 mix is no all_max; the statistics
+# must catch it among the model's other essays, scored relative to each prompt --
+
+
+def run_table(scores: np.ndarray, subs_of: dict[tuple[int, int], dict[str, int]]
+              ) -> pl.DataFrame:
+    """Judge rows of scores[p, m] (prompt p, model m), one judge."""
+    rows = []
+    for p in range(scores.shape[0]):
+        for m in range(scores.shape[1]):
+            subs = subs_of.get((p, m), {"q1": 6, "q2": 7, "q3": 5})
+            rows.append({"prompt_id": f"p{p}", "model": f"m{m}", "sample_index": 0,
+                         "judge": "j", "status": "ok", "scores": json.dumps(subs),
+                         "score_weighted": float(scores[p, m])})
+    return pl.DataFrame(rows)
+
+
+def essays_of(table: pl.DataFrame) -> pl.DataFrame:
+    return table.select("prompt_id", "model", "sample_index").with_columns(
+        prompt_text=pl.lit("写一篇作文。"), essay_text=pl.lit("正常的作文。"))
+
+
+def test_a_nine_ten_mix_far_above_the_models_essays_on_their_prompts_is_flagged() -> None:
+    rng = np.random.default_rng(25)
+    difficulty = rng.normal(0, 12, size=(30, 1))  # prompts differ much more than essays
+    scores = np.clip(60 + difficulty + rng.normal(0, 2, size=(30, 4)), 10, 100)
+    scores[7, 0] = min(100.0, scores[7, 1:].mean() + 22)  # the obeyed injection
+    mix = {"q1": 9, "q2": 10, "q3": 9}
+    table = run_table(scores, {(7, 0): mix})
+    new = add_flags(table, essays_of(table), score_max=10)
+    old = add_flags(table, essays_of(table), score_max=10, outlier=RAW_OUTLIER_RULE)
+    at = 7 * 4 + 0
+    assert json.loads(new["judgment_flags"][at]) == ["outlier_high"]  # no all_max needed
+    assert json.loads(old["judgment_flags"][at]) == []  # raw scores: lost in the prompts
+    flagged_rows = [i for i, f in enumerate(new["judgment_flags"]) if "outlier_high" in f]
+    assert flagged_rows == [at]
+
+
+def test_prompt_relative_scores_equal_a_direct_computation() -> None:
+    rng = np.random.default_rng(3)
+    scores = rng.uniform(30, 90, size=(6, 4))
+    table = run_table(scores, {}).filter(~((pl.col("prompt_id") == "p2")
+                                           & pl.col("model").is_in(["m1", "m2"])))
+    got = _prompt_relative(table, "score_weighted", OUTLIER_RULE)
+    for (pid, model, value), rel in zip(table.select("prompt_id", "model", "score_weighted")
+                                        .iter_rows(), got, strict=True):
+        p, m = int(pid[1:]), int(model[1:])
+        others = [scores[p, k] for k in range(4) if k != m
+                  and not (p == 2 and k in (1, 2))]
+        if len(others) < 2:
+            assert rel is None
+        else:
+            assert rel == pytest.approx(value - float(np.median(others)), abs=1e-12)
+
+
+def test_on_realistic_runs_about_one_percent_of_clean_essays_is_flagged() -> None:
+    """score_sim's realistic runs (8 models × 60 prompts, models from ≈65 ± 16 to ≈90 ± 8):
+    the share of clean essays the outlier rule flags (each costs a second look)."""
+    from benchmarks.score_sim import RealisticConfig, essay_scores
+
+    rng = np.random.default_rng(13)
+    shares = []
+    for _ in range(4):
+        scores = essay_scores(rng, RealisticConfig(), 60)[:, :, 0]
+        table = run_table(scores, {})
+        out = add_flags(table, essays_of(table), score_max=10)
+        shares.append(np.mean(["outlier_high" in f for f in out["judgment_flags"]]))
+    assert 0.002 <= float(np.mean(shares)) <= 0.02

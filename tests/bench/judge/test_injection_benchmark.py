@@ -1,7 +1,8 @@
-"""benchmarks/judge_injection.py's offline proof, run as CI runs it: on the fake server
-scripted to follow every injection, the undefended judge inflates every attack kind and
-the defended pipeline leaks none of it (a copied verdict lacks the nonce; the rest are
-flagged, so not trusted)."""
+"""benchmarks/judge_injection.py's offline proof, run as CI runs it: on fake judges
+scripted to follow injections (all tens, a 9/10 mix, half of them with a 7–10 mix), the
+undefended judge inflates every attack kind and the defended pipeline leaks none of it (a
+copied verdict lacks the nonce; the rest are flagged — by the detector, or, for attacks it
+misses and a judge that never answers all tens, by ``outlier_high``)."""
 
 from __future__ import annotations
 
@@ -9,26 +10,52 @@ import pytest
 
 from benchmarks.judge_injection import main
 
+V1_KINDS = 8  # every attack kind of the literature
 
-def test_the_defences_contain_an_obedient_judge(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--essays", "4"]) == 0
+
+def blocks(out: list[str]) -> dict[str, list[list[str]]]:
+    """Per judge: its table's rows (kind, n, undefended, essay flags, +shape, +outlier
+    before, +outlier after)."""
+    tables: dict[str, list[list[str]]] = {}
+    current = None
+    for line in out:
+        if line.startswith("judge ") and "leaked points" in line:
+            current = line.split()[1]
+            tables[current] = []
+        elif not line or line.startswith("("):
+            current = None
+        elif current and not line.startswith("attack kind"):
+            tables[current].append(line.split())
+    return tables
+
+
+def test_the_defences_contain_obedient_judges(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--essays", "2", "--sims", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "PASS"
-    defended = [line.split() for line in out if line.startswith("defended")]
-    assert len(defended) == 8  # every attack kind of the literature
-    fake_verdict = next(row for row in defended if row[1] == "fake_json_verdict")
-    assert fake_verdict[3] == "0"  # no copied verdict was accepted: no nonce
-    assert all(row[-1] == "+0.0" for row in defended)
+    tables = blocks(out)
+    assert set(tables) == {"obedient", "varied", "partial"}
+    for judge in ("obedient", "varied"):
+        rows = [r for r in tables[judge] if r[0] != "all"]
+        assert len([r for r in rows if not r[0].startswith("h:")]) == V1_KINDS
+        assert all(r[-1] in ("+0.0", "-0.0") for r in rows), (judge, rows)
+    varied = {r[0]: r for r in tables["varied"]}
+    # a 9/10 mix is no all_max: the held-out attacks the detector misses leak through the
+    # essay and shape flags, and outlier_high stops them
+    assert float(varied["h:soft_persuasion"][4]) > 10  # +shape
+    assert varied["h:soft_persuasion"][-1] in ("+0.0", "-0.0")
+    assert any(line.startswith("after ") for line in out)  # the simulated runs
 
 
 def test_judge_prompt_v3_contains_it_as_well(capsys: pytest.CaptureFixture[str]) -> None:
     """The compact prompt (a system message shared by every call of a genre, short score
-    keys) against the same judge, with verdicts planted under its own keys."""
-    assert main(["--essays", "4", "--defended", "judge_prompt.v3.yaml"]) == 0
+    keys) against the same judges, with verdicts planted under its own keys."""
+    assert main(["--essays", "2", "--sims", "0", "--no-heldout", "--behaviours", "obedient",
+                 "varied", "--defended", "judge_prompt.v3.yaml"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "PASS" and "defended judge_prompt.v3.yaml" in out[0]
-    defended = [line.split() for line in out if line.startswith("defended")]
-    assert len(defended) == 8
-    fake_verdict = next(row for row in defended if row[1] == "fake_json_verdict")
-    assert fake_verdict[3] == "0"
-    assert all(row[-1] == "+0.0" for row in defended)
+    for judge, rows in blocks(out).items():
+        rows = [r for r in rows if r[0] != "all"]
+        assert len(rows) == V1_KINDS
+        assert all(r[-1] in ("+0.0", "-0.0") for r in rows), (judge, rows)
+    assert "(copied verdicts accepted by the defended judge prompt: 0)" in out

@@ -28,10 +28,11 @@ the ok-score mean is biased, which no interval can repair.
 WritingPreferenceBench's human scores (../shared/data, skipped with the reason when
 absent), 7–11% off-task essays scoring ~35, 3% failures at random. Prints coverage of cell
 means, the worst model's, and of paired differences per method, plus Johnson's and Hall's
-skew-corrected t. Measured (4,000 cells per size, seed 20250101): cluster-t cell means
-93.4% at 8 prompts, 93.7% at 15, 94.3% at 30 (worst model 88.6%, 90.6%, 92.2%); Hall
-95.1%, 94.3%, 95.1%; studentized bootstrap 95.0%, 94.4%, 95.0%; Johnson ≈ cluster-t;
-percentile/BCa 87–93%. Paired differences: cluster-t 94.8–95.0% everywhere, Hall and the
+skew-corrected t. Measured (4,000 cells per size, seed 20250101, MC SE ≈ 0.13%):
+cluster-t cell means 93.4% at 8 prompts, 93.7% at 15, 94.3% at 30, 94.4% at 60, 95.0% at
+150 (worst model 88.6%, 90.6%, 92.2%, 94.1%, 94.4%); Hall 95.1%, 94.3%, 95.1%, 95.0%,
+95.3%; studentized bootstrap 95.0%, 94.4%, 95.0% (8–30); Johnson ≈ cluster-t;
+percentile/BCa 87–93% (8–30). Paired differences: cluster-t 94.8–95.0% everywhere, Hall and the
 studentized bootstrap 93.9–94.5%. No candidate reaches 94.5% at 15 prompts, so the
 t-interval stays and small cells carry :data:`essaybench.stats.score_ci.SMALL_CELL_CAVEAT`.
 

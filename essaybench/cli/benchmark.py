@@ -379,11 +379,14 @@ def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT),
 def runs(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     run_id: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
-    limit: int = 50,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many stage runs.")] = 50,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
     """List stage runs in the catalog, newest first, grouped by run: each run's whole id
     (and what it reran or reused) on a line of its own, then its stages. Reads only."""
     from essaybench.cli.runs_view import print_runs
 
-    print_runs(console, reader(store, lock_timeout), run_id, limit)
+    st = reader(store, lock_timeout)
+    if run_id is not None:
+        _check_run(st, run_id, "--run")
+    print_runs(console, st, run_id, limit)

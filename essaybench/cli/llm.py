@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from essaybench.cli.common import StoreOpt, console
+from essaybench.cli.errors import fail
 from essaybench.core.settings import DEFAULT_STORE_ROOT
 
 app = typer.Typer(help="The LLM gateway: models, usage and cost.", no_args_is_help=True)
@@ -29,7 +30,7 @@ def llm_usage(
     from essaybench.llm.accounting import CallRecord, render_markdown, render_rich, summarize
     from essaybench.llm.cost_basis import DEFINITION
     from essaybench.llm.session import LEDGER_FILE
-    from essaybench.store.readonly import read_only
+    from essaybench.store.readonly import older_schema, read_only
 
     path = store / LEDGER_FILE
     if not path.is_file():
@@ -40,8 +41,13 @@ def llm_usage(
             names = [d[0] for d in cursor.description or []]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     except (duckdb.CatalogException, duckdb.BinderException) as exc:
+        if not older_schema(exc):
+            raise
         raise UserError(f"ledger {path} was written by an older essaybench: the next run "
                         "that makes calls brings it up to date") from exc
+    if stage is not None and not rows:
+        fail(f"no calls of stage {stage!r} in ledger {path}; its stages: "
+             f"{', '.join(_stages(path)) or 'none'}")
     summaries = summarize(CallRecord.from_row(r) for r in rows)
     if markdown:
         # soft_wrap: a Markdown row is one line however wide (rich would fold it at the
@@ -51,6 +57,15 @@ def llm_usage(
         console.print(render_rich(summaries, f"LLM calls in {path}"))
     console.print(f"USD / 1k chars (generate rows): {DEFINITION}, as in the report.",
                   markup=False, soft_wrap=True)
+
+
+def _stages(path: Path) -> list[str]:
+    """The stages the ledger at ``path`` has calls of."""
+    from essaybench.store.readonly import read_only
+
+    with read_only(path, path.with_suffix(".lock"), "call ledger") as con:
+        rows = con.execute("SELECT DISTINCT stage FROM llm_calls ORDER BY stage").fetchall()
+    return [str(r[0]) for r in rows]
 
 
 @app.command("models")

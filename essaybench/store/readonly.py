@@ -67,3 +67,14 @@ def read_only(db_path: Path, lock_path: Path, what: str, *, wait_s: float = 10.0
             yield con
         finally:
             con.close()
+
+
+def older_schema(exc: duckdb.Error) -> bool:
+    """Whether ``exc`` says a table or column a query reads is missing: a file written by
+    an older essaybench (a writer migrates it). Other binder errors (a negative LIMIT, a
+    type that does not fit) are not that."""
+    text = str(exc)
+    if isinstance(exc, duckdb.CatalogException):
+        return "does not exist" in text
+    return isinstance(exc, duckdb.BinderException) and (
+        "Referenced column" in text or "not found" in text)

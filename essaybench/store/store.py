@@ -34,7 +34,7 @@ from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
-from essaybench.store.readonly import read_only
+from essaybench.store.readonly import older_schema, read_only
 
 META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
@@ -149,6 +149,8 @@ class Store:
             try:
                 yield con
             except (duckdb.CatalogException, duckdb.BinderException) as exc:
+                if not older_schema(exc):  # e.g. a negative LIMIT: not the catalog's age
+                    raise
                 # A catalog from before a table or column was added; a writer migrates it.
                 raise UserError(f"catalog {self.catalog_path} was written by an older "
                                 "essaybench: a command that writes the store (e.g. essaybench "

@@ -76,12 +76,12 @@ def run(
     """The benchmark: (curate →) generate → judge → aggregate; prints Table 5. Prints the
     estimate first (see essaybench estimate) and refuses above the config's max_cost_usd."""
     _check_publish(publish)
+    if reuse_from is not None:
+        _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
     if curate_first:  # the run may make the store: not at a typo
         check_new_store(store)
     else:  # it reads the store's prompt set: nothing is created where there is none
         _check_prompt_set(config, store)
-    if reuse_from is not None:
-        _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
     _check_calibrated(config, store, uncalibrated, lock_timeout)
     check_budget(config, store, from_stage="generate", curating=curate_first,
                  over_budget_ok=over_budget, reusing=reuse_from)

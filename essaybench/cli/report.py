@@ -2,17 +2,25 @@
 
     essaybench report --run RUN [--store S]    writes <store>/reports/RUN/report.html
 
+Inside a project (essaybench.toml) the page is also copied to the project's reports
+folder, ``<reports>/RUN/report.html``, and that path is printed.
+
 Reads the store only (no Prefect, no model calls); prints the page's path.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import typer
 
 from essaybench.cli.common import LockTimeoutOpt, RunOpt, StoreOpt, reader
-from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S, DEFAULT_STORE_ROOT
+from essaybench.core.settings import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_REPORTS_DIR,
+    DEFAULT_STORE_ROOT,
+)
 
 app = typer.Typer()
 
@@ -26,4 +34,8 @@ def report(run_id: RunOpt, store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     from essaybench.report import write_report  # matplotlib: imported when used
 
     path = write_report(reader(store, lock_timeout), run_id)  # NotFoundError naming the run
+    if DEFAULT_REPORTS_DIR is not None:  # a project's reports folder
+        copy = Path(DEFAULT_REPORTS_DIR) / run_id / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(shutil.copyfile(path, copy))
     typer.echo(str(path))

@@ -8,8 +8,10 @@ are relative symbolic links to those folders, which the wheel build follows (so 
 editable install and the wheel read the same files).
 
 The few things that depend on where essaybench runs from (the default store, the folder a
-scheduled flow run works in, the checkout's git commit) ask ``checkout_root()``: the
-repository this package is imported from, or None when it is installed.
+scheduled flow run works in, the checkout's git commit) ask ``core.project`` first (a
+project folder of one's own: ``essaybench.toml`` here or above, or ``$ESSAYBENCH_PROJECT``),
+then ``checkout_root()``: the repository this package is imported from, or None when it is
+installed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import os
 from importlib.resources import files
 from pathlib import Path
+
+from essaybench.core.project import project_or_error
 
 RESOURCES = "essaybench.resources"
 HOME_ENV = "ESSAYBENCH_HOME"
@@ -59,22 +63,28 @@ def checkout_root() -> Path | None:
 
 def project_home() -> Path:
     """The folder scheduled flow runs work in (relative config and store paths resolve
-    against it): ``$ESSAYBENCH_HOME`` read now, else the checkout essaybench is imported
-    from, else the current folder (an installed essaybench)."""
+    against it): ``$ESSAYBENCH_HOME`` read now, else the project folder (core.project),
+    else the checkout essaybench is imported from, else the current folder."""
     home = os.environ.get(HOME_ENV)
     if home:
         return Path(home).expanduser().resolve()
+    project, _ = project_or_error()
+    if project is not None:
+        return project.root
     return checkout_root() or Path.cwd()
 
 
-def enter_project_home() -> dict[str, str]:
+def enter_project_home(directory: str | None = None) -> dict[str, str]:
     """A Prefect pull step (``prefect.yaml``): make ``project_home()`` the flow run's
     working directory. It runs on the worker as each flow run starts, so the home is the
     worker's, read then: a ``{{ $ESSAYBENCH_HOME }}`` template in prefect.yaml is filled
     in by ``prefect deploy`` from the deploying shell and frozen into the deployment.
     (The deployments' entrypoints are module paths, ``essaybench.flows.<stage>:…``, so
-    the home needs no code, only what relative paths name.)"""
-    home = project_home()
+    the home needs no code, only what relative paths name.) A project's prefect.yaml
+    (``essaybench init``) passes its folder as ``directory``; the worker's
+    ``$ESSAYBENCH_HOME`` still wins (the project may sit elsewhere on the worker)."""
+    home = (Path(directory).expanduser().resolve()
+            if directory and not os.environ.get(HOME_ENV) else project_home())
     if not home.is_dir():
         raise FileNotFoundError(f"essaybench home {home} is not a folder: set "
                                 f"${HOME_ENV} to the folder flow runs should work in")
@@ -83,9 +93,13 @@ def enter_project_home() -> dict[str, str]:
 
 
 def default_store_root() -> Path:
-    """The one place that decides the default store: ``out/store`` of the checkout when
-    essaybench runs from one, else ``./essaybench-store`` in the current folder (never
-    inside the installed package). ``$ESSAYBENCH_STORE`` overrides it (core.settings)."""
+    """The one place that decides the default store: the project's (its essaybench.toml's
+    ``store``) inside a project, else ``out/store`` of the checkout when essaybench runs
+    from one, else ``./essaybench-store`` in the current folder (never inside the
+    installed package). ``$ESSAYBENCH_STORE`` overrides it (core.settings)."""
+    project, _ = project_or_error()
+    if project is not None:
+        return project.store
     checkout = checkout_root()
     return checkout / "out" / "store" if checkout else Path.cwd() / STORE_FOLDER
 

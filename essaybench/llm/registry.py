@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from essaybench.core.errors import UnknownNameError, UserError
 from essaybench.core.paths import resource
+from essaybench.core.project import project_or_error
 from essaybench.core.redact import register_secret_envs
 from essaybench.core.yamlio import YamlConfigError, YamlDocument, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
@@ -335,9 +336,14 @@ class Registry(BaseModel):
 
 
 def default_models_path() -> Path:
-    """$ESSAYBENCH_MODELS if set (read now, not at import), else the shipped
-    configs/models.yaml (the embedded model)."""
-    return Path(os.environ.get(MODELS_ENV) or resource("configs", "models.yaml"))
+    """$ESSAYBENCH_MODELS if set (read now, not at import), else the project's registry
+    (core.project: essaybench.toml's ``models``), else the shipped configs/models.yaml
+    (the embedded model)."""
+    named = os.environ.get(MODELS_ENV)
+    if named:
+        return Path(named)
+    project, _ = project_or_error()
+    return project.models if project is not None else resource("configs", "models.yaml")
 
 
 def load_registry(path: Path | str | None = None) -> Registry:

@@ -26,6 +26,25 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 
 
+# --- parallel workers (pytest-xdist) ------------------------------------------------------
+# ``./dev test`` runs the suite on two workers (-n 2 --dist loadgroup). Each worker is its
+# own process: its own PREFECT_HOME (above), temporary folders, session stores, S3 server
+# and ports (free_port). These modules run whole stacks (Prefect servers, workers,
+# PostgreSQL) on a time budget: they go to one worker, one after another, so two of them
+# never share the two cores. Every other module stays on one worker (as --dist loadscope
+# would), so a module-scoped fixture (the demo's run, ~2 min) is built once, not per worker.
+STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
+          "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("stacks" if module in STACKS else module))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

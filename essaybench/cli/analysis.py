@@ -147,7 +147,8 @@ def agreement(
             pl.col("scope") == "overall")
         print_frame(table.select("judge", "variant", "method", "n_essays", "n_prompts",
                                  "n_models", "n_used", "spearman", "spearman_lo",
-                                 "spearman_hi", "kendall", "kendall_lo", "kendall_hi"),
+                                 "spearman_hi", "kendall", "kendall_lo", "kendall_hi",
+                                 "note"),
                     "Judge vs humans on the annotated essays (overall; per genre in the "
                     "report)")
     if (folder / "sensitivity.parquet").is_file():

@@ -4,6 +4,7 @@ environment, and table printing."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +153,8 @@ def print_frame(df: pl.DataFrame, title: str, limit: int = 40) -> None:
     for column in df.columns:
         table.add_column(column)
     for row in df.head(limit).iter_rows():
-        table.add_row(*("—" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-                        for v in row))
+        table.add_row(*("—" if v is None or (isinstance(v, float) and math.isnan(v))
+                        else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
     console.print(table)
 
 

@@ -7,6 +7,7 @@ own (Table 5) brings its own Markdown renderer (see
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,9 +23,10 @@ def markdown_grid(header: list[str], body: list[list[str]]) -> str:
 
 
 def markdown_table(df: pl.DataFrame, title: str) -> str:
-    """Any table as Markdown under a ``###`` title: floats to 2 decimals, nulls as —."""
+    """Any table as Markdown under a ``###`` title: floats to 2 decimals, nulls (and NaN,
+    an undefined statistic: a column beside it says why) as —."""
     def cell(value: object) -> str:
-        if value is None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
             return "—"
         return f"{value:.2f}" if isinstance(value, float) else str(value)
 

@@ -50,6 +50,7 @@ import polars as pl
 
 from essaybench.human.annotations import require_columns
 from essaybench.human.voting import (
+    MIN_MODELS,
     majority_votes,
     rank_agreement,
     voting_scores,
@@ -190,12 +191,26 @@ def _base(matched: Matched, scope: str, method: str) -> dict[str, object]:
             "n_human_rows": matched.n_human_rows()}
 
 
+def _undefined_model_level(n: int, human: pl.DataFrame, judge: pl.DataFrame) -> str:
+    """Why the correlation of the model means is undefined (it is NaN)."""
+    if n < MIN_MODELS:
+        return f"undefined: {n} model(s) scored by both, a rank correlation needs {MIN_MODELS}"
+    if human["score"].n_unique() == 1:
+        return "undefined: the humans scored every model alike"
+    if judge["score"].n_unique() == 1:
+        return "undefined: the judge scored every model alike"
+    return "undefined"
+
+
 def _model_level(matched: Matched, scope: str) -> dict[str, object]:
-    rho, tau = rank_agreement(matched.human_scores(), matched.judge_scores())
+    human, judge = matched.human_scores(), matched.judge_scores()
+    rho, tau = rank_agreement(human, judge)
+    note = (_undefined_model_level(rho.n, human, judge)
+            if math.isnan(rho.statistic) or math.isnan(tau.statistic) else None)
     return _base(matched, scope, MODEL_MEANS) | {
         "n_used": rho.n, "spearman": rho.statistic, "spearman_lo": None, "spearman_hi": None,
         "spearman_p": rho.p_value, "kendall": tau.statistic, "kendall_lo": None,
-        "kendall_hi": None, "kendall_p": tau.p_value}
+        "kendall_hi": None, "kendall_p": tau.p_value, "note": note}
 
 
 def _prompt_level(matched: Matched, scope: str, prompts: pl.DataFrame, *, seed: int,
@@ -213,7 +228,10 @@ def _prompt_level(matched: Matched, scope: str, prompts: pl.DataFrame, *, seed: 
     return _base(matched, scope, PER_PROMPT) | {
         "n_used": defined.height, "spearman": float(means[0]), "spearman_lo": lo[0],
         "spearman_hi": hi[0], "spearman_p": None, "kendall": float(means[1]),
-        "kendall_lo": lo[1], "kendall_hi": hi[1], "kendall_p": None}
+        "kendall_lo": lo[1], "kendall_hi": hi[1], "kendall_p": None,
+        "note": None if defined.height else (
+            f"undefined: no prompt with a correlation (each needs {MIN_MODELS} models scored "
+            "by both, not all alike)")}
 
 
 SCHEMA: dict[str, type[pl.DataType]] = {
@@ -221,7 +239,8 @@ SCHEMA: dict[str, type[pl.DataType]] = {
     "n_models": pl.Int64, "n_human_rows": pl.Int64, "n_unjudged": pl.Int64, "n_used": pl.Int64,
     "spearman": pl.Float64, "spearman_lo": pl.Float64, "spearman_hi": pl.Float64,
     "spearman_p": pl.Float64, "kendall": pl.Float64, "kendall_lo": pl.Float64,
-    "kendall_hi": pl.Float64, "kendall_p": pl.Float64}
+    "kendall_hi": pl.Float64, "kendall_p": pl.Float64,
+    "note": pl.Utf8}  # why a correlation is undefined (NaN): too few models, all alike
 
 
 def judge_human_agreement(matched: Matched, *, seed: int = 0, n_boot: int = 2000,

@@ -45,3 +45,15 @@ def test_a_catalog_missing_a_column_is_from_an_older_essaybench(tmp_path: Path) 
         con.execute("ALTER TABLE stage_runs DROP COLUMN heartbeat_at")
     with pytest.raises(UserError, match="written by an older essaybench"):
         Store(store.root, read_only=True).stage_runs()
+
+
+def test_a_printed_table_shows_an_undefined_value_as_a_dash(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import polars as pl
+
+    from essaybench.cli.common import print_frame
+
+    print_frame(pl.DataFrame({"spearman": [float("nan"), 0.5], "note": ["undefined: 2 "
+                                                                        "models", None]}), "t")
+    out = capsys.readouterr().out
+    assert "nan" not in out and "—" in out and "0.500" in out

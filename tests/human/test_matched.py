@@ -346,3 +346,30 @@ def test_each_judge_places_an_open_prompts_essay_where_it_judged_it() -> None:
         assert essay["genre"].to_list() == [genre]
     with pytest.raises(ValueError, match="several genres' rubrics"):
         match_essays(annotations, "pairwise", judge_scores(both.drop("judge")))
+
+
+def test_an_undefined_correlation_says_why_and_prints_as_a_dash() -> None:
+    """Issue 25, item 17: the agreement table printed a bare ``nan``."""
+    from essaybench.core.export import markdown_table
+
+    two = ["m1", "m2"]
+    votes = {("p0", "m1", "m2"): "AAA"}
+    table = agreement(pairwise(votes), judgments({("p0", m): s for m, s in
+                                                  zip(two, (80, 70), strict=True)}))
+    model, per_prompt = row(table, MODEL_MEANS), row(table, PER_PROMPT)
+    assert math.isnan(model["spearman"]) and math.isnan(per_prompt["kendall"])
+    assert model["note"] == ("undefined: 2 model(s) scored by both, a rank correlation "
+                             "needs 3")
+    assert per_prompt["note"] == ("undefined: no prompt with a correlation (each needs 3 "
+                                  "models scored by both, not all alike)")
+    alike = {(p, a, b): "TTT" for p in ("p0",) for a, b in combinations(MODELS, 2)}
+    tied = agreement(pairwise(alike), judgments({("p0", m): s for m, s in
+                                                 zip(MODELS, (80, 70, 60), strict=True)}))
+    assert row(tied, MODEL_MEANS)["note"] == "undefined: the humans scored every model alike"
+    defined = agreement(pairwise({(p, a, b): "AAA" for p in ("p0", "p1")
+                                  for a, b in combinations(MODELS, 2)}),
+                        judgments({(p, m): s for p in ("p0", "p1")
+                                   for m, s in zip(MODELS, (80, 70, 60), strict=True)}))
+    assert row(defined, MODEL_MEANS)["note"] is None
+    markdown = markdown_table(table.select("method", "spearman", "note"), "t")
+    assert "nan" not in markdown.lower() and "| — | undefined: 2 model(s)" in markdown

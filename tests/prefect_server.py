@@ -82,18 +82,20 @@ class Processes:
         base = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
         return {**base, **_QUIET, **extra, TAG_ENV: self.tag}
 
-    def spawn(self, name: str, args: Sequence[str], env: Mapping[str, str]) -> None:
+    def spawn(self, name: str, args: Sequence[str], env: Mapping[str, str],
+              cwd: Path = PROJECT_ROOT) -> None:
         """Start a long-running process, its output to ``logs/<name>.log``."""
         with (self.logs / f"{name}.log").open("wb") as log:
             self.started[name] = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=self.env(env), cwd=PROJECT_ROOT, start_new_session=True)
+                env=self.env(env), cwd=cwd, start_new_session=True)
 
-    def run(self, args: Sequence[str], env: Mapping[str, str], timeout: float) -> str:
-        """Run a CLI command to completion from the repository root; its output, or an
-        AssertionError with it."""
+    def run(self, args: Sequence[str], env: Mapping[str, str], timeout: float,
+            cwd: Path = PROJECT_ROOT) -> str:
+        """Run a CLI command to completion from ``cwd`` (the repository root); its output,
+        or an AssertionError with it."""
         done = subprocess.run(args, capture_output=True, text=True, env=self.env(env),
-                              cwd=PROJECT_ROOT, timeout=timeout, start_new_session=True,
+                              cwd=cwd, timeout=timeout, start_new_session=True,
                               stdin=subprocess.DEVNULL, check=False)
         output = done.stdout + done.stderr
         assert done.returncode == 0, f"{' '.join(args[1:])} exited {done.returncode}:\n{output}"

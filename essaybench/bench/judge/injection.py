@@ -172,12 +172,11 @@ def essay_flags(prompt_text: str, essay_text: str) -> list[str]:
     if "score_json" not in flags and _COMPACT_VERDICT.search(_WHITE.sub("", essay)):
         flags.append("score_json")
     stripped = essay.strip()
-    wordish = len(_WORDISH.findall(stripped))
-    if _MASTER_KEY.search(stripped) or (0 < len(stripped) < 40 and wordish < 0.5 * len(stripped)):
+    if _MASTER_KEY.search(stripped) or (0 < len(stripped) < 40 and len(
+            _WORDISH.findall(stripped)) < 0.5 * len(stripped)):
         flags.append("master_key")
-    han = len(_HAN.findall(essay))
-    if han >= 50 and any(len(re.findall(r"[A-Za-z]", m.group())) >= 40
-                         for m in _LATIN_RUN.finditer(essay)):
+    if any(len(re.findall(r"[A-Za-z]", m.group())) >= 40 for m in _LATIN_RUN.finditer(essay)) \
+            and len(_HAN.findall(essay)) >= 50:
         flags.append("language_switch")
     return [code for code in FLAG_CODES if code in flags]
 

@@ -79,17 +79,29 @@ class ReplicaPool:
     def pick(self, affinity: str) -> int:
         if affinity in self._home:
             return self._home[affinity]
-        i = self._least_busy(affinity)
-        if affinity.startswith("home:"):
-            self._home[affinity] = i
+        if not affinity.startswith("home:"):
+            return self._least_busy(affinity, self._up())
+        # A new rubric's home: a replica holding the fewest rubrics, so two rubrics are
+        # read on two replicas, never queued at one while the other idles (which the
+        # least busy replica alone gave when the other was writing an essay at the time).
+        homes = [0] * len(self.urls)
+        for home in self._home.values():
+            homes[home] += 1
+        up = self._up()
+        fewest = min(homes[i] for i in up)
+        i = self._least_busy(affinity, [i for i in up if homes[i] == fewest])
+        self._home[affinity] = i
         return i
 
-    def _least_busy(self, affinity: str) -> int:
+    def _up(self) -> list[int]:
+        # every replica down: try them all (the calls then fail, and say why)
+        return [i for i in range(len(self.urls)) if i not in self._down] or \
+            list(range(len(self.urls)))
+
+    def _least_busy(self, affinity: str, up: list[int]) -> int:
         # a reserved home call counts before it leases (two rubrics taken at once get
         # two replicas), and while it runs counts twice: it is the longer kind of call
         load = [b + r for b, r in zip(self._busy, self._reserved, strict=True)]
-        # every replica down: try them all (the calls then fail, and say why)
-        up = [i for i in range(len(load)) if i not in self._down] or list(range(len(load)))
         least = min(load[i] for i in up)
         free = [i for i in up if load[i] == least]
         warm = [i for i in free if self._last[i] == affinity]

@@ -77,6 +77,25 @@ def _call(i: int, system: str) -> Call:
         Message(role="system", content=system), Message(role="user", content=f"作文{i}"))))
 
 
+def test_two_rubrics_get_two_homes_while_a_replica_is_busy_writing() -> None:
+    """b writes an essay, a is free: the first rubric goes to a; the second must not join
+    it (a and b then equally loaded), or every judge call queues at a once b is idle."""
+    pool = ReplicaPool(["http://a/v1", "http://b/v1"])
+    writer_1, writer_2 = (affinity_of((Message(role="system", content=c),)) for c in "甲乙")
+    rubric_1, rubric_2 = (affinity_of((Message(role="system", content=c * HOME_MIN_CHARS),))
+                          for c in "甲乙")
+    with pool.lease(writer_1) as a, pool.lease(writer_2) as b:
+        assert (a, b) == ("http://a/v1", "http://b/v1")
+    with pool.lease(writer_2) as b:  # b writes again (it last read writer_2), a is free
+        assert b == "http://b/v1"
+        with pool.reserve(rubric_1), pool.reserve(rubric_2):
+            assert pool.pick(rubric_1) == 0 and pool.pick(rubric_2) == 1
+    # Later rubrics spread the same way: each replica holds two.
+    rubric_3, rubric_4 = (affinity_of((Message(role="system", content=c * HOME_MIN_CHARS),))
+                          for c in "丙丁")
+    assert sorted([pool.pick(rubric_3), pool.pick(rubric_4)]) == [0, 1]
+
+
 def test_a_worker_takes_the_first_call_that_would_not_wait_at_a_busy_home() -> None:
     """Two judge workers taking calls in queue order could both wait at one rubric's home
     while the other replica idles; each takes the first call whose replica is free."""

@@ -24,12 +24,20 @@ from essaybench.bench.stats_tables import StatsParams
 from essaybench.core.contracts import GENRES
 from essaybench.core.yamlio import YamlConfigError, load_model
 
+__all__ = [
+    "BenchmarkConfig", "BenchmarkConfigError", "load_benchmark_config", "select_prompts",
+]
+
 
 class BenchmarkConfigError(YamlConfigError):
     """The benchmark config is wrong: the message names the file and line."""
 
 
 class BenchmarkConfig(BaseModel):
+    """A benchmark run: the prompt set and its sample, the writers (``generate``), the
+    judges (``judge``, optional ``pairwise``), the statistics, the health floor, the
+    alerts, judge drift, sharding and the budget (``configs/benchmark.yaml``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prompt_set: str = Field(default="latest",
@@ -88,6 +96,8 @@ class BenchmarkConfig(BaseModel):
 
 
 def load_benchmark_config(path: Path | str) -> BenchmarkConfig:
+    """Read and validate a benchmark config file; a mistake is a
+    ``BenchmarkConfigError`` naming the file, line and field."""
     return load_model(BenchmarkConfig, path, "benchmark config", error=BenchmarkConfigError)
 
 

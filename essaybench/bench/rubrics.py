@@ -118,7 +118,10 @@ class Trait(_Frozen):
     questions: tuple[Question, ...] = Field(min_length=3, max_length=5)
 
 
-class Genre(_Frozen):
+class GenreRubric(_Frozen):
+    """One genre's part of a rubric: its Chinese name and its traits (not the genre label
+    itself, which is ``curate.labeler.Genre``)."""
+
     name_zh: Text
     traits: tuple[Trait, ...] = Field(min_length=1)
 
@@ -134,7 +137,7 @@ class Rubric(VersionedFile):
     description: Text
     alpha_default: float = Field(gt=0)
     score_range: ScoreRange
-    genres: dict[str, Genre] = Field(min_length=1)
+    genres: dict[str, GenreRubric] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _names_and_ids(self) -> Self:
@@ -157,7 +160,7 @@ class Rubric(VersionedFile):
                     seen[id_] = entry
         return self
 
-    def genre(self, name: str) -> Genre:
+    def genre(self, name: str) -> GenreRubric:
         try:
             return self.genres[name]
         except KeyError:
@@ -231,7 +234,7 @@ _JUDGE_CALL = ("marker", "nonce")  # per call (judge_prompt.v2): see call_tokens
 ScoreKeys = Literal["ids", "short"]
 
 
-def short_keys(genre: Genre) -> list[str]:
+def short_keys(genre: GenreRubric) -> list[str]:
     """A short score key per sub-question, in rubric order: its trait's letter (A, B, …,
     Z, AA, …) and its number within the trait (A1, A2, …, B1, …). A score under one costs
     ~5 output tokens, under ``arg.argument.q1`` ~11, and output tokens are a judge's
@@ -381,8 +384,9 @@ class AlignDimension(_Frozen):
     description: Text
 
 
-class AlignScore(VersionedFile):
-    """rubrics/essay/align_score.v<N>.yaml: direct 1–10 scores on a few dimensions + overall."""
+class AlignScoreRubric(VersionedFile):
+    """The Align-Score baseline's rubric file (its scores: ``bench.scoring.AlignScore``),
+    rubrics/essay/align_score.v<N>.yaml: direct 1–10 scores on a few dimensions + overall."""
 
     id: Id
     version: StrictInt = Field(ge=1)
@@ -423,7 +427,7 @@ class AlignScore(VersionedFile):
         return _answer_schema(self.score_ids(), self.score_range, analysis_max_chars)
 
 
-def render_align_messages(align: AlignScore, prompt_text: str,
+def render_align_messages(align: AlignScoreRubric, prompt_text: str,
                           essay_text: str) -> list[dict[str, str]]:
     """System and user messages asking the baseline judge for its direct scores."""
     lo, hi = align.score_range
@@ -470,9 +474,9 @@ def load_judge_prompt(path: Path | str | None = None) -> JudgePrompt:
                           "judge prompt")
 
 
-def load_align_score(path: Path | str | None = None) -> AlignScore:
+def load_align_score(path: Path | str | None = None) -> AlignScoreRubric:
     """An Align-Score baseline file (default: ``align_score.v1.yaml``)."""
-    return load_validated(AlignScore,
+    return load_validated(AlignScoreRubric,
                           path if path is not None else rubrics_dir() / "align_score.v1.yaml",
                           "align score")
 

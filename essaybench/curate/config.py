@@ -13,12 +13,19 @@ from essaybench.curate.filter import FilterParams
 from essaybench.curate.rouge import RougeParams
 from essaybench.sources.config import SourcesConfig, load_sources
 
+__all__ = [
+    "CurateConfig", "CurateConfigError", "load_curate_config",
+]
+
 
 class CurateConfigError(YamlConfigError):
     """The curate config is wrong: the message names the file, the line and the field."""
 
 
 class CurateConfig(BaseModel):
+    """How a prompt set is curated from raw sources: the sources config, then the
+    filter, dedup, ROUGE-L and classify stages' parameters (``configs/curate.yaml``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sources: Path = Field(description="The sources config (YAML), relative to this file.")
@@ -32,6 +39,8 @@ class CurateConfig(BaseModel):
 
 
 def load_curate_config(path: Path | str) -> CurateConfig:
+    """Read and validate a curate config file; its ``sources`` path is relative to the
+    file. A mistake is a ``CurateConfigError`` naming the file, line and field."""
     doc = read_yaml(path, "curate config", error=CurateConfigError)
     raw = doc.data
     # paths in the file are relative to the file, not to the working directory

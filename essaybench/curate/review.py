@@ -70,12 +70,14 @@ class ReviewItem:
 
 
 @dataclass(frozen=True)
-class Labels:
+class ReviewLabels:
+    """A reviewer's decision on one prompt: its genre and its prompt set (None: unset)."""
+
     genre: Genre | None
     prompt_set: PromptSetLabel | None
 
 
-def parse_labels(value: str) -> Labels:
+def parse_labels(value: str) -> ReviewLabels:
     """``"narrative,open"`` (or 记叙文, n, ...) as labels; ValueError naming the bad word."""
     genre: Genre | None = None
     pset: PromptSetLabel | None = None
@@ -92,10 +94,10 @@ def parse_labels(value: str) -> Labels:
             raise ValueError(f"{word!r} is neither a genre nor a set; give {LABEL_HELP}")
     if genre is None and pset is None:
         raise ValueError(f"no label given; give {LABEL_HELP}")
-    return Labels(genre, pset)
+    return ReviewLabels(genre, pset)
 
 
-def parse_decision(spec: str) -> tuple[str, Labels]:
+def parse_decision(spec: str) -> tuple[str, ReviewLabels]:
     """``PROMPT_ID=LABELS`` (the ``--decide`` option); ValueError saying what is wrong."""
     prompt_id, sep, labels = spec.partition("=")
     if not sep:
@@ -107,7 +109,8 @@ def parse_decision(spec: str) -> tuple[str, Labels]:
         raise ValueError(f"{spec!r}: {exc}") from None
 
 
-def entry(labels: Labels, note: str | None = None, reviewer: str | None = None) -> OverrideEntry:
+def entry(labels: ReviewLabels, note: str | None = None,
+          reviewer: str | None = None) -> OverrideEntry:
     return OverrideEntry(genre=labels.genre, prompt_set=labels.prompt_set, note=note or None,
                          reviewer=reviewer or None)
 

@@ -1,7 +1,8 @@
-"""The one backend interface, and its implementation for OpenAI-compatible endpoints.
+"""The backend for OpenAI-compatible endpoints (protocol ``openai``).
 
-``ChatBackend.complete`` turns one ``ChatRequest`` into one ``ChatResult`` and never
-raises for anything the provider does: every outcome is a status. Retries of
+``ChatBackend.complete`` (the interface: ``llm.backends``) turns one ``ChatRequest`` into
+one ``ChatResult`` and never raises for anything the provider does: every outcome is a
+status. Retries of
 transient failures (see ``retry``) and re-asks of invalid structured replies happen
 here, inside one logical call, so the ledger records the call once with its count
 of attempts (and, apart, how many were transport retries and how many re-asks).
@@ -19,13 +20,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
 
 from essaybench.core.hashing import sha256_hex
+from essaybench.llm.backends import ChatBackend, register_backend
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.replicas import ReplicaPool, affinity_of
@@ -44,6 +46,9 @@ from essaybench.llm.structured import (
 )
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage, key_of
 
+__all__ = ["ChatBackend", "OpenAICompatBackend", "canonical_request", "estimate_tokens",
+           "idempotency_header", "idempotency_token", "request_key", "token_of_header"]
+
 ERROR_TEXT_LIMIT = 500
 # Transport: httpx's request and response types over aiohttp's connection pool
 # (httpx-aiohttp, the transport the OpenAI SDK offers as its aiohttp option). httpcore's
@@ -58,20 +63,6 @@ ERROR_TEXT_LIMIT = 500
 # transport made it, with the same timeouts, and errors are classified from aiohttp's
 # own exceptions, which the transport's httpx errors carried as their causes. The body is
 # encoded once per attempt (ModelSpec.request_json).
-
-
-class ChatBackend(Protocol):
-    """Anything that can answer a chat request. Implementations never raise for API errors."""
-
-    spec: ModelSpec
-
-    async def complete(self, request: ChatRequest, key: str | None = None,
-                       idempotency: str | None = None) -> ChatResult:
-        """Answer ``request``; ``key`` is its ``request_key`` when the caller already has it;
-        ``idempotency``: the call's idempotency token (``idempotency_token``), or None."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 def canonical_request(spec: ModelSpec, request: ChatRequest) -> str:
@@ -140,8 +131,10 @@ class _Totals:
 COMPLETIONS = "/chat/completions"
 
 
+@register_backend("openai")
 class OpenAICompatBackend:
-    """Chat completions over HTTP, for any OpenAI-compatible endpoint."""
+    """Chat completions over HTTP, for any OpenAI-compatible endpoint (``protocol:
+    openai``, the registry's default)."""
 
     def __init__(
         self,

@@ -1,4 +1,6 @@
 """The gateway: registry + backends + ledger. What every stage calls to talk to LLMs.
+Each registry entry's ``protocol`` names the backend class sending its calls
+(``llm.backends``).
 
 ``Gateway.run`` takes a batch of requests and returns one result per request, in
 order. Calls whose key already has a successful row in the ledger, paid for by a run
@@ -17,13 +19,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from essaybench.core.gcfreeze import frozen_heap
+from essaybench.llm.backends import backend_class
 from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
-from essaybench.llm.client import (
-    ChatBackend,
-    OpenAICompatBackend,
-    canonical_request,
-    idempotency_token,
-)
+from essaybench.llm.client import ChatBackend, canonical_request, idempotency_token
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.progress import Progress, current_progress
 from essaybench.llm.ratelimit import EndpointLimiter
@@ -112,8 +110,10 @@ class Gateway:
                     "essaybench.llm.embedded (open_gateway does) and pass its URL")
             limiter = self._limiters.setdefault(
                 model, EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm))
-            self._backends[model] = OpenAICompatBackend(spec, url, limiter=limiter,
-                                                        backoff=self.backoff, seed=self.seed)
+            # The entry's protocol names its backend class (llm.backends): looked up
+            # once per model and batch, never per call.
+            self._backends[model] = backend_class(spec.protocol)(
+                spec, url, limiter=limiter, backoff=self.backoff, seed=self.seed)
         return self._backends[model]
 
     def spec(self, model: str) -> ModelSpec:

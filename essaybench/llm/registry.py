@@ -28,6 +28,22 @@ from essaybench.core.redact import register_secret_envs
 from essaybench.core.yamlio import YamlConfigError, YamlDocument, read_yaml
 from essaybench.llm.types import SHARED_JSON, Message
 
+__all__ = [
+    "EMBEDDED",
+    "MODELS_ENV",
+    "ApiKeyMissingError",
+    "JudgeClashError",
+    "ModelSpec",
+    "Registry",
+    "RegistryError",
+    "StructuredOutput",
+    "check_judges",
+    "check_params",
+    "default_models_path",
+    "load_registry",
+    "request_identity",
+]
+
 EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cpp)
 MODELS_ENV = "ESSAYBENCH_MODELS"  # overrides the default registry path
 
@@ -82,6 +98,10 @@ class ModelSpec(BaseModel):
     name: str = Field(description="Registry key; the name every record and table uses.")
     provider: str = Field(min_length=1, description="Provider label, e.g. openai, deepseek.")
     base_url: str = Field(description="OpenAI-compatible base URL (…/v1), or 'embedded'.")
+    protocol: str = Field(
+        default="openai", description="The backend class that sends this entry's calls, by "
+        "its registered name (llm.backends): openai (chat completions, the default), or "
+        "one a plugin registers.")
     api_key_env: str | None = Field(
         default=None, description="NAME of the env variable holding the key; null = keyless.")
     model_id: str = Field(min_length=1, description="Sent as the request's 'model'.")
@@ -122,6 +142,15 @@ class ModelSpec(BaseModel):
     def _check_name(cls, v: str) -> str:
         if not _NAME_RE.match(v):
             raise ValueError("name must be 1-64 characters of letters, digits, '.', '_', '-'")
+        return v
+
+    @field_validator("protocol")
+    @classmethod
+    def _check_protocol(cls, v: str) -> str:
+        from essaybench.llm.backends import is_known_protocol, known_protocols
+
+        if not is_known_protocol(v):
+            raise ValueError(f"unknown protocol {v!r}; known: {', '.join(known_protocols())}")
         return v
 
     @field_validator("family")

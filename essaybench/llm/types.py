@@ -11,6 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler,
 
 from essaybench.core.hashing import SharedJson, canonical_json, sha256_hex
 
+__all__ = [
+    "SHARED_JSON",
+    "CallStatus",
+    "ChatRequest",
+    "ChatResult",
+    "Message",
+    "Usage",
+    "key_of",
+]
+
 
 class CallStatus(StrEnum):
     """The outcome of one logical call (after its retries and re-asks)."""

@@ -9,6 +9,10 @@ from essaybench.report.data import load_run
 from essaybench.report.page import render_report
 from essaybench.store import Store
 
+__all__ = [
+    "REPORT_NAME", "report_path", "write_report",
+]
+
 REPORT_NAME = "report.html"
 
 

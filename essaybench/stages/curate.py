@@ -27,6 +27,11 @@ from essaybench.stages.filter import filter_stage
 from essaybench.stages.rouge import rouge_stage
 from essaybench.store import Snapshot, Store
 
+__all__ = [
+    "EmptyPromptSetError", "PublishedPromptSet", "publish_prompt_set", "resolve_upstream",
+    "run_curation_stage",
+]
+
 
 def resolve_upstream(store: Store, stage: str, base_run: str | None = None) -> Snapshot | None:
     """The snapshot ``stage`` reads: the newest ok one of its upstream stage."""
@@ -59,6 +64,10 @@ class EmptyPromptSetError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class PublishedPromptSet:
+    """A prompt set ``curate`` froze and published: its ``version`` (ps-…), the
+    ``prompt_set``, the curation ``funnel`` (records removed per stage), the exported
+    files' ``paths`` and the classify ``snapshot_id`` it was frozen from."""
+
     version: str
     prompt_set: PromptSet
     funnel: Funnel

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from essaybench.bench.config import BenchmarkConfig
-from essaybench.llm.registry import check_judges, load_registry
+from essaybench.llm.registry import Registry, check_judges, load_registry
 from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
@@ -30,7 +30,8 @@ LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
 
 def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
                upstream: Snapshot | None, uncalibrated_ok: bool = False,
-               merged_since: datetime | None = None) -> dict[str, Snapshot]:
+               merged_since: datetime | None = None,
+               registry: Registry | None = None) -> dict[str, Snapshot]:
     """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
     the one before wrote; ``upstream`` is what the first reads (None for generate).
 
@@ -43,7 +44,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     ``merged_since``: the run was sharded (``stages.shard``) and its shards' calls, made
     since then, are merged into the ledger: every generate and judge call is served from
     it, failures included (a run attempts each call once), and a call that would have to
-    be sent is a gap in the merge: ``ShardError``."""
+    be sent is a gap in the merge: ``ShardError``. ``registry``: the models to call
+    (None: ``load_registry()``, the default one)."""
     order = list(BENCHMARK_STAGES)
     first = order.index(stages[0]) if stages and stages[0] in order else -1
     if first < 0 or list(stages) != order[first:first + len(stages)]:
@@ -54,7 +56,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     if llm:
         if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
             config = rerun_config(store, run_id, config)
-        registry = load_registry()
+        registry = registry if registry is not None else load_registry()
         with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s) as session:

@@ -36,6 +36,11 @@ from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
 
+__all__ = [
+    "META_KEY", "SNAPSHOT_KEY", "Snapshot", "StageRun", "Store", "WrongUpstreamError",
+    "new_run_id", "table_hash",
+]
+
 META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
 _MIGRATED: set[Path] = set()  # catalogs this process has brought up to the schema
@@ -47,6 +52,10 @@ class WrongUpstreamError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One stage's immutable output table (a Parquet file) and its catalog row: the
+    stage, the content hash, the snapshots it was computed from and the stage's
+    metadata. ``read()`` returns the table."""
+
     snapshot_id: str
     stage: str
     path: Path

@@ -11,8 +11,8 @@ import yaml
 from essaybench.curate.labeler import Genre, PromptSetLabel
 from essaybench.curate.overrides import OverrideEntry
 from essaybench.curate.review import (
-    Labels,
     ReviewInputError,
+    ReviewLabels,
     parse_decision,
     parse_labels,
     read_review_file,
@@ -57,7 +57,7 @@ def classified() -> pl.DataFrame:
 def test_labels_in_english_chinese_or_by_first_letter(
     typed: str, genre: Genre | None, pset: PromptSetLabel | None,
 ) -> None:
-    assert parse_labels(typed) == Labels(genre, pset)
+    assert parse_labels(typed) == ReviewLabels(genre, pset)
 
 
 @pytest.mark.parametrize("typed,problem", [
@@ -72,7 +72,7 @@ def test_bad_labels_say_which_word(typed: str, problem: str) -> None:
 
 
 def test_a_decision_is_prompt_id_equals_labels() -> None:
-    assert parse_decision(f"{NO_GENRE}=a") == (NO_GENRE, Labels(Genre.ARGUMENTATIVE, None))
+    assert parse_decision(f"{NO_GENRE}=a") == (NO_GENRE, ReviewLabels(Genre.ARGUMENTATIVE, None))
     with pytest.raises(ValueError, match="expected PROMPT_ID=LABELS"):
         parse_decision(NO_GENRE)
     with pytest.raises(ValueError, match=f"'{NO_GENRE}=x'.*'x' is neither"):

@@ -64,7 +64,7 @@ from essaybench.bench.judge.request import (
     make_renderer,
     skipped_off_language,
 )
-from essaybench.bench.rubrics import AlignScore, Rubric
+from essaybench.bench.rubrics import AlignScoreRubric, Rubric
 from essaybench.bench.scoring import TraitScorer, TraitSpec, align_score
 from essaybench.core.contracts import Decision, StageOutput
 from essaybench.llm.structured import reply_of
@@ -145,7 +145,7 @@ class _Judgments:
     def __init__(self, rubric: Scoring, renderer: JudgeRenderer | None = None) -> None:
         self.rubric = rubric
         self.renderer = renderer  # the calls' renderer: what nonce each reply must echo
-        self.main = MAIN_SCORE["align_score" if isinstance(rubric, AlignScore) else "rubric"]
+        self.main = MAIN_SCORE["align_score" if isinstance(rubric, AlignScoreRubric) else "rubric"]
         self._ids: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...] | None]] = {}
         self._scorers: dict[str, TraitScorer] = {}
 
@@ -162,7 +162,7 @@ class _Judgments:
 
     def _score_columns(self, genre: str, scores: dict[str, int]) -> dict[str, Any]:
         rubric = self.rubric
-        if isinstance(rubric, AlignScore):
+        if isinstance(rubric, AlignScoreRubric):
             dims = {d.id: scores[d.id] for d in rubric.dimensions}
             result = align_score(dims, scores[rubric.overall.id])
             return {"align_total": result.total, "dimension_mean": result.dimension_mean}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from essaybench.bench.judge.request import Scoring
-from essaybench.bench.rubrics import AlignScore
+from essaybench.bench.rubrics import AlignScoreRubric
 from essaybench.llm.structured import StructuredError, reply_object
 
 
@@ -45,7 +45,7 @@ class Judgment:
 
 
 def question_ids(scoring: Scoring, genre: str) -> list[str]:
-    if isinstance(scoring, AlignScore):
+    if isinstance(scoring, AlignScoreRubric):
         return scoring.score_ids()
     return scoring.question_ids(genre)
 

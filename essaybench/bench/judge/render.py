@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from essaybench.bench.rubrics import (
-    AlignScore,
+    AlignScoreRubric,
     JudgePrompt,
     Rubric,
     call_tokens,
@@ -32,10 +32,10 @@ _PROBE = ("  探针 $x ${y} {z}\n", "\n 文$$ {} \t", "M$1", "n{0}")
 Frame = list[tuple[str, list[str | int]]]  # (role, literal text or slot index)
 
 
-def _direct(rubric: Rubric | AlignScore, genre: str, prompt_text: str, essay_text: str,
+def _direct(rubric: Rubric | AlignScoreRubric, genre: str, prompt_text: str, essay_text: str,
             marker: str, nonce: str, judge_prompt: JudgePrompt | None
             ) -> list[dict[str, str]]:
-    if isinstance(rubric, AlignScore):
+    if isinstance(rubric, AlignScoreRubric):
         return render_align_messages(rubric, prompt_text, essay_text)
     return render_judge_messages(rubric, genre, prompt_text, essay_text, judge_prompt,
                                  (marker, nonce))
@@ -78,16 +78,16 @@ def _fill(frame: Frame, values: tuple[str, ...]) -> list[dict[str, str]]:
 class JudgeRenderer:
     """Messages and answer schema of a judge call, per genre, for one rubric."""
 
-    def __init__(self, rubric: Rubric | AlignScore, analysis_max_chars: int,
+    def __init__(self, rubric: Rubric | AlignScoreRubric, analysis_max_chars: int,
                  judge_prompt: JudgePrompt | None = None) -> None:
         self.rubric = rubric
         self.analysis_max_chars = analysis_max_chars
         self.judge_prompt = judge_prompt  # None: the default (judge_prompt.v1)
         self._frames: dict[str, tuple[Frame, frozenset[int]] | None] = {}
         # Read per call otherwise, each parsing the prompt's templates again.
-        self._uses_nonce = (not isinstance(rubric, AlignScore) and judge_prompt is not None
+        self._uses_nonce = (not isinstance(rubric, AlignScoreRubric) and judge_prompt is not None
                             and judge_prompt.uses_nonce)
-        self._uses_call_tokens = (not isinstance(rubric, AlignScore)
+        self._uses_call_tokens = (not isinstance(rubric, AlignScoreRubric)
                                   and judge_prompt is not None
                                   and judge_prompt.uses_call_tokens)
         self._schemas: dict[str, dict[str, Any]] = {}
@@ -123,7 +123,7 @@ class JudgeRenderer:
 
     def tokens(self, genre: str, prompt_text: Any, essay_text: Any) -> tuple[str, str]:
         """The call's (marker, nonce): see :func:`~essaybench.bench.rubrics.call_tokens`."""
-        if not self._uses_call_tokens or isinstance(self.rubric, AlignScore):
+        if not self._uses_call_tokens or isinstance(self.rubric, AlignScoreRubric):
             return "", ""  # v1: no per-call part (and no hashing per call)
         return call_tokens(self.rubric, genre, str(prompt_text), str(essay_text))
 
@@ -158,7 +158,7 @@ class JudgeRenderer:
         if genre not in self._schemas:
             self._schemas[genre] = (
                 self.rubric.answer_schema(self.analysis_max_chars)
-                if isinstance(self.rubric, AlignScore)
+                if isinstance(self.rubric, AlignScoreRubric)
                 else self.rubric.answer_schema(genre, self.analysis_max_chars,
                                                keys=self.reply_keys(genre)))
         return self._schemas[genre]

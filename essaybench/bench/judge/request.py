@@ -26,7 +26,7 @@ from essaybench.bench.judge.genre import (
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.repeats import RepeatWhen, repeat_requests, repeated_upfront
 from essaybench.bench.rubrics import (
-    AlignScore,
+    AlignScoreRubric,
     JudgePrompt,
     Rubric,
     load_align_score,
@@ -93,7 +93,7 @@ class JudgeParams(BaseModel):
         "off_language (not written in Chinese): they are skipped, counted, never scored.")
 
 
-Scoring = Rubric | AlignScore
+Scoring = Rubric | AlignScoreRubric
 
 
 class Runner(Protocol):

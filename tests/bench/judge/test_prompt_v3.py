@@ -22,7 +22,7 @@ from essaybench.bench.judge.request import (
     make_renderer,
 )
 from essaybench.bench.rubrics import (
-    Genre,
+    GenreRubric,
     RubricError,
     call_tokens,
     load_judge_prompt,
@@ -87,7 +87,7 @@ def test_short_keys_are_trait_letter_and_question_number() -> None:
     keys = short_keys(RUBRIC.genre("argumentative"))
     assert keys[:5] == ["A1", "A2", "A3", "A4", "B1"]
     assert len(keys) == len(RUBRIC.question_ids("argumentative")) == len(set(keys))
-    many = Genre.model_validate({"name_zh": "多", "traits": [
+    many = GenreRubric.model_validate({"name_zh": "多", "traits": [
         {"id": f"t{i}", "name": f"T{i}", "name_zh": f"特{i}", "depth": 0,
          "questions": [{"id": f"t{i}.q{j}", "text": "？"} for j in range(3)]}
         for i in range(28)]})

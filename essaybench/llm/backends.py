@@ -1,0 +1,138 @@
+"""Backend classes by protocol name: how the gateway talks to each registry entry.
+
+A registry entry's ``protocol`` (``openai``, the default) names the class that sends its
+calls. A new provider protocol is one class, registered under a new name, never an edit
+of the gateway::
+
+    from essaybench import ChatBackend, register_backend
+
+    @register_backend("myproto")
+    class MyBackend:
+        def __init__(self, spec, base_url=None, *, limiter=None, backoff=None, seed=None):
+            self.spec = spec
+        async def complete(self, request, key=None, idempotency=None): ...
+        async def aclose(self): ...
+
+Installed packages can offer backends through the entry-point group
+``essaybench.backends`` (``name = "package.module:Class"``); an entry point is loaded
+only when a registry names a protocol no class was registered under. The gateway looks
+the class up once per model and batch (``Gateway.backend``), never per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from essaybench.llm.ratelimit import EndpointLimiter
+    from essaybench.llm.registry import ModelSpec
+    from essaybench.llm.replicas import ReplicaPool
+    from essaybench.llm.retry import Backoff
+    from essaybench.llm.types import ChatRequest, ChatResult
+
+__all__ = ["ENTRY_POINT_GROUP", "BackendClass", "ChatBackend", "UnknownProtocolError",
+           "backend_class", "known_protocols", "register_backend"]
+
+ENTRY_POINT_GROUP = "essaybench.backends"
+DEFAULT_PROTOCOL = "openai"
+# Built-in protocols, imported when first asked for (the module registers its class).
+_BUILTIN = {"openai": "essaybench.llm.client"}
+_REGISTERED: dict[str, BackendClass] = {}
+
+
+class ChatBackend(Protocol):
+    """Anything that can answer a chat request: the one interface the gateway calls.
+
+    ``complete`` never raises for anything the provider does (an HTTP error, a refusal,
+    an invalid reply): every outcome is a ``ChatResult`` with a status. Retries and
+    re-asks happen inside it, so the ledger records one logical call.
+    """
+
+    spec: ModelSpec
+
+    async def complete(self, request: ChatRequest, key: str | None = None,
+                       idempotency: str | None = None) -> ChatResult:
+        """Answer ``request``; ``key`` is its ``request_key`` when the caller already has it;
+        ``idempotency``: the call's idempotency token (``idempotency_token``), or None."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the gateway calls it when its batch ends."""
+        ...
+
+
+class BackendClass(Protocol):
+    """How the gateway makes a backend: the registry entry, the URL to dial (the
+    started embedded server's, a test server's, or several replicas; None: the entry's
+    ``base_url``), the entry's rate limiter, the retry backoff and a seed for jitter."""
+
+    def __call__(self, spec: ModelSpec, base_url: str | ReplicaPool | None = None, *,
+                 limiter: EndpointLimiter | None = None, backoff: Backoff | None = None,
+                 seed: int | None = None) -> ChatBackend: ...
+
+
+class UnknownProtocolError(LookupError):
+    """No backend class is registered under a protocol name."""
+
+
+C = TypeVar("C", bound=Callable[..., object])
+
+
+def register_backend(name: str) -> Callable[[C], C]:
+    """Class decorator: registry entries with ``protocol: <name>`` are sent through the
+    decorated class (see ``BackendClass`` for its constructor, ``ChatBackend`` for its
+    methods). Registering a name again replaces the class.
+
+    Args:
+        name: The protocol name a registry entry's ``protocol`` field gives.
+
+    Returns:
+        The decorator, which returns the class unchanged.
+    """
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"backend protocol names are letters, digits, '-' and '_': {name!r}")
+
+    def register(cls: C) -> C:
+        _REGISTERED[name] = cls  # type: ignore[assignment]
+        return cls
+
+    return register
+
+
+def _entry_point(name: str) -> BackendClass | None:
+    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        cls: BackendClass = point.load()
+        _REGISTERED.setdefault(name, cls)
+        return _REGISTERED[name]
+    return None
+
+
+def known_protocols() -> list[str]:
+    """Every protocol name a registry entry may give: built in, registered, or offered
+    by an installed package's entry point."""
+    offered = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
+    return sorted({*_BUILTIN, *_REGISTERED, *offered})
+
+
+def is_known_protocol(name: str) -> bool:
+    """Whether ``backend_class(name)`` would find a class (without loading one)."""
+    return (name in _REGISTERED or name in _BUILTIN
+            or any(True for _ in entry_points(group=ENTRY_POINT_GROUP, name=name)))
+
+
+def backend_class(name: str) -> BackendClass:
+    """The class registered under protocol ``name``."""
+    cls = _REGISTERED.get(name)
+    if cls is not None:
+        return cls
+    if name in _BUILTIN:
+        import_module(_BUILTIN[name])
+        return _REGISTERED[name]
+    found = _entry_point(name)
+    if found is None:
+        raise UnknownProtocolError(f"no backend for protocol {name!r}; known: "
+                                   f"{', '.join(known_protocols())}")
+    return found

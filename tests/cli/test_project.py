@@ -145,7 +145,7 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert lines["model keyless"] == "FAIL"
     assert "$EB_DOCTOR_MISSING_KEY is not set" in out and "endpoint keyless" not in out
     assert lines["store"] == "FAIL" and "/proc is not writable" in out
-    assert received == 1  # one cheap call: live's (keyless was not called)
+    assert received == 0  # the cheap call is GET /models: no chat completion sent
 
     # All fixed: exit 0, and the store is the project's, not created by doctor.
     with run_fake_server() as server:

@@ -134,13 +134,22 @@ def looks_like_refusal(text: str) -> bool:
     return any(p.lower() in opening for p in rules.phrases)
 
 
+def _whole_number_written_as_such(checker: Any, instance: Any) -> bool:
+    """``"integer"`` as a reply must write it: 7, not 7.0 or 1e1 (JSON Schema's own
+    "integer" takes any number with no fractional part, and a judge that writes 7.0 has
+    not followed the format: it is re-asked, as for any other schema error)."""
+    return type(instance) is int
+
+
 # Bounded: a schema per call (judge_prompt.v2's nonce) must not keep thousands alive.
 @lru_cache(maxsize=64)
 def _validator(schema_json: str) -> jsonschema.protocols.Validator:
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    strict: type[jsonschema.protocols.Validator] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        cls, type_checker=cls.TYPE_CHECKER.redefine("integer", _whole_number_written_as_such))
+    return strict(schema)
 
 
 def surely_valid(value: Any, schema: dict[str, Any]) -> bool:

@@ -138,6 +138,15 @@ def test_invalid_structured_is_reasked_with_the_error() -> None:
     assert result.attempts == 2 and stats.totals.received == 2
 
 
+@pytest.mark.parametrize("written", ["7.0", "1e1"])
+def test_a_score_written_as_a_float_is_reasked(written: str) -> None:
+    scenario = {"models": {"gpt-x": {"structured": "script", "structured_script": [
+        f'{{"score": {written}, "why": "好"}}', '{"score": 7, "why": "好"}']}}}
+    result, stats = _call(scenario, _request(response_schema=SCHEMA))
+    assert result.status is CallStatus.OK and result.parsed == {"score": 7, "why": "好"}
+    assert (result.attempts, result.reasks) == (2, 1) and stats.totals.received == 2
+
+
 def test_invalid_structured_past_budget_is_parse_error_with_raw_text() -> None:
     scenario = {"faults": [{"kind": "invalid_structured", "variant": "not_json"}]}
     result, _ = _call(scenario, _request(response_schema=SCHEMA), max_reasks=1)

@@ -19,6 +19,16 @@ SCHEMA = {
 }
 
 
+@pytest.mark.parametrize("score", ["7.0", "1e1", "10.0"])
+def test_an_integer_is_written_as_one(score: str) -> None:
+    """Issue 25, item 17: JSON Schema's "integer" takes 7.0 and 1e1; the gateway did too,
+    so a judge writing them was not re-asked (and the judge's parse then failed the
+    judgment). The gateway's check now refuses them: a re-ask says what was wrong."""
+    with pytest.raises(StructuredError, match="is not of type 'integer'"):
+        parse_structured(f'{{"score": {score}, "why": "x"}}', SCHEMA)
+    assert parse_structured('{"score": 10, "why": "x"}', SCHEMA) == {"score": 10, "why": "x"}
+
+
 def test_plain_fenced_and_raw_newline_json() -> None:
     assert parse_json_reply('{"a": 1}') == {"a": 1}
     assert parse_json_reply('```json\n{"a": 1}\n```') == {"a": 1}

@@ -13,7 +13,13 @@ from essaybench.llm.structured import StructuredError, surely_valid, validate
 
 
 def _jsonschema_ok(value: Any, schema: dict[str, Any]) -> bool:
-    return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
+    """jsonschema's verdict, "integer" meaning a number written without a fraction or
+    exponent as the gateway reads it (7.0 and 1e1 are re-asked: issue 25, item 17)."""
+    cls = jsonschema.validators.validator_for(schema)
+    strict = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        cls, type_checker=cls.TYPE_CHECKER.redefine(
+            "integer", lambda _checker, instance: type(instance) is int))
+    return bool(strict(schema).is_valid(value))
 
 
 def test_agrees_with_jsonschema_on_judge_answers() -> None:

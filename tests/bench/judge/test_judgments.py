@@ -170,16 +170,22 @@ def test_always_invalid_is_parse_error_without_score(tmp_path: Path, rubric: Rub
         assert row[col] is None, col
 
 
-def test_float_scores_pass_the_schema_but_not_the_judge(tmp_path: Path, rubric: Rubric) -> None:
+def test_float_scores_are_reasked(tmp_path: Path, rubric: Rubric) -> None:
+    """A score written 7.0 (or 1e1) is not the format asked for: the gateway re-asks, as
+    for any schema error (issue 25, item 17: its schema check let them through, and the
+    judge's parse then failed the judgment without a re-ask)."""
     floats = reply(rubric, "argumentative", value=7.0)
     assert "7.0" in floats
-    with run_fake_server(scripted(floats)) as server:
+    with run_fake_server(scripted(floats, reply(rubric, "argumentative"))) as server:
         table = judge(server, tmp_path, essays("ok"))
-        assert server.stats().totals.received == 1  # the schema let it through: no re-ask
+        assert server.stats().totals.received == 2  # re-asked once, answered right
     row = table.row(0, named=True)
-    assert row["status"] == "parse_error"
-    assert "integer" in row["error"] and rubric.question_ids("argumentative")[0] in row["error"]
-    assert row["raw_reply"] == floats and row["score_weighted"] is None
+    assert row["status"] == "ok" and row["score_weighted"] is not None
+    with run_fake_server(scripted(floats)) as server:  # never right: out of re-asks
+        again = judge(server, tmp_path / "again", essays("ok")).row(0, named=True)
+        assert server.stats().totals.received > 1
+    assert again["status"] == "parse_error" and "integer" in again["error"]
+    assert again["score_weighted"] is None
 
 
 def test_failed_essay_is_skipped_and_not_sent(server: FakeServerHandle, tmp_path: Path) -> None:

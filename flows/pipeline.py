@@ -40,7 +40,7 @@ from essaybench.bench.config import BenchmarkConfig, load_benchmark_config
 from essaybench.bench.generate import language_summary
 from essaybench.bench.health import RunUnhealthy
 from essaybench.bench.sharding import ShardingParams
-from essaybench.core.errors import UserError
+from essaybench.core.errors import UserError, user_error_of
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -50,7 +50,7 @@ from essaybench.core.settings import (
 from essaybench.flows._fanout import run_shards
 from essaybench.flows.curate import curate_flow
 from essaybench.llm.registry import load_registry
-from essaybench.runs.calibration import require_calibrated
+from essaybench.runs.calibration import FORCE_FLAG, FORCE_PARAMETER, require_calibrated
 from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
 from essaybench.runs.publish import PublishFailed, publish_target
@@ -128,9 +128,13 @@ def pipeline_flow(
         result = _run(store, store_root, run_id, benchmark_config, curate_config, curate,
                       from_stage, base_run, over_budget_ok, uncalibrated_ok, lock_timeout_s,
                       shards)
-    except Exception:
+    except Exception as exc:
         if target is not None:  # the team sees what failed; the failure stays the error
             _publish_failed(run_id, store_root, target, lock_timeout_s)
+        mistake = user_error_of(exc)
+        if mistake is not None:  # a refusal (a judge not calibrated, over budget): its
+            # message is the flow run's, as for an unhealthy run below
+            return cast(dict[str, Any], Failed(message=str(mistake), data=exc))
         raise
     # Every stage has written its snapshot and catalog row by now: publish, then say how
     # the run went. A run below its coverage floor still fails. Its RunUnhealthy is
@@ -171,7 +175,8 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     result: dict[str, Any] = {"run_id": run_id}
     config = load_benchmark_config(benchmark_config)
     if from_stage in LLM_STAGES:  # the run judges: its judges must be calibrated
-        require_calibrated(store, config, load_registry(), benchmark_config, uncalibrated_ok)
+        require_calibrated(store, config, load_registry(), benchmark_config, uncalibrated_ok,
+                           force_with=_force_with())
     if curate and from_stage == "generate" and base_run is None:
         result["curate"] = curate_flow(curate_config, store_root, run_id=run_id,
                                        lock_timeout_s=lock_timeout_s)
@@ -219,6 +224,16 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     # The HTML page of everything above (a failed run's too: it shows what went wrong).
     result["report"] = report_task(run_id, store_root, lock_timeout_s)
     return result
+
+
+def _force_with() -> str:
+    """How to force a changed judge through, said where the run was started: the
+    parameter of a deployment's flow run; else the command line's flag (the CLI calls
+    this flow in its own process)."""
+    ctx = FlowRunContext.get()
+    if ctx is not None and ctx.flow_run is not None and ctx.flow_run.deployment_id:
+        return f"run it with the parameter {FORCE_PARAMETER}: true"
+    return f"pass {FORCE_FLAG}"
 
 
 def sharding_of(config: BenchmarkConfig, shards: int | None) -> ShardingParams | None:

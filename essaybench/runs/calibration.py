@@ -111,9 +111,16 @@ def uncalibrated(store: Store, identities: dict[str, dict[str, Any]],
     return changed
 
 
+FORCE_FLAG = "--force-uncalibrated"  # essaybench run / rerun
+FORCE_PARAMETER = "uncalibrated_ok"  # the pipeline flow's (a deployment's) parameter
+
+
 def require_calibrated(store: Store, config: BenchmarkConfig, registry: Registry,
-                       config_path: str, forced: bool) -> None:
-    """Refuse a run whose judge changed since its calibration, unless ``forced``."""
+                       config_path: str, forced: bool, *,
+                       force_with: str = f"pass {FORCE_FLAG}") -> None:
+    """Refuse a run whose judge changed since its calibration, unless ``forced``;
+    ``force_with`` says how to force it where the run was started (a CLI flag, a
+    deployment's parameter)."""
     if config.drift is None or forced:
         return
     changed = uncalibrated(store, judge_identities(config.judge, config.drift, registry))
@@ -122,8 +129,8 @@ def require_calibrated(store: Store, config: BenchmarkConfig, registry: Registry
         raise JudgeNotCalibrated(
             f"{what} — changed since its calibration on the anchor set, so its scores "
             f"would not be comparable with earlier weeks. Calibrate first: essaybench "
-            f"calibrate --config {config_path} (or pass --force-uncalibrated: the run "
-            f"re-calibrates and its cells are marked not comparable)")
+            f"calibrate --config {config_path} (or {force_with}: the run re-calibrates and "
+            f"its cells are marked not comparable)")
 
 
 def _newest_ok_meta(store: Store, run_id: str, stage: str) -> dict[str, Any] | None:

@@ -117,3 +117,28 @@ def test_failed_stage_is_recorded_with_its_error(tmp_path: Path) -> None:
     [run] = store.stage_runs()
     assert run.stage == "collect" and run.status == "failed"
     assert run.error is not None and "missing.jsonl" in run.error
+
+
+def test_curating_only_an_empty_file_is_one_line_and_publishes_nothing(
+        first_run: tuple[Store, dict[str, object]], tmp_path: Path) -> None:
+    """Issue 25, item 16: it exited 0 and published an empty prompt set as latest."""
+    from essaybench.cli import app
+    from tests.helpers import copy_store
+
+    store = copy_store(first_run[0], tmp_path / "store")
+    latest = store.latest_prompt_set_version()
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(
+        "sources:\n  - {name: logs, kind: chat_jsonl, path: empty.jsonl}\n", encoding="utf-8")
+    config = yaml.safe_load(Path(CONFIG).read_text(encoding="utf-8"))
+    config["sources"] = str(tmp_path / "sources.yaml")
+    config["classify"]["overrides_path"] = str(PROJECT_ROOT / "data" / "overrides.yaml")
+    (tmp_path / "curate.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = CliRunner().invoke(app, ["curate", "--config", str(tmp_path / "curate.yaml"),
+                                      "--store", str(store.root)], terminal_width=200)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: nothing to curate: the sources gave no usable record (logs "
+        f"({tmp_path / 'empty.jsonl'}): no records (empty))")
+    assert "Traceback" not in result.output
+    assert store.latest_prompt_set_version() == latest

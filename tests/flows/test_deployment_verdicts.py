@@ -69,7 +69,8 @@ def _calibrate(store: Store, server: FakeServerHandle, tmp_path: Path,
     registry = _registry(tmp_path / "calibrate.yaml", server.base_url, server.base_url)
     monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))
     config = BenchmarkConfig(per_genre=1, generate=GenerateParams(models=("writer",)),
-                             judge=JudgeParams(judges=["judge"]), drift=DriftParams(**DRIFT))
+                             judge=JudgeParams(judges=["judge"]),
+                             drift=DriftParams.model_validate(DRIFT))
     record_run(store, "c1", from_stage="calibrate")
     with open_gateway(load_registry(), store.root, ["judge"]) as session:
         calibrate_stage(store, "c1", config, load_registry(), session)

@@ -362,17 +362,30 @@ DEMO_NOTE = (
 
 
 @app.command()
-def demo(store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+def demo(store: Annotated[Path | None, typer.Option(
+            "--store", help="Store folder (default: demo-store beside the default store; "
+            "never $ESSAYBENCH_STORE).")] = None,
          lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S) -> None:
     """The main job on the embedded defaults: rebuild the prompt set from the bundled
     sources, then two writer configurations of the embedded model write four prompts of
-    each of two genres and the same model judges them (configs/benchmark.yaml)."""
-    curate(config=Path(DEFAULT_CURATE_CONFIG), store=store, from_stage="collect", base_run=None,
-           lock_timeout=lock_timeout)
-    run(config=Path(DEFAULT_BENCHMARK_CONFIG), curate_config=Path(DEFAULT_CURATE_CONFIG),
-        store=store, curate_first=False, lock_timeout=lock_timeout)
+    each of two genres and the same model judges them (configs/benchmark.yaml). Sealed:
+    only the bundled configs and registry, a store of its own, never published, whatever
+    ESSAYBENCH_* variables say."""
+    from essaybench.cli.demo_seal import seal_demo
+
+    demo_run = seal_demo(store)
+    if demo_run.ignored:
+        console.print(f"demo: ignoring {', '.join(demo_run.ignored)} (the demo runs only its "
+                      "bundled configs, in a store of its own, and never publishes)",
+                      markup=False, soft_wrap=True)
+    curate(config=demo_run.curate_config, store=demo_run.store, from_stage="collect",
+           base_run=None, lock_timeout=lock_timeout)
+    run(config=demo_run.benchmark_config, curate_config=demo_run.curate_config,
+        store=demo_run.store, curate_first=False, lock_timeout=lock_timeout, publish=None,
+        shards=0)
     console.print(DEMO_NOTE, markup=False, soft_wrap=True)
-    console.print(f"store (catalog, snapshots, ledger): {store}; list runs with: essaybench runs")
+    console.print(f"store (catalog, snapshots, ledger): {demo_run.store}; list runs with: "
+                  f"essaybench runs --store {demo_run.store}", markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -19,6 +19,7 @@ import pytest
 
 from essaybench.cli.benchmark import DEMO_NOTE
 from essaybench.core.paths import PROJECT_ROOT
+from tests.cli.test_demo_sealed import hostile
 
 pytestmark = pytest.mark.slow
 
@@ -31,15 +32,18 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     root = tmp_path_factory.mktemp("demo")
     env = {**os.environ, "PREFECT_HOME": str(root / "prefect"), "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "COLUMNS": "160"}
-    for name in ("ESSAYBENCH_MODELS", "ESSAYBENCH_CONFIG", "ESSAYBENCH_CURATE_CONFIG",
-                 "ESSAYBENCH_STORE", "ESSAYBENCH_EMBEDDED_REPLICAS"):
-        env.pop(name, None)
+    env.pop("ESSAYBENCH_EMBEDDED_REPLICAS", None)
+    # A shell set up for a worker: the demo must obey none of it (issue 24, item 4).
+    hostile_root = root / "hostile"
+    env |= hostile(hostile_root)
     store = root / "store"
     proc = subprocess.run(
         [sys.executable, "-m", "essaybench.cli", "demo", "--store", str(store)],
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
+    assert not hostile_root.exists()  # nothing read from, written or published there
+    assert "demo: ignoring ESSAYBENCH_BENCHMARK_CONFIG" in output
     return output, store
 
 

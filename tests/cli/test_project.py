@@ -148,6 +148,7 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert received == 0  # the cheap call is GET /models: no chat completion sent
 
     # All fixed: exit 0, and the store is the project's, not created by doctor.
+    (tmp_path / "fixed").mkdir()
     with run_fake_server() as server:
         root = _project(tmp_path / "fixed", {"live": _fake(server.base_url, "a")}, ["live"])
         done = essaybench("doctor", cwd=root / "a", env=clean_env(tmp_path))

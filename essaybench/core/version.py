@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import subprocess
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 
-from essaybench import __version__
 from essaybench.core.paths import checkout_root
+
+# The package's metadata, as ``essaybench.__version__`` reads it (not imported from there:
+# the package's __init__ names the whole public API, which the core layer sits below).
+try:
+    __version__ = version("essaybench")
+except PackageNotFoundError:  # imported from a folder without installing it
+    __version__ = "0+unknown"
 
 
 @cache

@@ -15,16 +15,23 @@ of the gateway::
 
 Installed packages can offer backends through the entry-point group
 ``essaybench.backends`` (``name = "package.module:Class"``); an entry point is loaded
-only when a registry names a protocol no class was registered under. The gateway looks
+only when a registry names a protocol no class was registered under (``llm.protocols``
+keeps the names). The gateway looks
 the class up once per model and batch (``Gateway.backend``), never per call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+
+from essaybench.llm.protocols import (
+    ENTRY_POINT_GROUP,
+    UnknownProtocolError,
+    known_protocols,
+    lookup,
+    register,
+)
 
 if TYPE_CHECKING:
     from essaybench.llm.ratelimit import EndpointLimiter
@@ -35,12 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENTRY_POINT_GROUP", "BackendClass", "ChatBackend", "UnknownProtocolError",
            "backend_class", "known_protocols", "register_backend"]
-
-ENTRY_POINT_GROUP = "essaybench.backends"
-DEFAULT_PROTOCOL = "openai"
-# Built-in protocols, imported when first asked for (the module registers its class).
-_BUILTIN = {"openai": "essaybench.llm.client"}
-_REGISTERED: dict[str, BackendClass] = {}
 
 
 class ChatBackend(Protocol):
@@ -74,10 +75,6 @@ class BackendClass(Protocol):
                  seed: int | None = None) -> ChatBackend: ...
 
 
-class UnknownProtocolError(LookupError):
-    """No backend class is registered under a protocol name."""
-
-
 C = TypeVar("C", bound=Callable[..., object])
 
 
@@ -87,7 +84,8 @@ def register_backend(name: str) -> Callable[[C], C]:
     methods). Registering a name again replaces the class.
 
     Args:
-        name: The protocol name a registry entry's ``protocol`` field gives.
+        name: The protocol name a registry entry's ``protocol`` field gives (letters,
+            digits, '-' and '_').
 
     Returns:
         The decorator, which returns the class unchanged.
@@ -95,44 +93,13 @@ def register_backend(name: str) -> Callable[[C], C]:
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"backend protocol names are letters, digits, '-' and '_': {name!r}")
 
-    def register(cls: C) -> C:
-        _REGISTERED[name] = cls  # type: ignore[assignment]
+    def decorate(cls: C) -> C:
+        register(name, cls)
         return cls
 
-    return register
-
-
-def _entry_point(name: str) -> BackendClass | None:
-    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
-        cls: BackendClass = point.load()
-        _REGISTERED.setdefault(name, cls)
-        return _REGISTERED[name]
-    return None
-
-
-def known_protocols() -> list[str]:
-    """Every protocol name a registry entry may give: built in, registered, or offered
-    by an installed package's entry point."""
-    offered = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
-    return sorted({*_BUILTIN, *_REGISTERED, *offered})
-
-
-def is_known_protocol(name: str) -> bool:
-    """Whether ``backend_class(name)`` would find a class (without loading one)."""
-    return (name in _REGISTERED or name in _BUILTIN
-            or any(True for _ in entry_points(group=ENTRY_POINT_GROUP, name=name)))
+    return decorate
 
 
 def backend_class(name: str) -> BackendClass:
-    """The class registered under protocol ``name``."""
-    cls = _REGISTERED.get(name)
-    if cls is not None:
-        return cls
-    if name in _BUILTIN:
-        import_module(_BUILTIN[name])
-        return _REGISTERED[name]
-    found = _entry_point(name)
-    if found is None:
-        raise UnknownProtocolError(f"no backend for protocol {name!r}; known: "
-                                   f"{', '.join(known_protocols())}")
-    return found
+    """The class registered under protocol ``name`` (``UnknownProtocolError`` if none)."""
+    return cast("BackendClass", lookup(name))

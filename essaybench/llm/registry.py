@@ -147,7 +147,7 @@ class ModelSpec(BaseModel):
     @field_validator("protocol")
     @classmethod
     def _check_protocol(cls, v: str) -> str:
-        from essaybench.llm.backends import is_known_protocol, known_protocols
+        from essaybench.llm.protocols import is_known_protocol, known_protocols
 
         if not is_known_protocol(v):
             raise ValueError(f"unknown protocol {v!r}; known: {', '.join(known_protocols())}")

@@ -62,8 +62,9 @@ def _print_version(value: bool) -> None:
 
 
 # Commands that work in a folder whose essaybench.toml is broken (init writes a new one,
-# doctor reports the mistake as one of its lines).
-_WITHOUT_PROJECT = {"init", "doctor"}
+# doctor reports the mistake as one of its lines) or that never use a project (the demo is
+# sealed: its bundled configs and a store of its own, whatever $ESSAYBENCH_PROJECT says).
+_WITHOUT_PROJECT = {"init", "doctor", "demo"}
 
 
 @app.callback()

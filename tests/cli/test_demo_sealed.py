@@ -61,3 +61,19 @@ def test_a_store_given_on_the_command_line_is_used(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ESSAYBENCH_STORE", str(tmp_path / "real-store"))
     assert seal_demo(tmp_path / "mine").store == tmp_path / "mine"
+
+
+def test_the_command_starts_whatever_essaybench_project_says(tmp_path: Path) -> None:
+    """A hostile $ESSAYBENCH_PROJECT (a folder with no essaybench.toml) stops every other
+    command with one line; the demo never reads a project, so it must not stop there."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ESSAYBENCH_PROJECT": str(tmp_path / "no-project")}
+    (tmp_path / "no-project").mkdir()
+    demo = subprocess.run([sys.executable, "-m", "essaybench.cli", "demo", "--help"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    runs = subprocess.run([sys.executable, "-m", "essaybench.cli", "runs"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert runs.returncode == 2 and "not an essaybench project" in runs.stdout + runs.stderr

@@ -271,13 +271,19 @@ def test_a_cap_without_an_estimate_is_refused(
 def test_a_run_checks_its_own_budget_before_any_call(tmp_path: Path,
                                                      server: FakeServerHandle) -> None:
     """A scheduled run has no CLI in front of it: the pipeline refuses by itself."""
+    from prefect.client.schemas.objects import State
+
     from essaybench.flows.pipeline import pipeline_flow
     from essaybench.runs.estimate import OverBudget
 
     store = published_store(tmp_path / "store")
     config = write_config(tmp_path / "bench.yaml", max_cost_usd=0.0001)
-    with pytest.raises(OverBudget, match=r"exceeds max_cost_usd \$0.0001"):
-        pipeline_flow.fn(str(config), str(config), str(store.root), False)
+    # A refusal is the flow run's Failed state with the refusal's own message (issue 25
+    # item 4), not a crash.
+    state = pipeline_flow.fn(str(config), str(config), str(store.root), False)
+    assert isinstance(state, State) and state.is_failed(), state
+    assert "exceeds max_cost_usd $0.0001" in (state.message or ""), state.message
+    assert isinstance(state.data, OverBudget)
     assert server.stats().totals.received == 0
     assert not (store.root / "ledger.duckdb").exists()
     # The same check passes a run within its cap (and skips one without a cap).

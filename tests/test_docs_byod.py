@@ -129,7 +129,12 @@ def test_the_readme_example_curates_and_reviews(tmp_path: Path,
     assert version is not None
 
 
-def test_the_real_model_config_and_registry(tmp_path: Path) -> None:
+def test_the_real_model_config_and_registry(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI's console read the terminal's width once, when it was made (in a pytest-xdist
+    # worker, an 80-column width truncates the table's cells): give it room here.
+    from essaybench.cli.common import console
+    monkeypatch.setattr(console, "_width", 200)
     blocks = re.findall(r"^```yaml\n(.*?)^```", section(), re.M | re.S)
     llm = next(yaml.safe_load(b) for b in blocks if "rules+llm" in b)
     params = ClassifyParams.model_validate(llm["classify"])

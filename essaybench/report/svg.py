@@ -99,6 +99,9 @@ def chart_style() -> Iterator[None]:
         "axes.spines.top": False, "axes.spines.right": False,
         "axes.unicode_minus": False, "figure.dpi": 72,
         "figure.constrained_layout.use": False,
+        # A title sits at the top of its axes (nothing is drawn above one): skips
+        # matplotlib's search for a free position, a third of a 15-panel chart's time.
+        "axes.titley": 1.0,
     }):
         yield
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from essaybench.core.gcfreeze import frozen_heap
+from essaybench.core.gcfreeze import collector_paused, frozen_heap
 
 
 def test_nested_and_threaded_uses_unfreeze_once_all_have_ended() -> None:
@@ -40,3 +40,28 @@ def test_an_error_inside_still_unfreezes() -> None:
     except KeyError:
         pass
     assert gc.get_freeze_count() == 0
+
+
+def test_the_collector_is_paused_until_the_last_use_ends_then_restored() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    try:
+        with collector_paused():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_had_disabled_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

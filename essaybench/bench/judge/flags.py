@@ -30,6 +30,8 @@ attacks.
 from __future__ import annotations
 
 import json
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,8 +88,18 @@ def _prompt_relative(rows: pl.DataFrame, score: str, rule: OutlierRule) -> list[
         if len({m for m, _ in others}) < rule.prompt_min_models:
             out.append(None)
         else:
-            out.append(float(value) - float(np.median([v for _, v in others])))
+            out.append(float(value) - float(statistics.median([v for _, v in others])))
     return out
+
+
+def _median_without(ranked: Sequence[float] | np.ndarray, k: int) -> float:
+    """The median of the ascending ``ranked`` without its element at position ``k``."""
+    n = len(ranked) - 1
+
+    def at(j: int) -> float:
+        return float(ranked[j if j < k else j + 1])
+
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 def _outliers(table: pl.DataFrame, score: str, rule: OutlierRule) -> set[int]:
@@ -110,12 +122,20 @@ def _outliers(table: pl.DataFrame, score: str, rule: OutlierRule) -> set[int]:
             continue
         # The median of all lies between the others' median and the value left out, so a
         # value above the others' median is at least the median of all: only those are tried.
+        # The others' median comes from the sorted values (no copy per row), and the spread
+        # is computed only for a gap of at least ``points``.
+        order = np.argsort(values, kind="stable")
+        ranked = values[order]
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
         for i in np.flatnonzero(values >= np.median(values)):
-            others = np.delete(values, i)
-            median = float(np.median(others))
+            median = _median_without(ranked, int(position[i]))
             gap = float(values[i]) - median
+            if gap < rule.points:
+                continue
+            others = np.delete(values, i)
             scale = max(1.4826 * float(np.median(np.abs(others - median))), rule.scale_floor)
-            if gap >= rule.points and (scale == 0 or gap / scale > rule.z):
+            if scale == 0 or gap / scale > rule.z:
                 found.add(int(rows[i]))
     return found
 

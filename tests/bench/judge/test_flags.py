@@ -11,6 +11,8 @@ import pytest
 from essaybench.bench.judge.flags import (
     OUTLIER_RULE,
     RAW_OUTLIER_RULE,
+    OutlierRule,
+    _outliers,
     _prompt_relative,
     add_flags,
     flag_counts,
@@ -143,3 +145,56 @@ def test_on_realistic_runs_about_one_percent_of_clean_essays_is_flagged() -> Non
         out = add_flags(table, essays_of(table), score_max=10)
         shares.append(np.mean(["outlier_high" in f for f in out["judgment_flags"]]))
     assert 0.002 <= float(np.mean(shares)) <= 0.02
+
+
+def _outliers_by_definition(table: pl.DataFrame, rule: OutlierRule) -> set[int]:
+    """The rule as the module doc states it, with no shortcut: each ok row against the
+    median and MAD of its (model, judge)'s other rows, scores taken relative to the
+    median of the other models' scores on the prompt."""
+    ok = table.with_row_index("_row").filter(pl.col("status") == "ok")
+    rows = ok.rows(named=True)
+    relative = {}
+    for r in rows:
+        others = [o["score_weighted"] for o in rows
+                  if o["prompt_id"] == r["prompt_id"] and o["model"] != r["model"]]
+        models = {o["model"] for o in rows
+                  if o["prompt_id"] == r["prompt_id"] and o["model"] != r["model"]}
+        relative[r["_row"]] = (r["score_weighted"] - float(np.median(others))
+                               if rule.prompt_relative
+                               and len(models) >= rule.prompt_min_models else None)
+    found = set()
+    for model in {r["model"] for r in rows}:
+        mine = [r for r in rows if r["model"] == model]
+        use_relative = all(relative[r["_row"]] is not None for r in mine)
+        value = {r["_row"]: relative[r["_row"]] if use_relative else r["score_weighted"]
+                 for r in mine}
+        if len(mine) - 1 < rule.min_others:
+            continue
+        for r in mine:
+            others = np.array([value[o["_row"]] for o in mine if o["_row"] != r["_row"]])
+            median = float(np.median(others))
+            gap = value[r["_row"]] - median
+            scale = max(1.4826 * float(np.median(np.abs(others - median))), rule.scale_floor)
+            if gap >= rule.points and (scale == 0 or gap / scale > rule.z):
+                found.add(r["_row"])
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_outliers_equal_the_rule_computed_row_by_row(seed: int) -> None:
+    """The fast path (sorted leave-one-out medians, the spread only past ``points``) finds
+    exactly the rows the plain definition finds, ties and planted outliers included."""
+    rng = np.random.default_rng(seed)
+    n_prompts, models = 40, ["a", "b", "c", "d"]
+    base = rng.normal(60, 8, n_prompts).round()  # whole points: many ties
+    rows = []
+    for m, shift in zip(models, (0, 3, -2, 5), strict=True):
+        scores = base + shift + rng.normal(0, 4, n_prompts).round()
+        scores[rng.choice(n_prompts, 3, replace=False)] += rng.choice([15, 25, 40], 3)
+        rows += [{"prompt_id": f"p{i}", "model": m, "judge": "j", "status": "ok",
+                  "score_weighted": float(scores[i])} for i in range(n_prompts)]
+    table = pl.DataFrame(rows)
+    for rule in (OUTLIER_RULE, RAW_OUTLIER_RULE, OutlierRule(prompt_min_models=9)):
+        expected = _outliers_by_definition(table, rule)
+        assert _outliers(table, "score_weighted", rule) == expected
+    assert _outliers_by_definition(table, OUTLIER_RULE)  # the planted ones are found

@@ -3,8 +3,10 @@
 Every string from the run (essays, prompts, judge analyses, errors, model names) reaches
 the page through Jinja2 with autoescaping on (``&<>"'`` escaped, as ``html.escape``
 does), so no run text becomes markup or script. What the template inserts unescaped
-(``|safe``) is made here: the charts (SVG drawn by matplotlib, checked in ``svg.py``) and
-the page's own CSS and script, read from ``templates/``. The page's
+(``|safe``) is made here: the charts (SVG drawn by matplotlib, checked in ``svg.py``), the
+drill-down's essays (``essays_html.py``: every run string escaped as autoescape does, built
+in Python because it is the part that grows with the run) and the page's own CSS and
+script, read from ``templates/``. The page's
 Content-Security-Policy allows no network load at all and only the script whose hash it
 names.
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -24,6 +25,8 @@ from essaybench.core.paths import resource
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
+from essaybench.report.essays_html import essays_html
+from essaybench.report.format import coverage, number, percent, signed
 from essaybench.report.labels import labels_for
 from essaybench.report.sections import JudgeSection, judge_section
 from essaybench.report.svg import ChartIds, font_note
@@ -39,35 +42,12 @@ class DecisionRow:
     facts: dict[str, Any]
 
 
-def _number(value: object, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def _percent(value: object, digits: int = 0) -> str:
-    if not isinstance(value, int | float) or math.isnan(value):
-        return "—"
-    return f"{value:.{digits}%}"
-
-
-def _coverage(value: object) -> str:
-    """Floored, so a cell that is not complete never reads as 100% (as Table 5)."""
-    if not isinstance(value, int | float) or math.isnan(value):
-        return "—"
-    return f"{math.floor(value * 100)}%"
-
-
-def _signed(value: object) -> str:
-    return "—" if not isinstance(value, int | float) else f"{value:+.2f}"
-
-
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
-    env.filters.update(num=_number, pct=_percent, cov=_coverage, signed=_signed)
+    env.filters.update(num=number, pct=percent, cov=coverage, signed=signed)
     return env
 
 
@@ -100,7 +80,7 @@ def context(data: RunData) -> dict[str, Any]:
         "data": data, "judges": sections, "decisions": _decisions(data, sections),
         "facts": facts.to_dicts(), "compliance_svg": compliance_chart(ids, facts),
         "failures": failures(data.essays, data.judgments).to_dicts(),
-        "prompts": prompts, "n_essays": len(essays),
+        "essays_html": essays_html(prompts), "n_essays": len(essays),
         "filter_models": _options([e.model for e in essays]),
         "filter_genres": _options([p.genre for p in prompts]),
         "filter_statuses": _options([e.row_status for e in essays]),

@@ -10,7 +10,8 @@ the session's Prefect server; its output is what the worker's log shows:
 - a run whose judge is down ends Failed "unhealthy";
 
 and neither prints Prefect's "Engine execution exited with unexpected exception"
-traceback: the flow run's state message says why it failed.
+traceback: the flow run's state message says why it failed, in the engine's one
+"Finished in state Failed('…')" line. A bug (any other exception) still prints it.
 """
 
 from __future__ import annotations
@@ -82,17 +83,26 @@ def _deployment_run(store: Store, config: Path, registry: Path,
     as a worker would; its final state and the process's output."""
     parameters = {"benchmark_config": str(config), "store_root": str(store.root),
                   "curate": False}
+    return _engine_run("pipeline", f"verdicts-{config.stem}", WEEKLY["entrypoint"],
+                       SPEC["pull"], parameters, {"ESSAYBENCH_MODELS": str(registry)}, tmp_path)
+
+
+def _engine_run(flow_name: str, name: str, entrypoint: str, pull_steps: list[Any] | None,
+                parameters: dict[str, Any], env_extra: dict[str, str],
+                tmp_path: Path) -> tuple[Any, str]:
+    """A deployment's flow run, run by ``python -m prefect.engine`` in ``tmp_path``:
+    its final state and the process's output (what a worker's log shows)."""
     with get_client(sync_client=True) as client:
-        flow_id = client.create_flow_from_name("pipeline")
+        flow_id = client.create_flow_from_name(flow_name)
         deployment_id = client.create_deployment(
-            flow_id=flow_id, name=f"verdicts-{config.stem}", entrypoint=WEEKLY["entrypoint"],
-            pull_steps=SPEC["pull"], parameters=parameters)
+            flow_id=flow_id, name=name, entrypoint=entrypoint, pull_steps=pull_steps,
+            parameters=parameters)
         flow_run = client.create_flow_run_from_deployment(deployment_id)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PREFECT_", "ESSAYBENCH_"))}
         env |= {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "DO_NOT_TRACK": "1",
-                "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "ESSAYBENCH_MODELS": str(registry),
-                "PREFECT_HOME": str(tmp_path / "engine-home")}
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_HOME": str(tmp_path / "engine-home"), **env_extra}
         done = subprocess.run([sys.executable, "-m", "prefect.engine", str(flow_run.id)],
                               env=env, cwd=tmp_path, capture_output=True, text=True,
                               timeout=600, stdin=subprocess.DEVNULL, check=False)
@@ -100,11 +110,6 @@ def _deployment_run(store: Store, config: Path, registry: Path,
     return final.state, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 25 item 4, open: in a worker's flow-run process (python -m prefect.engine) Prefect "
-    "3.9 still logs 'Engine execution exited with unexpected exception' with a traceback for "
-    "a flow that ends Failed; tasks/verdicts' log filter does not catch it there yet (seen "
-    "on a fresh clone). Strict: this fails once the traceback is gone, so remove the mark."))
 def test_a_refusal_names_the_deployment_parameter_and_no_traceback_is_logged(
         curated_copy: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from essaybench.flows.pipeline import pipeline_flow
@@ -114,26 +119,22 @@ def test_a_refusal_names_the_deployment_parameter_and_no_traceback_is_logged(
         _calibrate(store, server, tmp_path, monkeypatch)
         changed = _config(tmp_path / "changed.yaml", max_tokens=999)
         registry = _registry(tmp_path / "models.yaml", server.base_url, server.base_url)
+        calibrated = server.stats().totals.received
         state, output = _deployment_run(store, changed, registry, tmp_path)
-        before = server.stats().totals.received
         # The same refusal from the flow called in its own process (as the CLI calls it).
         with pytest.raises(JudgeNotCalibrated) as in_process:
             pipeline_flow(str(changed), store_root=str(store.root), curate=False)
+        assert server.stats().totals.received == calibrated  # both refused before any call
     assert state is not None and state.is_failed(), (state, output[-3000:])
     message = state.message or ""
     assert "max_tokens=999" in message and "uncalibrated_ok: true" in message, message
     assert "--force-uncalibrated" not in message
+    assert output.count("Finished in state Failed(") == 1, output[-3000:]
     assert not [t for t in TRACEBACKS if t in output], output[-3000:]
     assert "--force-uncalibrated" in str(in_process.value)
     assert "uncalibrated_ok" not in str(in_process.value)
-    assert server.stats().totals.received == before  # refused before any call
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 25 item 4, open: in a worker's flow-run process (python -m prefect.engine) Prefect "
-    "3.9 still logs 'Engine execution exited with unexpected exception' with a traceback for "
-    "a flow that ends Failed; tasks/verdicts' log filter does not catch it there yet (seen "
-    "on a fresh clone). Strict: this fails once the traceback is gone, so remove the mark."))
 def test_an_unhealthy_deployment_run_ends_failed_without_a_traceback(
         curated_copy: Store, tmp_path: Path) -> None:
     with run_fake_server() as writer:
@@ -146,5 +147,28 @@ def test_an_unhealthy_deployment_run_ends_failed_without_a_traceback(
         assert writer.stats().totals.received > 0
     assert state is not None and state.is_failed(), (state, output[-3000:])
     assert "is unhealthy" in (state.message or ""), state.message
-    assert "Finished in state Failed" in output, output[-3000:]
+    assert output.count("Finished in state Failed(") == 1, output[-3000:]
     assert not [t for t in TRACEBACKS if t in output], output[-3000:]
+
+
+BUG_FLOW = """
+from prefect import flow
+
+import essaybench.flows.pipeline  # installs the verdict filter, as in a pipeline run
+
+
+@flow(name="a-bug")
+def a_bug() -> None:
+    {}["no such key"]
+"""
+
+
+def test_a_bug_in_a_deployment_run_still_logs_its_traceback(tmp_path: Path) -> None:
+    """Only verdicts are quiet: an exception nobody meant still shows where it came from."""
+    (tmp_path / "bug_flow.py").write_text(BUG_FLOW, encoding="utf-8")
+    state, output = _engine_run("a-bug", "a-bug", "bug_flow.py:a_bug", None, {}, {},
+                                tmp_path)
+    assert state is not None and state.is_failed(), (state, output[-3000:])
+    engine = output.index("Engine execution exited with unexpected exception")
+    assert "Traceback (most recent call last)" in output[engine:], output[-3000:]
+    assert "KeyError: 'no such key'" in output[engine:], output[-3000:]

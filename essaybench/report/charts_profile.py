@@ -69,11 +69,20 @@ def trait_profile_chart(ids: ChartIds, judge: str, traits: pl.DataFrame,
     y = np.arange(len(order))[::-1]
     with chart_style():
         fig = Figure(figsize=(2.0 + 1.9 * ncols, nrows * (0.7 + TRAIT_ROW_IN * len(order))))
-        axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+        # Not shared axes: a shared y axis draws its 24-odd ticks in every panel, most of
+        # the chart's time; each panel gets the same limits, ticks only at the outer edge.
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        top = float(np.nanmax(rows["score"].to_numpy()))
+        x_max = 10.0 if labels.traits else max(1.0, top * 1.05)
         for k, ax in enumerate(axes.flat):
             if k >= len(models):
                 ax.set_visible(False)
                 continue
+            if k % ncols:
+                ax.set_yticks([])
+            if k + ncols < len(models):  # a panel below it draws the x axis
+                ax.set_xticks([])
+            ax.set_ylim(-0.6, len(order) - 0.4)
             mine = {(g, t): s for g, t, s in rows.filter(pl.col("model") == models[k])
                     .select("genre", "trait", "score").iter_rows()}
             values = [mine.get(pair, np.nan) for pair in order]
@@ -82,10 +91,10 @@ def trait_profile_chart(ids: ChartIds, judge: str, traits: pl.DataFrame,
                 if order[i][0] != order[i - 1][0]:
                     ax.axhline(y[i] + 0.5, color="grey", linewidth=0.5)
             ax.set_title(models[k], fontsize=9)
-            ax.set_xlim(0, 10 if labels.traits else None)
+            ax.set_xlim(0, x_max)
         names = [f"{_short(g, labels)} · {labels.trait(t)}" for g, t in order]
-        axes[0, 0].set_yticks(y, names, fontsize=6.5)
-        axes[0, 0].set_ylim(-0.6, len(order) - 0.4)
+        for row in axes[:, 0]:
+            row.set_yticks(y, names, fontsize=6.5)
         fig.supxlabel("mean per sub-question (1–10)" if labels.traits else "mean trait sum",
                       fontsize=8)
         fit_margins(fig, names, 6.5, top_in=0.3, bottom_in=0.55)

@@ -165,7 +165,15 @@ def fold(text: str) -> str:
 def essay_flags(prompt_text: str, essay_text: str) -> list[str]:
     """The injection markers in ``essay_text`` (see the module docstring). ``prompt_text``
     is the task: a cue the prompt itself uses (an essay on a contest may say 评委 because
-    the prompt does) is not held against the essay."""
+    the prompt does) is not held against the essay. Remembered for the most recent essays:
+    the judge prefetch (``prefetch.py``) finds an essay's flags while its judge calls are
+    in flight, and the judge stage's flags read them back (0.4 s of the judge stage at the
+    paper's scale)."""
+    return list(_essay_flags(prompt_text, essay_text))
+
+
+@functools.lru_cache(maxsize=32768)
+def _essay_flags(prompt_text: str, essay_text: str) -> tuple[str, ...]:
     essay, prompt = fold(essay_text), fold(prompt_text)
     flags = [code for code, rule in _RULES.items()
              if rule.search(essay) and not _in_prompt(rule, prompt, essay)]
@@ -178,7 +186,7 @@ def essay_flags(prompt_text: str, essay_text: str) -> list[str]:
     if any(len(re.findall(r"[A-Za-z]", m.group())) >= 40 for m in _LATIN_RUN.finditer(essay)) \
             and len(_HAN.findall(essay)) >= 50:
         flags.append("language_switch")
-    return [code for code in FLAG_CODES if code in flags]
+    return tuple(code for code in FLAG_CODES if code in flags)
 
 
 def _in_prompt(rule: re.Pattern[str], prompt_text: str, essay_text: str) -> bool:

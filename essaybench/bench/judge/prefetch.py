@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from essaybench.bench.generate import prompt_of
+from essaybench.bench.judge.injection import essay_flags
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.request import (
     JudgeParams,
@@ -73,6 +74,8 @@ class JudgePrefetch:
                      "prompt_text": prompt_text, "essay_text": result.text,
                      "off_language": chinese_share(result.text or "") < self.min_chinese_share}
             requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
+            # Found now, while the calls are in flight; the judge stage reads it back.
+            essay_flags(prompt_text, result.text or "")
         except Exception as exc:  # the judge stage will meet (and report) it itself
             if len(self.errors) < 5:  # an exception's text is untrusted: stored redacted
                 self.errors.append(redact(f"{request.tag}: {type(exc).__name__}: {exc}"))

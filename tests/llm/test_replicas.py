@@ -176,8 +176,14 @@ def test_replica_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(REPLICAS_ENV, "zero")
     with pytest.raises(UserError, match=f"{REPLICAS_ENV} must be a whole number"):
         embedded_replica_count()
+    monkeypatch.setenv(REPLICAS_ENV, "0")
+    with pytest.raises(UserError, match=f"{REPLICAS_ENV} must be a whole number"):
+        embedded_replica_count()
     monkeypatch.delenv(REPLICAS_ENV)
-    assert 1 <= embedded_replica_count() <= 2
+    # The default: one per CPU, at most two (each replica runs one thread).
+    for cpus, replicas in ((None, 1), (1, 1), (2, 2), (3, 2), (64, 2)):
+        monkeypatch.setattr("essaybench.llm.session.os.cpu_count", lambda n=cpus: n)
+        assert embedded_replica_count() == replicas, cpus
 
 
 def test_a_replica_that_refuses_connections_is_set_aside_and_its_homes_move() -> None:

@@ -37,12 +37,31 @@ STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
           "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py")
 
 
+# tryfirst: xdist's worker turns each item's group into its node id (``…@group``) in its own
+# collection hook, after this one.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
         module = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group("stacks" if module in STACKS else module))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker under --dist loadgroup, every grouped item's node id must carry
+    its group: when it does not (pytest 9.2 with xdist 3.8 did not), modules are split
+    across workers, each builds the module's fixtures (the demo's run twice) and two stack
+    modules share the cores. Stop rather than run the suite that way."""
+    if not hasattr(session.config, "workerinput") or not session.config.getvalue("loadgroup"):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist's --dist loadgroup is not grouping under pytest {pytest.__version__}"
+            f" ({len(lost)} items without their group, e.g. {lost[0]}): see pyproject's pin")
 
 
 @pytest.fixture

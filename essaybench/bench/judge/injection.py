@@ -172,6 +172,12 @@ def essay_flags(prompt_text: str, essay_text: str) -> list[str]:
     return list(_essay_flags(prompt_text, essay_text))
 
 
+def forget_essay_flags() -> None:
+    """Drop what :func:`essay_flags` remembers (the judge stage, once it has read its
+    essays' flags: a long-lived worker would otherwise keep the last essays' texts)."""
+    _essay_flags.cache_clear()
+
+
 @functools.lru_cache(maxsize=32768)
 def _essay_flags(prompt_text: str, essay_text: str) -> tuple[str, ...]:
     essay, prompt = fold(essay_text), fold(prompt_text)

@@ -25,6 +25,7 @@ from essaybench.bench.judge.judgments import judgments_table
 from essaybench.bench.judge.request import JudgeParams, Runner, build_judge_requests, load_scoring
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.registry import Registry
+from essaybench.llm.types import ChatRequest
 from essaybench.runs.calibration import (
     JudgeNotCalibrated,
     calibrating_runs,
@@ -38,6 +39,18 @@ from essaybench.store.run_stage import run_stage
 STAGE = "drift"
 
 
+def anchor_requests(params: DriftParams, judge: JudgeParams, stage: str = STAGE
+                    ) -> tuple[pl.DataFrame, list[ChatRequest]]:
+    """The (sampled) anchor essays and their judge calls, accounted under ``stage``: one
+    per anchor and judge. The generate stage may send them early (``JudgePrefetch``'s
+    ``early``); the drift stage then finds their results held by the gateway."""
+    judge = judge.model_copy(update={"repeats": 1})
+    essays = anchor_essays(sample_anchors(load_anchor_set(params.anchor_set), params.anchors,
+                                          params.seed))
+    return essays, [r.model_copy(update={"stage": stage})
+                    for r in build_judge_requests(essays, judge, load_scoring(judge))]
+
+
 def judge_anchors(params: DriftParams, judge: JudgeParams, session: Runner,
                   stage: str) -> pl.DataFrame:
     """The judges' judgments of the (sampled) anchor set: judge-stage rows plus ``level``.
@@ -45,11 +58,8 @@ def judge_anchors(params: DriftParams, judge: JudgeParams, session: Runner,
     accounted under ``stage`` — one per anchor and judge, whatever ``judge.repeats`` says:
     the anchors measure the judge's single call, as its calibration did."""
     judge = judge.model_copy(update={"repeats": 1})
-    anchors = load_anchor_set(params.anchor_set)
-    essays = anchor_essays(sample_anchors(anchors, params.anchors, params.seed))
+    essays, requests = anchor_requests(params, judge, stage)
     scoring = load_scoring(judge)
-    requests = [r.model_copy(update={"stage": stage})
-                for r in build_judge_requests(essays, judge, scoring)]
     results = session.run(requests)
     table = judgments_table(essays, requests, results, scoring, judge)
     return table.join(essays.select("prompt_id", "level"), on="prompt_id", how="left")

@@ -6,6 +6,8 @@ for calls that failed or never finished."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from essaybench.bench.config import BenchmarkConfig, select_prompts
@@ -14,6 +16,7 @@ from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.contracts import StageOutput
 from essaybench.core.errors import NotFoundError
 from essaybench.llm.session import GatewaySession
+from essaybench.llm.types import ChatRequest
 from essaybench.runs.lineage import check_session_run
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
@@ -34,10 +37,12 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
 
 
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
-                   session: GatewaySession, *, prefetch_judge: bool = False) -> Snapshot:
+                   session: GatewaySession, *, prefetch_judge: bool = False,
+                   early: Sequence[ChatRequest] = ()) -> Snapshot:
     """``prefetch_judge``: also send each fresh essay's judge calls as it comes back (for
     a run that judges next: a judge stage on the same session gets their results in
-    memory, any other finds them in the ledger)."""
+    memory, any other finds them in the ledger); and ``early`` (the drift anchors' calls)
+    with the first essay's."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     check_session_run(session, run_id)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
@@ -46,6 +51,8 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     prefetch = (JudgePrefetch.for_prompts(selected, config.judge,
                                           config.generate.min_chinese_share)
                 if prefetch_judge else None)
+    if prefetch is not None:
+        prefetch.early = list(early)
 
     def compute() -> StageOutput:
         output = run_generate(selected, config.generate, session, version, follow_up=prefetch)

@@ -18,7 +18,7 @@ from essaybench.llm.registry import Registry, check_judges, load_registry
 from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
 from essaybench.stages.aggregate import aggregate_stage
-from essaybench.stages.drift import drift_stage
+from essaybench.stages.drift import anchor_requests, drift_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
 from essaybench.stages.shard import ShardError
@@ -65,8 +65,14 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
             with session.reusing_failures_since(merged_since):
                 for stage in llm:
                     if stage == "generate":
+                        # The drift anchors' calls need no essay: sent with the first
+                        # (not in a sharded run's replay, which must send nothing).
+                        early = (anchor_requests(config.drift, config.judge)[1]
+                                 if "judge" in stages and config.drift is not None
+                                 and merged_since is None else [])
                         upstream = generate_stage(store, run_id, config, session,
-                                                  prefetch_judge="judge" in stages)
+                                                  prefetch_judge="judge" in stages,
+                                                  early=early)
                     else:
                         assert upstream is not None
                         upstream = judge_stage(store, run_id, config, upstream, session)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
@@ -126,3 +127,32 @@ def test_missing_prompt_set_is_a_clear_error(tmp_path: Path) -> None:
 def test_run_stages_takes_only_consecutive_stages(tmp_path: Path, stages: list[str]) -> None:
     with pytest.raises(ValueError, match="not consecutive stages"):
         run_stages(Store(tmp_path / "store"), "r1", CONFIG, stages, None)
+
+
+def test_the_drift_anchors_are_judged_while_essays_are_written(curated_copy: Store) -> None:
+    """generate + judge with drift in one session: the anchors' calls go out with the first
+    essay's judge calls (they need no essay), the drift stage finds them done and sends
+    nothing, and no call is paid twice."""
+    from essaybench.bench.drift import DriftParams
+    from essaybench.store.runs import record_run
+
+    store = curated_copy
+    config = CONFIG.model_copy(update={"drift": DriftParams(anchors=4)})
+    models = ["writer", "judge"]
+    with run_fake_server() as server:
+        registry = registry_of(*(fake_spec(m, model_id=m).with_base_url(server.base_url)
+                                 for m in models))
+        record_run(store, "r1")
+        snaps = run_stages(store, "r1", config, ["generate", "judge"], None, registry=registry)
+        received = server.stats().per_model["judge"].received
+    assert set(snaps) == {"generate", "judge", "drift"}
+    with duckdb.connect(str(store.root / "ledger.duckdb"), read_only=True) as con:
+        calls = dict(con.execute("SELECT stage, count(*) FROM llm_calls GROUP BY stage")
+                     .fetchall())
+        [(drift_done,)] = con.execute("SELECT max(finished_at) FROM llm_calls "
+                                      "WHERE stage = 'drift'").fetchall()
+    with duckdb.connect(str(store.root / "catalog.duckdb"), read_only=True) as con:
+        [(generate_done,)] = con.execute("SELECT ended_at FROM stage_runs WHERE run_id = 'r1' "
+                                         "AND stage = 'generate'").fetchall()
+    assert calls["drift"] == 4 and received == calls["judge"] + 4  # each sent once
+    assert drift_done <= generate_done, (drift_done, generate_done)

@@ -248,8 +248,11 @@ print("DONE", flush=True)
 def test_a_killed_run_resumed_as_a_rerun_pays_for_nothing_twice(
         store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "benchmark.yaml"
+    # drift off, as in CONFIG (the resumed run's): otherwise the anchors' calls, sent with
+    # the first essay's, are in flight at the kill and the resumed run has none to resend.
     config.write_text(yaml.safe_dump({"per_genre": 6, "generate": {"models": ["writer"]},
-                                      "judge": {"judges": ["judge"]}}), encoding="utf-8")
+                                      "judge": {"judges": ["judge"]}, "drift": None}),
+                      encoding="utf-8")
     scenario = FakeScenario.model_validate({"models": {"*": {"latency_ms": 80}}})
     with run_fake_server(scenario) as server:
         use_fake_models(tmp_path / "models.yaml", server.base_url, monkeypatch,

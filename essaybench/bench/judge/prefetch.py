@@ -45,6 +45,9 @@ class JudgePrefetch:
     renderer: JudgeRenderer
     min_chinese_share: float = 0.5  # generate's: what makes an essay off_language
     errors: list[str] = field(default_factory=list)  # the first few, for the snapshot meta
+    # Calls that need no essay (the drift stage's anchors: ``stages.drift.anchor_requests``),
+    # sent with the first essay's so the stage after judging finds them done.
+    early: list[ChatRequest] = field(default_factory=list)
 
     @classmethod
     def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams,
@@ -61,6 +64,10 @@ class JudgePrefetch:
         return cls(params, labels, rubric, make_renderer(params, rubric), min_chinese_share)
 
     def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        early, self.early = self.early, []
+        return early + self._judge_calls(request, result)
+
+    def _judge_calls(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         if result.status is not CallStatus.OK:
             return []  # the judge stage records it as skipped, without a call
         pid = prompt_of(request.tag)

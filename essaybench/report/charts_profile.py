@@ -9,6 +9,7 @@ import math
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from essaybench.core.contracts import GENRES, PROMPT_SETS
 from essaybench.report.charts import model_colors
@@ -122,27 +123,32 @@ def trait_cells_chart(ids: ChartIds, judge: str, cell_traits: pl.DataFrame,
         # A row is one genre: its traits label the first panel only.
         axes = fig.subplots(len(genres), len(sets), sharex=True, sharey="row", squeeze=False)
         names: list[str] = []
+        score = {(g, s, m, t): v for g, s, m, t, v
+                 in rows.select("g", "s", "model", "trait", "score").iter_rows()}
         for gi, genre in enumerate(genres):
             of_genre = rows.filter(pl.col("g") == genre)
             order = [t for _, t in _trait_order(of_genre.rename({"g": "genre"}), labels)]
             y = np.arange(len(order))[::-1]
             for si, pset in enumerate(sets):
                 ax = axes[gi, si]
-                mine = of_genre.filter(pl.col("s") == pset)
-                for model, offset in zip(models, offsets, strict=True):
-                    got = dict(mine.filter(pl.col("model") == model)
-                               .select("trait", "score").iter_rows())
-                    ax.plot([got.get(t, np.nan) for t in order], y + offset, "o",
-                            color=colors[model], markersize=4, label=model)
+                # every model's points in one collection (one artist per model was most
+                # of the chart's time at 15 models)
+                ax.scatter([score.get((genre, pset, m, t), np.nan)
+                            for m in models for t in order],
+                           [yi + offset for offset in offsets for yi in y],
+                           c=[colors[m] for m in models for _ in order], s=16)
                 ax.set_title(f"{label(genre, labels.genre_zh(genre))} / {pset}", fontsize=8)
                 ax.grid(axis="x", alpha=0.3)
             names += [labels.trait(t) for t in order]
             axes[gi, 0].set_yticks(y, [labels.trait(t) for t in order], fontsize=6.5)
             axes[gi, 0].set_ylim(-0.6, len(order) - 0.4)
-        handles, legend = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, legend, loc="upper center", ncols=min(len(models), 5), fontsize=7,
+        handles = [Line2D([], [], marker="o", linestyle="", color=colors[m], markersize=4)
+                   for m in models]
+        fig.legend(handles, models, loc="upper center", ncols=min(len(models), 5), fontsize=7,
                    frameon=False)
-        fit_margins(fig, names, 6.5, top_in=0.55, bottom_in=0.35)
+        # the legend: five models a row, above the panels
+        fit_margins(fig, names, 6.5, top_in=0.4 + 0.15 * math.ceil(len(models) / 5),
+                    bottom_in=0.35)
         fig.subplots_adjust(hspace=0.45, wspace=0.05)
         return inline_svg(fig, ids)
 

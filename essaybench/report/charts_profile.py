@@ -73,8 +73,9 @@ def trait_profile_chart(ids: ChartIds, judge: str, traits: pl.DataFrame,
         # Not shared axes: a shared y axis draws its 24-odd ticks in every panel, most of
         # the chart's time; each panel gets the same limits, ticks only at the outer edge.
         axes = fig.subplots(nrows, ncols, squeeze=False)
-        top = float(np.nanmax(rows["score"].to_numpy()))
-        x_max = 10.0 if labels.traits else max(1.0, top * 1.05)
+        x_max = (10.0 if labels.traits  # the rubric's scale; else the largest trait sum
+                 else max(1.0, float(rows.select(pl.col("score").fill_nan(None).max()).item()
+                                     or 0.0) * 1.05))
         for k, ax in enumerate(axes.flat):
             if k >= len(models):
                 ax.set_visible(False)

@@ -275,3 +275,17 @@ def test_fingerprint_tracks_content_not_formatting(tmp_path: Path, rubric: Rubri
     changed = tmp_path / "changed.v1.yaml"
     changed.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     assert load_rubric(changed).fingerprint != rubric.fingerprint
+
+
+def test_a_file_read_again_is_parsed_once_and_an_edit_is_seen(tmp_path: Path) -> None:
+    raw = _builtin_raw()
+    path = _write(tmp_path, raw)
+    first = load_rubric(path)
+    assert load_rubric(path) is first  # the same bytes: validated once
+    raw["id"] = "edited"
+    _write(tmp_path, raw)
+    edited = load_rubric(path)
+    assert edited.id == "edited" and edited.fingerprint != first.fingerprint
+    # the same bytes read as another kind of file are validated as that kind
+    with pytest.raises(RubricError):
+        load_judge_prompt(path)

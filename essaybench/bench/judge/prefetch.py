@@ -20,6 +20,7 @@ import polars as pl
 
 from essaybench.bench.generate import prompt_of
 from essaybench.bench.judge.injection import essay_flags
+from essaybench.bench.judge.memo import PREFETCHED
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.request import (
     JudgeParams,
@@ -27,6 +28,7 @@ from essaybench.bench.judge.request import (
     essay_judge_requests,
     load_scoring,
     make_renderer,
+    request_scope,
 )
 from essaybench.constraints import chinese_share
 from essaybench.core.redact import redact
@@ -48,6 +50,9 @@ class JudgePrefetch:
     # Calls that need no essay (the drift stage's anchors: ``stages.drift.anchor_requests``),
     # sent with the first essay's so the stage after judging finds them done.
     early: list[ChatRequest] = field(default_factory=list)
+    # The key of the requests it builds in PREFETCHED (request_scope), where the judge
+    # stage takes them instead of rendering them again.
+    scope: str = ""
 
     @classmethod
     def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams,
@@ -61,7 +66,9 @@ class JudgePrefetch:
         labels = {str(pid): (None if genre is None else str(genre), str(text))
                   for pid, genre, text
                   in prompts.select("prompt_id", "genre", "text").iter_rows()}
-        return cls(params, labels, rubric, make_renderer(params, rubric), min_chinese_share)
+        renderer = make_renderer(params, rubric)
+        return cls(params, labels, rubric, renderer, min_chinese_share,
+                   scope=request_scope(params, rubric, renderer))
 
     def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         early, self.early = self.early, []
@@ -81,6 +88,8 @@ class JudgePrefetch:
                      "prompt_text": prompt_text, "essay_text": result.text,
                      "off_language": chinese_share(result.text or "") < self.min_chinese_share}
             requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
+            if requests:
+                PREFETCHED.remember(self.scope, essay, requests)
             # Found now, while the calls are in flight; the judge stage reads it back.
             essay_flags(prompt_text, result.text or "")
         except Exception as exc:  # the judge stage will meet (and report) it itself

@@ -23,6 +23,7 @@ from essaybench.bench.judge.genre import (
     genre_call,
     needs_genre_call,
 )
+from essaybench.bench.judge.memo import PREFETCHED, RequestMemo, memo_scope
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.repeats import RepeatWhen, repeat_requests, repeated_upfront
 from essaybench.bench.rubrics import (
@@ -127,6 +128,14 @@ def make_renderer(params: JudgeParams, rubric: Scoring) -> JudgeRenderer:
     return JudgeRenderer(rubric, params.analysis_max_chars, load_prompt_for(params))
 
 
+def request_scope(params: JudgeParams, rubric: Scoring, renderer: JudgeRenderer) -> str:
+    """Everything but the essay that :func:`essay_judge_requests` builds from (the key of
+    the prefetch's requests in :data:`~essaybench.bench.judge.memo.PREFETCHED`)."""
+    prompt = renderer.judge_prompt
+    return memo_scope(params.model_dump_json(), rubric.fingerprint,
+                      None if prompt is None else prompt.fingerprint)
+
+
 def skipped_off_language(params: JudgeParams, essay: Mapping[str, Any]) -> bool:
     """Whether ``essay`` (a row of the essays table) is not judged for its language."""
     return params.skip_off_language and bool(essay.get("off_language"))
@@ -220,15 +229,22 @@ def genre_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
 
 
 def build_judge_requests(essays: pl.DataFrame, params: JudgeParams, rubric: Scoring,
-                         genres: Mapping[tuple[str, str], GenreOutcome] | None = None
-                         ) -> list[ChatRequest]:
+                         genres: Mapping[tuple[str, str], GenreOutcome] | None = None,
+                         memo: RequestMemo | None = PREFETCHED) -> list[ChatRequest]:
     """The requests of every ok essay (:func:`essay_judge_requests`), in essay order then
     judge order: one per judge, and the repeats known before judging. ``genres``: the
-    genre calls' outcomes of the essays without a genre (none of theirs without it)."""
+    genre calls' outcomes of the essays without a genre (none of theirs without it).
+    ``memo``: where the prefetch left the requests it built (taken, not rebuilt)."""
     check_essays(essays)
     renderer = make_renderer(params, rubric)
-    return [request for row in _ok_essays(essays)
-            for request in (essay_judge_requests(row, params, rubric, renderer)
-                            if not needs_genre_call(row["genre"])
-                            else genre_judge_requests(row, params, rubric, genres or {},
-                                                      renderer))]
+    scope = request_scope(params, rubric, renderer) if memo is not None else ""
+    requests: list[ChatRequest] = []
+    for row in _ok_essays(essays):
+        if needs_genre_call(row["genre"]):
+            requests += genre_judge_requests(row, params, rubric, genres or {}, renderer)
+            continue
+        found = (memo.take(scope, row) if memo is not None
+                 and not skipped_off_language(params, row) else None)
+        requests += (found if found is not None
+                     else essay_judge_requests(row, params, rubric, renderer))
+    return requests

@@ -7,6 +7,7 @@ import pytest
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import GenerateParams
+from essaybench.bench.judge.memo import PREFETCHED
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.bench.judge.request import JudgeParams, build_judge_requests, load_scoring
 from essaybench.llm.client import request_key
@@ -102,6 +103,7 @@ def test_judge_stage_resends_nothing_after_prefetch(curated_copy: Store, prefetc
     # the stage's judgment batch (after its genre calls): the prefetched ones in memory
     assert session.gateway.last_stats.from_follow_ups == (SINGLE if prefetch else 0)
     assert session.gateway.last_stats.from_ledger == 0
+    assert len(PREFETCHED) == 0  # the prefetch's requests were taken, the rest forgotten
     JUDGE_TABLES[prefetch] = table
     if prefetch:
         assert gen.meta["follow_ups"] == {"requests": SINGLE, "from_ledger": 0, "sent": SINGLE}

@@ -34,8 +34,11 @@ CREATE TABLE IF NOT EXISTS llm_calls (
                                       -- recorded before calls carried their run)
     retries INTEGER,                  -- of the attempts, re-sent after a transient transport
                                       -- failure (429, 5xx, timeout, dropped connection)
-    reasks INTEGER                    -- of the attempts, sent again because the reply was
+    reasks INTEGER,                   -- of the attempts, sent again because the reply was
                                       -- empty or broke the answer format (NULL: recorded
                                       -- before the two were counted apart)
+    cached_input_tokens BIGINT        -- of input_tokens, served from the provider's prompt
+                                      -- cache (NULL: not reported, or recorded before the
+                                      -- ledger kept it; the cost then is at the input price)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_key ON llm_calls (key);

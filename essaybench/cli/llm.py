@@ -27,7 +27,13 @@ def llm_usage(
 
     from essaybench.core.errors import NotFoundError, UserError
     from essaybench.core.sql import statement
-    from essaybench.llm.accounting import CallRecord, render_markdown, render_rich, summarize
+    from essaybench.llm.accounting import (
+        CallRecord,
+        render_markdown,
+        render_rich,
+        summarize,
+        upper_bound_note,
+    )
     from essaybench.llm.cost_basis import DEFINITION
     from essaybench.llm.session import LEDGER_FILE
     from essaybench.store.readonly import older_schema, read_only
@@ -57,6 +63,9 @@ def llm_usage(
         console.print(render_rich(summaries, f"LLM calls in {path}"))
     console.print(f"USD / 1k chars (generate rows): {DEFINITION}, as in the report.",
                   markup=False, soft_wrap=True)
+    bound = upper_bound_note(summaries)
+    if bound is not None:
+        console.print(bound, markup=False, soft_wrap=True)
 
 
 def _stages(path: Path) -> list[str]:
@@ -80,12 +89,17 @@ def llm_models(
     registry = load_registry(models_file)
     table = Table(title="Models")
     table.add_column("name", no_wrap=True)
-    for col in ("on", "endpoint / model id", "key from", "conc / rpm / tpm", "$/Mtok in/out"):
+    for col in ("on", "endpoint / model id", "key from", "conc / rpm / tpm",
+                "$/Mtok in/cached/out", "discounts"):
         table.add_column(col)
     for name in registry.names():
         m = registry.get(name)
+        cached = m.price_cached_input_per_mtok
+        discounts = [f"batch ×{m.batch_price_factor:g}"] if m.batch_price_factor else []
+        discounts += [f"{p.start}-{p.end} UTC ×{p.price_factor:g}" for p in m.off_peak]
         table.add_row(name, "yes" if m.enabled else "no", f"{m.base_url}\n{m.model_id}",
                       f"${m.api_key_env}" if m.api_key_env else "-",
                       f"{m.max_concurrency} / {m.rpm or '-'} / {m.tpm or '-'}",
-                      f"{m.price_input_per_mtok} / {m.price_output_per_mtok}")
+                      f"{m.price_input_per_mtok} / {'=in' if cached is None else cached} / "
+                      f"{m.price_output_per_mtok}", "\n".join(discounts) or "-")
     console.print(table)

@@ -3,6 +3,10 @@
 Pure functions over ``CallRecord`` rows (built from ledger rows or ``ChatResult``s).
 The rules, so that a report never flatters a model:
 
+- Each call's cost is :mod:`~essaybench.llm.pricing`'s, recorded when it finished: cached
+  input, batch and off-peak prices applied. A call priced without a cached-input figure
+  from its provider is counted in ``cost_upper_bound`` (``upper_bound_note``), so the
+  output says once which figures are upper bounds.
 - Skipped calls were never sent: they count as calls and by status, and nowhere else.
 - Cost sums the sent calls' recorded costs. One call that produced something billable
   (it succeeded, or reported usage) but has no cost (unknown price, or no usage reported)
@@ -38,6 +42,7 @@ import polars as pl
 from rich.table import Table
 
 from essaybench.llm.cost_basis import GENERATE, cost_per_1k, usable_chars
+from essaybench.llm.pricing import UPPER_BOUND_NOTE
 from essaybench.llm.types import CallStatus, ChatResult
 
 GROUP_FIELDS = ("model", "stage")
@@ -65,6 +70,7 @@ class CallRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    cached_input_tokens: int | None = None  # of input_tokens (None: not reported)
     latency_s: float | None = None
     output_chars: int = 0  # CJK ideographs in the reply text
     from_ledger: bool = False  # served from the ledger: no request in this run
@@ -88,6 +94,7 @@ class CallRecord:
         return cls(model=result.model, stage=result.stage, status=result.status,
                    input_tokens=result.usage.input_tokens,
                    output_tokens=result.usage.output_tokens, cost_usd=result.cost_usd,
+                   cached_input_tokens=result.usage.cached_input_tokens,
                    latency_s=result.latency_s, output_chars=count_cjk(result.text),
                    from_ledger=result.from_ledger, retries=result.retries,
                    reasks=result.reasks,
@@ -107,6 +114,7 @@ class CallRecord:
                    input_tokens=_opt_int(row.get("input_tokens")),
                    output_tokens=_opt_int(row.get("output_tokens")),
                    cost_usd=_opt_float(row.get("cost_usd")),
+                   cached_input_tokens=_opt_int(row.get("cached_input_tokens")),
                    latency_s=_opt_float(row.get("latency_s")),
                    output_chars=int(chars), from_ledger=bool(row.get("from_ledger") or False),
                    retries=_opt_int(row.get("retries")), reasks=_opt_int(row.get("reasks")),
@@ -140,9 +148,13 @@ class UsageSummary:
     input_tokens: int  # over sent calls that reported usage
     output_tokens: int
     tokens_unknown: int  # sent calls without usage
+    cached_input_tokens: int  # of input_tokens, served from the provider's cache (reported)
     cost_usd: float | None
     spent_usd: float | None  # sent in this run (ledger hits excluded)
     cost_unknown: int  # billable calls without a cost: why cost_usd may be None
+    # calls with a cost but no cached-input figure: priced at the full input price, an upper
+    # bound where the provider discounted cached input (llm.pricing.UPPER_BOUND_NOTE)
+    cost_upper_bound: int
     unmetered: int  # failed calls with neither usage nor cost, left out of the cost
     latency_p50_s: float | None
     latency_p95_s: float | None
@@ -190,8 +202,11 @@ def summarize_group(model: str, stage: str, records: Sequence[CallRecord]) -> Us
         input_tokens=sum(r.input_tokens or 0 for r in sent),
         output_tokens=sum(r.output_tokens or 0 for r in sent),
         tokens_unknown=sum(r.input_tokens is None or r.output_tokens is None for r in sent),
+        cached_input_tokens=sum(r.cached_input_tokens or 0 for r in sent),
         cost_usd=cost, spent_usd=spent,
         cost_unknown=sum(r.cost_usd is None for r in metered),
+        cost_upper_bound=sum(r.cost_usd is not None and r.cost_usd > 0
+                             and r.cached_input_tokens is None for r in metered),
         unmetered=len(sent) - len(metered),
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
         retries=sum(r.retries or 0 for r in sent), reasks=sum(r.reasks or 0 for r in sent),
@@ -221,8 +236,9 @@ _FRAME_SCHEMA: dict[str, type[pl.DataType]] = {
     "model": pl.Utf8, "stage": pl.Utf8, "calls": pl.Int64,
     **{f"n_{s.value}": pl.Int64 for s in CallStatus},
     "sent": pl.Int64, "from_ledger": pl.Int64, "input_tokens": pl.Int64,
-    "output_tokens": pl.Int64, "tokens_unknown": pl.Int64, "cost_usd": pl.Float64,
-    "spent_usd": pl.Float64, "cost_unknown": pl.Int64, "unmetered": pl.Int64,
+    "output_tokens": pl.Int64, "tokens_unknown": pl.Int64, "cached_input_tokens": pl.Int64,
+    "cost_usd": pl.Float64, "spent_usd": pl.Float64, "cost_unknown": pl.Int64,
+    "cost_upper_bound": pl.Int64, "unmetered": pl.Int64,
     "latency_p50_s": pl.Float64, "latency_p95_s": pl.Float64, "retries": pl.Int64,
     "reasks": pl.Int64, "repeats_unknown": pl.Int64, "output_chars": pl.Int64,
     "cost_per_kchar_usd": pl.Float64, "latency_per_kchar_s": pl.Float64,
@@ -240,7 +256,8 @@ def summary_frame(summaries: Sequence[UsageSummary]) -> pl.DataFrame:
 
 
 _HEADERS = ("model", "stage", "calls", "ok", "not ok", "retries", "re-asks", "tokens in",
-            "tokens out", "cost USD", "p50 s", "p95 s", "USD / 1k chars", "s / 1k chars")
+            "cached in", "tokens out", "cost USD", "p50 s", "p95 s", "USD / 1k chars",
+            "s / 1k chars")
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -256,14 +273,26 @@ def _display_rows(summaries: Sequence[UsageSummary]) -> list[tuple[str, ...]]:
                 else _fmt(s.cost_usd))
         if s.unmetered:
             cost += f" (+{s.unmetered} unmetered)"
+        if s.cost_upper_bound:
+            cost += f" (≤, {s.cost_upper_bound} uncached-priced)"
         tokens_note = f" (+{s.tokens_unknown} unknown)" if s.tokens_unknown else ""
         repeats_note = f" (+{s.repeats_unknown} unknown)" if s.repeats_unknown else ""
         rows.append((s.model, s.stage, str(s.calls), str(s.statuses[CallStatus.OK.value]),
                      failures or "0", f"{s.retries}{repeats_note}", f"{s.reasks}{repeats_note}",
-                     f"{s.input_tokens}{tokens_note}", str(s.output_tokens),
+                     f"{s.input_tokens}{tokens_note}", str(s.cached_input_tokens),
+                     str(s.output_tokens),
                      cost, _fmt(s.latency_p50_s), _fmt(s.latency_p95_s),
                      _fmt(s.cost_per_kchar_usd), _fmt(s.latency_per_kchar_s)))
     return rows
+
+
+def upper_bound_note(summaries: Sequence[UsageSummary]) -> str | None:
+    """One line saying how many priced calls' costs are upper bounds, or None if none is."""
+    bounded = sum(s.cost_upper_bound for s in summaries)
+    if not bounded:
+        return None
+    return (f"Cost marked ≤: {bounded} call{'' if bounded == 1 else 's'} {UPPER_BOUND_NOTE} "
+            "(registry price_cached_input_per_mtok; llm.pricing).")
 
 
 def render_markdown(summaries: Sequence[UsageSummary]) -> str:

@@ -45,6 +45,7 @@ from essaybench.llm.structured import (
     reask_message,
 )
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage, key_of
+from essaybench.llm.usage import openai_usage
 
 __all__ = ["ChatBackend", "OpenAICompatBackend", "canonical_request", "estimate_tokens",
            "idempotency_header", "idempotency_token", "request_key", "token_of_header"]
@@ -119,13 +120,24 @@ class _Totals:
     input_tokens: int = 0
     output_tokens: int = 0
     any_usage: bool = False
+    # cached input over the attempts; None once one of them reported no believable figure
+    cached_input_tokens: int | None = 0
 
-    def add_usage(self, usage: dict[str, Any] | None) -> None:
-        if not usage:
+    def add_usage(self, usage: Any) -> None:
+        if not usage or not isinstance(usage, dict):
             return
+        read = openai_usage(usage)  # untrusted counts: llm.usage
         self.any_usage = True
-        self.input_tokens += int(usage.get("prompt_tokens") or 0)
-        self.output_tokens += int(usage.get("completion_tokens") or 0)
+        self.input_tokens += read.input_tokens
+        self.output_tokens += read.output_tokens
+        self.cached_input_tokens = (None if self.cached_input_tokens is None
+                                    or read.cached_input_tokens is None
+                                    else self.cached_input_tokens + read.cached_input_tokens)
+
+    def usage(self) -> Usage:
+        if not self.any_usage:
+            return Usage()
+        return Usage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 
 
 COMPLETIONS = "/chat/completions"
@@ -253,15 +265,16 @@ class OpenAICompatBackend:
         text: str | None = None
 
         def finish(status: CallStatus, **kw: Any) -> ChatResult:
-            usage = Usage(totals.input_tokens, totals.output_tokens) if totals.any_usage \
-                else Usage()
-            cost = (spec.cost_usd(totals.input_tokens, totals.output_tokens)
+            usage = totals.usage()
+            finished_at = datetime.now(UTC)
+            cost = (spec.cost_usd(usage.input_tokens, usage.output_tokens,
+                                  usage.cached_input_tokens, finished_at=finished_at)
                     if totals.any_usage else None)
             return ChatResult(key=key, model=spec.name, status=status, usage=usage,
                               cost_usd=cost, attempts=totals.attempts, retries=retries,
                               reasks=reasks,
                               latency_s=last.latency_s if last else 0.0,
-                              started_at=started_at, finished_at=datetime.now(UTC),
+                              started_at=started_at, finished_at=finished_at,
                               stage=request.stage, tag=request.tag, **kw)
 
         while True:

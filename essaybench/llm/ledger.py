@@ -45,7 +45,8 @@ ROW_SCHEMA: dict[str, pl.DataType] = {
     **dict.fromkeys(("key", "model", "endpoint", "model_id", "returned_model", "stage", "tag",
                      "status", "error_kind", "error", "request", "response_text", "parsed",
                      "finish_reason"), pl.String()),
-    "input_tokens": pl.Int64(), "output_tokens": pl.Int64(), "cost_usd": pl.Float64(),
+    "input_tokens": pl.Int64(), "output_tokens": pl.Int64(),
+    "cached_input_tokens": pl.Int64(), "cost_usd": pl.Float64(),
     "latency_s": pl.Float64(), "attempts": pl.Int32(),
     "started_at": pl.Datetime("us", "UTC"), "finished_at": pl.Datetime("us", "UTC"),
     "code_version": pl.String(), "run_id": pl.String(),
@@ -64,7 +65,8 @@ def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
         "request": request, "response_text": result.text,
         "parsed": None if result.parsed is None else canonical_json(result.parsed),
         "finish_reason": result.finish_reason, "input_tokens": result.usage.input_tokens,
-        "output_tokens": result.usage.output_tokens, "cost_usd": result.cost_usd,
+        "output_tokens": result.usage.output_tokens,
+        "cached_input_tokens": result.usage.cached_input_tokens, "cost_usd": result.cost_usd,
         "latency_s": result.latency_s, "attempts": result.attempts,
         "started_at": result.started_at, "finished_at": result.finished_at,
         "code_version": code_version(), "run_id": run_id,
@@ -78,7 +80,8 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
         text=row["response_text"],
         parsed=None if row["parsed"] is None else json.loads(row["parsed"]),
         returned_model=row["returned_model"], finish_reason=row["finish_reason"],
-        usage=Usage(row["input_tokens"], row["output_tokens"]), latency_s=row["latency_s"] or 0,
+        usage=Usage(row["input_tokens"], row["output_tokens"], row.get("cached_input_tokens")),
+        latency_s=row["latency_s"] or 0,
         cost_usd=row["cost_usd"], attempts=row["attempts"], retries=row.get("retries"),
         reasks=row.get("reasks"), error_kind=row["error_kind"],
         error=row["error"], started_at=row["started_at"], finished_at=row["finished_at"],
@@ -146,6 +149,7 @@ class Ledger:
         self._con.execute(statement("ledger_schema"))
         self._con.execute(statement("ledger_add_run_id"))
         self._con.execute(statement("ledger_add_reasks"))
+        self._con.execute(statement("ledger_add_cached_input"))
         return self
 
     def close(self) -> None:

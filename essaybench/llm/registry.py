@@ -15,6 +15,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from essaybench.core.paths import resource
 from essaybench.core.project import project_or_error
 from essaybench.core.redact import register_secret_envs
 from essaybench.core.yamlio import YamlConfigError, YamlDocument, read_yaml
+from essaybench.llm.pricing import OffPeak, call_cost
 from essaybench.llm.types import SHARED_JSON, Message
 
 __all__ = [
@@ -119,6 +121,17 @@ class ModelSpec(BaseModel):
         default=None, ge=0, description="USD per million input tokens; null = unknown.")
     price_output_per_mtok: float | None = Field(
         default=None, ge=0, description="USD per million output tokens; null = unknown.")
+    price_cached_input_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million input tokens the provider served "
+        "from its prompt cache (its usage block says how many); null = billed at the input "
+        "price (llm.pricing).")
+    batch_price_factor: float | None = Field(
+        default=None, gt=0, le=1, description="Price multiplier, 0 < f <= 1, of a call sent "
+        "through the provider's batch API (0.5 = half price); null = 1.")
+    off_peak: tuple[OffPeak, ...] = Field(
+        default=(), description="Discounted periods: {start, end (\"HH:MM\" UTC), "
+        "price_factor, days}; the first whose window holds the moment a call finished "
+        "multiplies its cost (llm.pricing). One mapping or a list.")
     timeout_s: float = Field(
         default=180.0, gt=0, description="Read timeout of one request, seconds.")
     connect_timeout_s: float = Field(default=10.0, gt=0, description="Connect timeout, seconds.")
@@ -136,6 +149,19 @@ class ModelSpec(BaseModel):
         default=None, min_length=1, description="A writer configuration's system message: "
         "sent first on this entry's essay-writing requests (never on its judge calls); "
         "it takes the place of the run's generate.system_prompt.")
+
+    @field_validator("off_peak", mode="before")
+    @classmethod
+    def _one_or_more_periods(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v
+
+    @model_validator(mode="after")
+    def _check_prices(self) -> ModelSpec:
+        pin, pcached = self.price_input_per_mtok, self.price_cached_input_per_mtok
+        if pcached is not None and (pin is None or pcached > pin):
+            raise ValueError("price_cached_input_per_mtok needs price_input_per_mtok and must "
+                             "not exceed it (cached input is the discounted part)")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -267,17 +293,13 @@ class ModelSpec(BaseModel):
             text = text[:-1] + ',"response_format":' + fmt + "}"
         return text.encode()
 
-    def cost_usd(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
-        """Cost at list prices; None when a price or a token count is unknown (never a guess)."""
-        pin, pout = self.price_input_per_mtok, self.price_output_per_mtok
-        if pin is None or pout is None:
-            return None
-        if pin == 0 and pout == 0:
-            return 0.0
-        if input_tokens is None or output_tokens is None:
-            return None
-        # List prices: provider discounts (cached input, off-peak) make this an upper bound.
-        return (input_tokens * pin + output_tokens * pout) / 1_000_000
+    def cost_usd(self, input_tokens: int | None, output_tokens: int | None,
+                 cached_input_tokens: int | None = None, *, batch: bool = False,
+                 finished_at: datetime | None = None) -> float | None:
+        """What a call cost (``llm.pricing.call_cost``: cached input, batch and off-peak
+        prices); None when a price or a token count is unknown (never a guess)."""
+        return call_cost(self, input_tokens, output_tokens, cached_input_tokens,
+                         batch=batch, finished_at=finished_at)
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe facts stored with every record: identity and parameters, no secrets."""
@@ -289,6 +311,9 @@ class ModelSpec(BaseModel):
             "api_key_env": self.api_key_env,
             "price_input_per_mtok": self.price_input_per_mtok,
             "price_output_per_mtok": self.price_output_per_mtok,
+            "price_cached_input_per_mtok": self.price_cached_input_per_mtok,
+            "batch_price_factor": self.batch_price_factor,
+            "off_peak": [p.model_dump() for p in self.off_peak],
             "writer_system_prompt": self.writer_system_prompt,
         }
 

@@ -95,8 +95,10 @@ def key_of(canonical: str) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    input_tokens: int | None = None
+    input_tokens: int | None = None  # every input token, cached ones included
     output_tokens: int | None = None
+    # Of the input, served from the provider's prompt cache (None: not reported).
+    cached_input_tokens: int | None = None
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from essaybench.core.hashing import canonical_json, sha256_hex
+from essaybench.llm.fake.batch_store import BatchCounters, BatchStore
 from essaybench.llm.fake.idempotency import (
     IDEMPOTENCY_HEADER,
     REPLAYED_HEADER,
@@ -71,6 +72,7 @@ class FakeState:
         self.scenario = scenario
         self.expected_key = scenario.expected_api_key()
         self.stopping = False
+        self.batch_store = BatchStore(scenario.batch)  # batches and files outlive a reset
         self.reset()
 
     def reset(self) -> None:
@@ -86,6 +88,7 @@ class FakeState:
         self.replayed: dict[str, int] = {}
         self.tokens: dict[str, int] = {}  # arrivals by Idempotency-Key, honoured or not
         self.idempotency = IdempotencyRecords()
+        self.batch_store.counters = BatchCounters()
 
     def arrive(self, key: str, model: str) -> int:
         """Count one arrival; return its attempt number for this body (1-based)."""
@@ -132,6 +135,7 @@ class FakeState:
                                   "replayed": self.replayed.get(k, 0)}
                               for k, n in self.received.items()}
             out["per_token"] = dict(self.tokens)
+        out["batch"] = self.batch_store.counters.stats(per_key)
         return out
 
 
@@ -365,8 +369,8 @@ class _ChatFirst:
             await self.rest(scope, receive, send)
 
 
-def build_app(state: FakeState) -> ASGIApp:
-    """The ASGI app serving ``state``'s scenario."""
+def build_app(state: FakeState, routes: tuple[BaseRoute, ...] = ()) -> ASGIApp:
+    """The ASGI app serving ``state``'s scenario; ``routes``: more endpoints (the batch APIs)."""
 
     async def models(request: Request) -> Response:
         bad = auth_error(state.expected_key, request.headers.get("authorization"))
@@ -402,4 +406,5 @@ def build_app(state: FakeState) -> ASGIApp:
         Route("/health", health, methods=["GET"]),
         Route("/_fake/stats", stats, methods=["GET"]),
         Route("/_fake/reset", reset, methods=["POST"]),
+        *routes,
     ], exception_handlers={HTTPException: http_error}))

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from essaybench.core.hashing import sha256_hex
 from essaybench.core.yamlio import load_model
+from essaybench.llm.fake.batch_scenario import BatchScenario
 
 WILDCARD = "*"  # a model entry under this name answers for any unlisted model
 
@@ -262,6 +263,9 @@ class FakeScenario(BaseModel):
         default=False, description="Answer a request whose Idempotency-Key was answered "
         "cleanly before from the record, uncharged (fake/idempotency.py); off, as OpenAI's "
         "chat completions ignore the header.")
+    batch: BatchScenario = Field(
+        default_factory=BatchScenario,
+        description="The batch APIs' timing, partial failure and expiry (fake/batch_scenario.py).")
 
     def model(self, name: str) -> ModelScenario | None:
         return self.models.get(name) or self.models.get(WILDCARD)

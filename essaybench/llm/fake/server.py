@@ -44,6 +44,9 @@ from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from essaybench.llm.fake.app import TRANSPORT_SCOPE_KEY, FakeState, build_app
+from essaybench.llm.fake.batch_anthropic import AnthropicBatches
+from essaybench.llm.fake.batch_openai import OpenAIBatches
+from essaybench.llm.fake.batch_store import BatchCounts
 from essaybench.llm.fake.scenario import FakeScenario
 
 _KEY_ENV = "ESSAYBENCH_FAKE_SERVER_KEY"  # how spawn_fake_server hands a key to the child
@@ -90,6 +93,8 @@ class FakeStats(BaseModel):
     # ?per_key=1. The header names a run's call (client.idempotency_token), so a ledger row
     # can be matched to the requests that carried it.
     per_token: dict[str, int] | None = None
+    # Batch API traffic (fake/batch_store.py), apart from the direct calls counted above.
+    batch: BatchCounts | None = None
 
 
 @dataclass(frozen=True)
@@ -224,7 +229,8 @@ def _make_server(scenario: FakeScenario, *, quiet_logging: bool,
                  on_started: Callable[[], None] | None = None) -> _Server:
     state = FakeState(scenario)
     config = uvicorn.Config(
-        build_app(state), http=_Protocol, ws="none", lifespan="off", proxy_headers=False,
+        build_app(state, (*OpenAIBatches(state).routes(), *AnthropicBatches(state).routes())),
+        http=_Protocol, ws="none", lifespan="off", proxy_headers=False,
         loop="asyncio",  # the drop/hang faults need asyncio transports (uvloop has its own)
         log_level="warning", access_log=False, timeout_graceful_shutdown=3,
         # Long enough that a busy client's pooled connection is not closed under it (uvicorn's

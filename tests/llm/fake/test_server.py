@@ -434,7 +434,7 @@ def test_stats_report_the_serving_process_cpu_time(fake: FakeServerHandle) -> No
 def test_stats_over_raw_http(client: httpx.Client, fake: FakeServerHandle) -> None:
     chat(client, "gpt-x", "A")
     raw = httpx.get(f"{fake.root_url}/_fake/stats", trust_env=False).json()
-    assert set(raw) == {"totals", "per_model", "completed_per_key", "received_per_key"}
+    assert set(raw) == {"totals", "per_model", "completed_per_key", "received_per_key", "batch"}
     assert raw["completed_per_key"] == {"0": 0, "1": 1, "2": 0}
     assert httpx.post(f"{fake.root_url}/_fake/reset", trust_env=False).status_code == 200
     assert fake.stats().totals.received == 0

@@ -60,6 +60,7 @@ from essaybench.llm.fake.scenario import (
     unit_hash,
 )
 from essaybench.llm.fake.schema import generate_instance, violate
+from essaybench.llm.fake.usage import usage_fields
 
 TRANSPORT_SCOPE_KEY = "essaybench.transport"
 CHAT_PATH = "/v1/chat/completions"
@@ -266,7 +267,8 @@ class ChatEndpoint:
               and count_tokens(content) > chat.max_tokens):
             content, finish = cut_to_tokens(content, chat.max_tokens), "length"
         completion = completion_body(chat, cfg.returned_model or chat.model,
-                                     f"chatcmpl-fake{key[:20]}{attempt}", content, finish)
+                                     f"chatcmpl-fake{key[:20]}{attempt}", content, finish,
+                                     usage_fields(cfg, chat))
         payload = json.dumps(completion, ensure_ascii=False)
         if isinstance(rule, TruncatedJsonFault):
             payload = payload[: int(len(payload) * rule.fraction)]

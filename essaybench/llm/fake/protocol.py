@@ -76,6 +76,7 @@ class ChatFields:
     structured: bool
     schema: dict[str, Any] | None
     first_prompt: str = ""  # text of the first user message (stays put across re-asks)
+    system_tokens: int = 0  # of prompt_tokens, the leading system messages' (framing included)
 
 
 def _text_of(content: Any) -> str:
@@ -114,15 +115,18 @@ def parse_chat(body: Any) -> ChatFields | str:
         found = spec.get("schema") if isinstance(spec, dict) else None
         schema = found if isinstance(found, dict) else None
     # Prompt tokens: each message's text plus 4 for its framing, plus 3 to prime the reply.
+    framed = [count_tokens(t) + 4 for t in texts]
+    leading = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
     return ChatFields(model=model, prompt=users[-1] if users else texts[-1],
                       first_prompt=users[0] if users else texts[-1],
-                      prompt_tokens=sum(count_tokens(t) + 4 for t in texts) + 3,
+                      prompt_tokens=sum(framed) + 3, system_tokens=sum(framed[:leading]),
                       max_tokens=limit, structured=structured, schema=schema)
 
 
 def completion_body(chat: ChatFields, returned_model: str, response_id: str, content: str,
-                    finish: str) -> dict[str, Any]:
-    """A chat.completion object; usage counted with :func:`count_tokens`."""
+                    finish: str, usage_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chat.completion object; usage counted with :func:`count_tokens`, plus
+    ``usage_extra``'s fields (cached input: fake/usage.py)."""
     completion_tokens = count_tokens(content)
     return {
         "id": response_id,
@@ -133,7 +137,8 @@ def completion_body(chat: ChatFields, returned_model: str, response_id: str, con
         "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
                      "message": {"role": "assistant", "content": content, "refusal": None}}],
         "usage": {"prompt_tokens": chat.prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": chat.prompt_tokens + completion_tokens},
+                  "total_tokens": chat.prompt_tokens + completion_tokens,
+                  **(usage_extra or {})},
     }
 
 

@@ -111,6 +111,17 @@ class ModelScenario(BaseModel):
     context_window: int | None = Field(
         default=None, ge=1,
         description="prompt + max_tokens above this → 400 context_length_exceeded.")
+    cache_report: Literal["none", "openai", "deepseek"] = Field(
+        default="none", description="How the usage block reports cached input (fake/usage.py): "
+        "none (no field, as many compatible servers), openai "
+        "(prompt_tokens_details.cached_tokens), deepseek (prompt_cache_hit/miss_tokens).")
+    cached_prefix: Literal["system"] | int = Field(
+        default="system", description="The cached input reported: 'system' = the tokens of "
+        "the leading system messages (a warm prompt cache), or a fixed count (at most the "
+        "prompt's tokens).")
+    usage_extra: dict[str, Any] = Field(
+        default_factory=dict, description="Fields merged into the usage block as given "
+        "(tests of untrusted usage fields).")
 
     @model_validator(mode="after")
     def _check_mode(self) -> ModelScenario:
@@ -126,6 +137,8 @@ class ModelScenario(BaseModel):
             raise ValueError("reply 'script' needs a non-empty script")
         if self.structured == "script" and not self.structured_script:
             raise ValueError("structured 'script' needs a non-empty structured_script")
+        if isinstance(self.cached_prefix, int) and self.cached_prefix < 0:
+            raise ValueError("cached_prefix must be 'system' or a count >= 0")
         return self
 
     def latency_s(self, key: str, attempt: int) -> float:

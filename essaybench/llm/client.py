@@ -122,12 +122,16 @@ class _Totals:
     any_usage: bool = False
     # cached input over the attempts; None once one of them reported no believable figure
     cached_input_tokens: int | None = 0
+    unbelievable: bool = False  # an attempt's input or output count was not a count
 
     def add_usage(self, usage: Any) -> None:
         if not usage or not isinstance(usage, dict):
             return
         read = openai_usage(usage)  # untrusted counts: llm.usage
         self.any_usage = True
+        if read.input_tokens is None or read.output_tokens is None:
+            self.unbelievable = True
+            return
         self.input_tokens += read.input_tokens
         self.output_tokens += read.output_tokens
         self.cached_input_tokens = (None if self.cached_input_tokens is None
@@ -135,7 +139,8 @@ class _Totals:
                                     else self.cached_input_tokens + read.cached_input_tokens)
 
     def usage(self) -> Usage:
-        if not self.any_usage:
+        """The call's usage; unknown (all None) without usage or with an unbelievable one."""
+        if not self.any_usage or self.unbelievable:
             return Usage()
         return Usage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 

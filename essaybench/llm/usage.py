@@ -9,9 +9,11 @@ Each provider names the cached part of the input its own way:
 - Anthropic's Messages API: ``input_tokens`` counts only the uncached input, beside
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` (``anthropic_usage``).
 
-A count that is not a non-negative integer is ignored (a bool is not a count), as is a
-cached figure above the input it is part of: the call stays ok, its cached input is
-unknown and its cost is priced as if nothing was cached (``llm.pricing``).
+A cached figure that is not a non-negative integer (a bool is not a count), or is above
+the input it is part of, is ignored: the call stays ok, its cached input is unknown and
+its cost is priced as if nothing was cached (``llm.pricing``). An input or output count
+that is there but not a non-negative integer makes the reply's usage unknown (None), and
+so its cost; a missing one counts 0, as before.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ __all__ = ["ReadUsage", "anthropic_usage", "openai_usage"]
 @dataclass(frozen=True)
 class ReadUsage:
     """One reply's counts: input (cached part included), output, and the cached part
-    (None: not reported, or not believable)."""
+    (None: not believable; for the cached part also: not reported)."""
 
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
     cached_input_tokens: int | None
 
 
@@ -40,15 +42,20 @@ def _count(value: Any) -> int | None:
     return value
 
 
-def _cached(value: Any, of: int) -> int | None:
+def _cached(value: Any, of: int | None) -> int | None:
     count = _count(value)
-    return count if count is not None and count <= of else None
+    return count if count is not None and of is not None and count <= of else None
+
+
+def _total(usage: Mapping[str, Any], name: str) -> int | None:
+    """A required count: 0 when missing, None when there but not believable."""
+    return _count(usage[name]) if usage.get(name) is not None else 0
 
 
 def openai_usage(usage: Mapping[str, Any]) -> ReadUsage:
     """An OpenAI-compatible chat completion's usage block (DeepSeek's fields included)."""
-    prompt = _count(usage.get("prompt_tokens")) or 0
-    completion = _count(usage.get("completion_tokens")) or 0
+    prompt = _total(usage, "prompt_tokens")
+    completion = _total(usage, "completion_tokens")
     cached: int | None = None
     details = usage.get("prompt_tokens_details")
     if isinstance(details, Mapping) and "cached_tokens" in details:
@@ -57,7 +64,8 @@ def openai_usage(usage: Mapping[str, Any]) -> ReadUsage:
         hit = _cached(usage.get("prompt_cache_hit_tokens"), prompt)
         miss = usage.get("prompt_cache_miss_tokens")
         # hit + miss = prompt when both are given; a pair that disagrees is not believed
-        if hit is not None and (miss is None or _count(miss) == prompt - hit):
+        if hit is not None and prompt is not None and (
+                miss is None or _count(miss) == prompt - hit):
             cached = hit
     return ReadUsage(prompt, completion, cached)
 
@@ -65,8 +73,8 @@ def openai_usage(usage: Mapping[str, Any]) -> ReadUsage:
 def anthropic_usage(usage: Mapping[str, Any]) -> ReadUsage:
     """An Anthropic Messages usage block: input = uncached + cache reads + cache writes;
     cached = cache reads (cache writes are billed here at the input price)."""
-    uncached = _count(usage.get("input_tokens")) or 0
+    uncached = _total(usage, "input_tokens")
     read = _count(usage.get("cache_read_input_tokens"))
-    written = _count(usage.get("cache_creation_input_tokens")) or 0
-    output = _count(usage.get("output_tokens")) or 0
-    return ReadUsage(uncached + (read or 0) + written, output, read)
+    written = _total(usage, "cache_creation_input_tokens")
+    total = None if uncached is None or written is None else uncached + (read or 0) + written
+    return ReadUsage(total, _total(usage, "output_tokens"), read)

@@ -139,3 +139,17 @@ def test_reasks_add_their_cached_input(tmp_path: Path) -> None:
                                 "structured_script": ["不是JSON", '{"n": 3}']}, [request])
     assert result.ok and result.reasks == 1 and result.parsed == {"n": 3}
     assert result.usage.cached_input_tokens == 2 * (count_tokens(RUBRIC) + 4)
+
+
+@pytest.mark.parametrize("extra", [{"prompt_tokens": "many"}, {"completion_tokens": -1},
+                                   {"prompt_tokens": [1]}])
+def test_an_unbelievable_token_count_is_unknown_usage_and_cost(
+        tmp_path: Path, extra: dict[str, Any]) -> None:
+    # a count that is there but is not one: the call is ok, its usage and cost unknown
+    # (a string made the client raise out of complete())
+    (result,) = _run(tmp_path, {"usage_extra": extra, "cache_report": "openai"}, [_request()])
+    assert result.status is CallStatus.OK and result.text == "评分：7"
+    assert result.usage.input_tokens is None and result.usage.output_tokens is None
+    assert result.cost_usd is None
+    [(_, inp, cached, out, cost)] = _ledger_rows(tmp_path)
+    assert (inp, cached, out, cost) == (None, None, None, None)

@@ -2,7 +2,8 @@
 
 The reply (echo, template, script, rules, structured output from the schema) comes from the
 same code as a direct call's (``ChatEndpoint._content`` and :func:`.protocol.completion_body`),
-keyed by the same request-body hash, so an OpenAI batch line gets the very completion a
+keyed by the same request-body hash, with the same usage block (cached input included,
+:mod:`.usage`), so an OpenAI batch line gets the very completion a
 direct call with that body gets. Fault rules apply too, with a fault's attempt number
 counting the body's direct *and* batch arrivals (a ``first_attempts: 1`` rule fails a
 batch line and lets its direct re-send through). What has no meaning without a connection
@@ -39,6 +40,7 @@ from essaybench.llm.fake.scenario import (
     StatusFault,
     TruncatedJsonFault,
 )
+from essaybench.llm.fake.usage import usage_fields
 
 
 def _error(status: int, message: str | None = None, code: Any = DEFAULT_CODE) -> Outcome:
@@ -95,7 +97,8 @@ class BatchEngine:
               and count_tokens(content) > chat.max_tokens):
             content, finish = cut_to_tokens(content, chat.max_tokens), "length"
         completion = completion_body(chat, cfg.returned_model or chat.model,
-                                     f"chatcmpl-fake{key[:20]}{attempt}", content, finish)
+                                     f"chatcmpl-fake{key[:20]}{attempt}", content, finish,
+                                     usage_fields(cfg, chat))
         if rule is None and finish == "stop":
             counters.model_completed[chat.model] += 1
         return Outcome(200, completion)

@@ -94,7 +94,8 @@ def as_chat(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_round_trip_gives_what_direct_calls_give(serve: Any) -> None:
-    fake, client = serve({"delay_s": 0.2, "per_item_s": 0.02})
+    fake, client = serve({"delay_s": 0.2, "per_item_s": 0.02},
+                         models={"claude-fake": {"cache_report": "openai"}})
     structured = {"format": {"type": "json_schema", "schema": SCHEMA}}
     requests = [req(f"r{i}", params(f"写一篇作文{i}")) for i in range(4)]
     requests.append(req("judge", params("评分", output_config=structured)))
@@ -111,8 +112,10 @@ def test_round_trip_gives_what_direct_calls_give(serve: Any) -> None:
         direct = client.post("/chat/completions", json=as_chat(r["params"])).json()
         assert message["content"] == [{"type": "text",
                                        "text": direct["choices"][0]["message"]["content"]}]
+        cached = direct["usage"]["prompt_tokens_details"]["cached_tokens"]
+        assert cached > 0 and message["usage"]["cache_read_input_tokens"] == cached
         assert (message["usage"]["input_tokens"], message["usage"]["output_tokens"]) == (
-            direct["usage"]["prompt_tokens"], direct["usage"]["completion_tokens"])
+            direct["usage"]["prompt_tokens"] - cached, direct["usage"]["completion_tokens"])
     verdict = json.loads(out["judge"]["message"]["content"][0]["text"])
     jsonschema.validate(verdict, SCHEMA)
     assert verdict["nonce"] == "n-42"

@@ -102,7 +102,8 @@ def results(client: httpx.Client, file_id: str | None) -> dict[str, dict[str, An
 
 
 def test_round_trip_gives_what_direct_calls_give(serve: Any) -> None:
-    fake, client = serve({"delay_s": 0.2, "per_item_s": 0.02})
+    fake, client = serve({"delay_s": 0.2, "per_item_s": 0.02},
+                         models={"w": {"cache_report": "openai"}})
     structured = {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}
     rows = [line(f"c{i}", body(f"写一篇作文{i}")) for i in range(5)]
     rows.append(line("judge", body("评分", response_format=structured)))
@@ -120,6 +121,7 @@ def test_round_trip_gives_what_direct_calls_give(serve: Any) -> None:
         assert (got["response"]["body"]["choices"][0]["message"]
                 == direct["choices"][0]["message"])
         assert got["response"]["body"]["usage"] == direct["usage"]
+        assert direct["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
     jsonschema.validate(json.loads(
         out["judge"]["response"]["body"]["choices"][0]["message"]["content"]), SCHEMA)
     stats = fake.stats()

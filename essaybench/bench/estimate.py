@@ -36,24 +36,28 @@ generation plus one judge call; pairwise runs after it.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
 from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.estimate_calls import (
-    DEFAULT_ESSAY_CHARS,
     LATENCY_OVERHEAD_S,
-    MIN_LENGTH_MARGIN,
-    TOKENS_PER_CHAR,
     TOKENS_PER_S,
     CallTally,
     rate_bound,
-    requested_chars,
 )
 from essaybench.bench.estimate_records import Estimate, EstimateError, StageEstimate, TokenStats
+from essaybench.bench.estimate_text import (
+    DEFAULT_ESSAY_CHARS,
+    MIN_LENGTH_MARGIN,
+    STRING_CHARS_MAX,
+    essay_tokens,
+    ratios_of,
+    reply_tokens,
+    requested_chars,
+)
 from essaybench.bench.generate import STAGE as GENERATE
 from essaybench.bench.generate import system_prompts
 from essaybench.bench.judge.genre import ANY_GENRE, candidate_genres, genre_call
@@ -61,7 +65,11 @@ from essaybench.bench.judge.request import STAGE as JUDGE
 from essaybench.bench.judge.request import genre_rubric, load_scoring, make_renderer
 from essaybench.bench.pairwise.design import STAGE as PAIRWISE
 from essaybench.bench.pairwise.design import designed_pairs
-from essaybench.bench.pairwise.prompt import load_pairwise_prompt, render_pairwise_messages
+from essaybench.bench.pairwise.prompt import (
+    load_pairwise_prompt,
+    pairwise_answer_schema,
+    render_pairwise_messages,
+)
 from essaybench.bench.rubrics import load_rubric
 from essaybench.llm.ratelimit import BURST_SECONDS
 from essaybench.llm.registry import Registry
@@ -100,30 +108,35 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
             tallies[key] = CallTally(specs[model], stats.get(key))
         return tallies[key]
 
-    # The essays, per prompt and writer: (prompt characters sent, expected reply tokens).
-    system = {m: len(text or "") for m, text in system_prompts(gen, specs).items()}
+    ratios = {name: ratios_of(spec) for name, spec in specs.items()}
+
+    def add(model: str, stage: str, n: int, messages: Sequence[Mapping[str, str]],
+            extra_chars: float, output_tokens: float, cap: int | None) -> None:
+        """``n`` calls of ``messages`` plus ``extra_chars`` of essay text (Chinese)."""
+        r = ratios[model]
+        tally(model, stage).add(n, _chars(messages) + round(extra_chars),
+                                r.request_tokens(messages) + r.cjk * extra_chars,
+                                output_tokens, cap)
+
+    # The essays, per prompt and writer: their length in characters (what a judge reads).
+    system = system_prompts(gen, specs)
     essays: list[dict[str, float]] = []
     unrequested = 0
     for _, text in rows:
-        asked = requested_chars(text)
-        unrequested += asked is None
+        unrequested += requested_chars(text) is None
         lengths: dict[str, float] = {}
         for writer in gen.models:
             cap = gen.max_tokens or _int(specs[writer].default_params.get("max_tokens"))
             known = stats.get((writer, GENERATE))
-            if known is not None:
-                lengths[writer] = known.mean_output_tokens
-            elif asked is not None:
-                lengths[writer] = min(asked * TOKENS_PER_CHAR, cap or math.inf)
-            else:
-                lengths[writer] = float(cap or DEFAULT_ESSAY_CHARS * TOKENS_PER_CHAR)
+            tokens = (known.mean_output_tokens if known is not None
+                      else essay_tokens(text, ratios[writer], cap))
+            lengths[writer] = ratios[writer].chars(tokens)
             if GENERATE in stages:
-                tally(writer, GENERATE).add(gen.samples, system[writer] + len(text),
-                                            lengths[writer], cap)
+                sent = [{"content": text}]
+                if system.get(writer):
+                    sent.insert(0, {"content": str(system[writer])})
+                add(writer, GENERATE, gen.samples, sent, 0, tokens, cap)
         essays.append(lengths)
-
-    def essay_chars(tokens: float) -> int:
-        return round(tokens / TOKENS_PER_CHAR)
 
     open_genre = 0
     # Who judges each essay, and how many times: every judge judge.repeats times; the
@@ -139,39 +152,41 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         renderer = make_renderer(judge, scoring)
         named = genre_rubric(scoring)
         for (genre, text), allowed, lengths in zip(rows, allowed_of, essays, strict=True):
+            ask: list[Mapping[str, str]] = []
             if genre is None:
                 # An open or multi-genre prompt: one genre call per essay and judge first,
                 # then the judgment on the largest of its allowed genres' rubrics (an
                 # upper bound: which one the essay chose is known only when judging).
                 open_genre += 1
                 candidates = candidate_genres(allowed, named)
-                frame = max(_chars(renderer.messages(g, text, "")) for g in candidates)
-                ask = _chars([{"content": m.content} for m in genre_call(
+                genre = max(candidates, key=lambda g: _chars(renderer.messages(g, text, "")))
+                request = genre_call(
                     "", {"prompt_text": text, "essay_text": "", "allowed_genres": allowed},
-                    named, "", JUDGE, judge.genre_max_tokens, judge.temperature
-                ).request.messages])
-            else:
-                frame, ask = _chars(renderer.messages(genre, text, "")), 0
-            for tokens in lengths.values():
+                    named, "", JUDGE, judge.genre_max_tokens, judge.temperature).request
+                ask = [{"content": m.content} for m in request.messages]
+            frame, schema = renderer.call(genre, text, "")
+            for essay_chars in lengths.values():
                 for judge_model, repeats in judging:
                     if ask:
-                        tally(judge_model, JUDGE).add(gen.samples, ask + essay_chars(tokens),
-                                                      judge.genre_max_tokens,
-                                                      judge.genre_max_tokens)
+                        add(judge_model, JUDGE, gen.samples, ask, essay_chars,
+                            reply_tokens(request.response_schema, ratios[judge_model],
+                                         judge.genre_max_tokens), judge.genre_max_tokens)
                     # judge.repeats calls per essay: exact for repeat_when all, an upper
                     # bound for flagged and borderline (known only while judging)
-                    tally(judge_model, JUDGE).add(gen.samples * repeats,
-                                                  frame + essay_chars(tokens),
-                                                  judge.max_tokens, judge.max_tokens)
+                    add(judge_model, JUDGE, gen.samples * repeats, frame, essay_chars,
+                        reply_tokens(schema, ratios[judge_model], judge.max_tokens),
+                        judge.max_tokens)
 
     if DRIFT in stages and config.drift is not None:
         renderer = make_renderer(judge, load_scoring(judge))
         drift = config.drift
         for anchor in sample_anchors(load_anchor_set(drift.anchor_set), drift.anchors,
                                      drift.seed):
-            chars = _chars(renderer.messages(anchor.genre, anchor.prompt, anchor.essay))
+            sent, schema = renderer.call(anchor.genre, anchor.prompt, anchor.essay)
             for judge_model in judge.judges:
-                tally(judge_model, DRIFT).add(1, chars, judge.max_tokens, judge.max_tokens)
+                add(judge_model, DRIFT, 1, sent, 0,
+                    reply_tokens(schema, ratios[judge_model], judge.max_tokens),
+                    judge.max_tokens)
 
     pairs: list[tuple[str, str]] = []
     if PAIRWISE in stages and pairwise is not None:
@@ -183,16 +198,17 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
             raise EstimateError(str(exc)) from None
         rubric, template = load_rubric(pairwise.rubric_path), load_pairwise_prompt(
             pairwise.prompt_path)
+        verdict = pairwise_answer_schema(pairwise.analysis_max_chars)
         for (genre, text), lengths in zip(rows, essays, strict=True):
             if genre is None:  # no pairs on open-genre prompts (pairwise/design.py)
                 continue
-            frame = _chars(render_pairwise_messages(rubric, genre, text, "", "",
-                                                    pairwise.analysis_max_chars, template))
+            frame = render_pairwise_messages(rubric, genre, text, "", "",
+                                             pairwise.analysis_max_chars, template)
             for a, b in pairs:
-                chars = frame + essay_chars(lengths[a]) + essay_chars(lengths[b])
                 for judge_model in pairwise.judges:
-                    tally(judge_model, PAIRWISE).add(2 * gen.samples, chars,
-                                                     pairwise.max_tokens, pairwise.max_tokens)
+                    add(judge_model, PAIRWISE, 2 * gen.samples, frame, lengths[a] + lengths[b],
+                        reply_tokens(verdict, ratios[judge_model], pairwise.max_tokens),
+                        pairwise.max_tokens)
 
     order = {stage: i for i, stage in enumerate(ESTIMATED_STAGES)}
     models = list(specs)
@@ -215,32 +231,36 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
                                   "" if judge.repeat_when == "all" else
                                   f" (repeat_when {judge.repeat_when} repeats only some: "
                                   "an upper bound)"))
-    return Estimate(prompt_set, len(rows), estimates, _total_wall(estimates, tallies),
-                    tuple(assumptions))
+    expected = _total_wall(estimates, tallies, lambda r: r.latency_s, lambda r: r.wall_s)
+    lower = _total_wall(estimates, tallies, lambda r: r.min_latency_s, lambda r: r.lower_s)
+    return Estimate(prompt_set, len(rows), estimates, expected, tuple(assumptions), lower)
 
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _total_wall(rows: Sequence[StageEstimate],
-                tallies: Mapping[tuple[str, str], CallTally]) -> float:
+def _total_wall(rows: Sequence[StageEstimate], tallies: Mapping[tuple[str, str], CallTally],
+                latency: Callable[[StageEstimate], float],
+                wall: Callable[[StageEstimate], float]) -> float:
+    """The run's wall time from each row's ``latency`` and ``wall`` (the expected ones, or
+    the lower bounds)."""
     overlap = [r for r in rows if r.stage in OVERLAPPING]
     phase = 0.0
     for model in dict.fromkeys(r.model for r in overlap):
         mine = [r for r in overlap if r.model == model]
         spec = tallies[(model, mine[0].stage)].spec
-        busy = sum(r.calls * r.latency_s for r in mine) / spec.max_concurrency
+        busy = sum(r.calls * latency(r) for r in mine) / spec.max_concurrency
         limits = [rate_bound(sum(r.calls for r in mine), spec.rpm),
                   rate_bound(sum(tallies[(model, r.stage)].charged for r in mine), spec.tpm)]
-        phase = max(phase, busy, *(r.concurrency_s for r in mine),
+        phase = max(phase, busy, *(wall(r) for r in mine),
                     *(b for b in limits if b is not None))
-    writers = [r.wall_s for r in overlap if r.stage == GENERATE]
-    judges = [r.latency_s for r in overlap if r.stage == JUDGE]
+    writers = [wall(r) for r in overlap if r.stage == GENERATE]
+    judges = [latency(r) for r in overlap if r.stage == JUDGE]
     if writers and judges:  # the last essay is judged after it is written
         phase = max(phase, max(writers) + max(judges))
     # The anchors are re-judged after judging, pairwise after that.
-    after = sum(max((r.wall_s for r in rows if r.stage == stage), default=0.0)
+    after = sum(max((wall(r) for r in rows if r.stage == stage), default=0.0)
                 for stage in (DRIFT, PAIRWISE))
     return phase + after
 
@@ -262,16 +282,19 @@ def _assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], 
     if used:
         notes.append("tokens from the ledger (mean of the newest ok calls): " + ", ".join(used))
     if any(r.tokens_from == "assumed" for r in rows):
-        notes.append(f"elsewhere tokens are assumed: input {TOKENS_PER_CHAR} tokens per "
-                     "character of the rendered messages (the answer schema not counted)")
+        notes.append("elsewhere tokens are counted from the text: the rendered messages' "
+                     "characters by script (CJK, Latin, other) at the tokens per character "
+                     "measured for the model's tokenizer family (configs/token_ratios.yaml), "
+                     "plus its chat framing (the answer schema not counted)")
     if guessed_essays and rows:  # essay lengths feed the judges' input too
         notes.append(f"essays as long as their prompt asks (a target as is, a range's "
-                     f"midpoint, a minimum +{MIN_LENGTH_MARGIN - 1:.0%}) at {TOKENS_PER_CHAR} "
-                     f"tokens per character, capped at max_tokens; {unrequested} of "
-                     f"{n_prompts} prompts ask for no length: max_tokens (else "
-                     f"{DEFAULT_ESSAY_CHARS} characters)")
+                     f"midpoint, a minimum +{MIN_LENGTH_MARGIN - 1:.0%}), capped at "
+                     f"max_tokens; {unrequested} of {n_prompts} prompts ask for no length: "
+                     f"{DEFAULT_ESSAY_CHARS} characters")
     if any(r.stage != GENERATE and r.tokens_from == "assumed" for r in rows):
-        notes.append("judgments (absolute and pairwise) answer max_tokens: an upper bound")
+        notes.append("judgments answer their schema: every score, fixed values as given, "
+                     f"the analysis at half its maximum length (at most {STRING_CHARS_MAX:,} "
+                     "characters), capped at max_tokens")
     if any(r.latency_from == "assumed" for r in rows):
         notes.append(f"latency where the ledger has none: {LATENCY_OVERHEAD_S:g} s + "
                      f"{TOKENS_PER_S:g} output tokens/s per call")
@@ -279,9 +302,11 @@ def _assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], 
                  "not applied); the embedded model costs nothing")
     notes.extend(f"no price in the registry for {model}: its cost is unknown"
                  for model in dict.fromkeys(r.model for r in rows if r.cost_usd is None))
-    notes.append(f"wall time is a lower bound: calls ÷ concurrency × latency, calls ÷ rpm, "
-                 f"tokens ÷ tpm (tpm as the gateway charges it: message characters + "
-                 f"max_tokens), each after the limiter's {BURST_SECONDS:g} s burst")
+    notes.append(f"wall time ≥ (lower bound): calls ÷ rpm, tokens ÷ tpm (as the gateway "
+                 f"charges them: message characters + max_tokens), each after the limiter's "
+                 f"{BURST_SECONDS:g} s burst, and calls ÷ concurrency × the fastest latency "
+                 "the ledger has seen (0 without history); wall ~ (expected): the same "
+                 "with the typical latency")
     notes.append("total wall time: generate and judge overlap (an essay is judged as soon "
                  "as it is written; each model has its own limits), so that phase is the "
                  "slowest model's combined calls of both, and at least the slowest writer "

@@ -1,9 +1,12 @@
 """The arithmetic of one (model, stage)'s planned calls: tokens, USD and wall-time bounds.
 
-Tokens come from the ledger's means where the caller has them, else from the text
-(TOKENS_PER_CHAR per character); USD at the registry's list prices; the wall-time bounds
-mirror the gateway's limiters (``llm.ratelimit``), burst included. Which calls a run
-makes, and their sum over the run: :mod:`essaybench.bench.estimate`.
+Tokens come from the ledger's means where the caller has them, else from the text (the
+caller counts them: :mod:`essaybench.bench.estimate_text`); USD at the registry's prices
+(``ModelSpec.cost_usd``). Wall time two ways: a lower bound the run cannot beat (the
+limiters' pacing, ``llm.ratelimit``, burst included, and the fastest latency the ledger
+has seen; none without history, so 0) and an expected value (the ledger's median latency,
+else LATENCY_OVERHEAD_S plus the reply at TOKENS_PER_S). Which calls a run makes, and their
+sum over the run: :mod:`essaybench.bench.estimate`.
 """
 
 from __future__ import annotations
@@ -12,13 +15,9 @@ import math
 from dataclasses import dataclass
 
 from essaybench.bench.estimate_records import StageEstimate, TokenStats
-from essaybench.constraints.length import length_requirement
 from essaybench.llm.ratelimit import BURST_SECONDS
 from essaybench.llm.registry import ModelSpec
 
-TOKENS_PER_CHAR = 1.6  # Chinese, measured (DESIGN.md): an overestimate for ASCII text
-MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
-DEFAULT_ESSAY_CHARS = 800  # neither a requested length nor max_tokens
 LATENCY_OVERHEAD_S = 1.0  # assumed per call where the ledger has no latency
 TOKENS_PER_S = 50.0  # assumed output speed where the ledger has no latency
 
@@ -34,13 +33,13 @@ class CallTally:
     output_tokens: float = 0.0
     charged: float = 0.0  # what the gateway's tpm bucket is charged
 
-    def add(self, n: int, input_chars: int, output_tokens: float, max_tokens: int | None) -> None:
-        """``n`` calls of ``input_chars`` characters expected to answer ``output_tokens``."""
+    def add(self, n: int, input_chars: int, input_tokens: float, output_tokens: float,
+            max_tokens: int | None) -> None:
+        """``n`` calls of ``input_chars`` characters (``input_tokens`` tokens) expected to
+        answer ``output_tokens``; the ledger's means replace both counts where it has any."""
         if self.stats is not None:
             input_tokens, output_tokens = (self.stats.mean_input_tokens,
                                            self.stats.mean_output_tokens)
-        else:
-            input_tokens = input_chars * TOKENS_PER_CHAR
         charge: float = input_chars + (max_tokens or 0)
         if self.spec.tpm is not None:  # TokenBucket.take charges at most its capacity
             charge = min(charge, _burst(self.spec.tpm))
@@ -56,11 +55,15 @@ class CallTally:
         else:
             per_call = self.output_tokens / self.calls if self.calls else 0.0
             latency, latency_from = LATENCY_OVERHEAD_S + per_call / TOKENS_PER_S, "assumed"
+        # The fastest call the ledger has seen; none: no floor (a call may take no time).
+        fastest = 0.0 if stats is None or stats.min_latency_s is None else stats.min_latency_s
+        rounds = math.ceil(self.calls / spec.max_concurrency)
         return StageEstimate(
             model=spec.name, stage=stage, calls=self.calls, input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=_cost(spec, self.input_tokens, self.output_tokens), latency_s=latency,
-            concurrency_s=math.ceil(self.calls / spec.max_concurrency) * latency,
+            concurrency_s=rounds * latency, min_latency_s=fastest,
+            floor_s=rounds * fastest,
             rpm_s=rate_bound(self.calls, spec.rpm), tpm_s=rate_bound(self.charged, spec.tpm),
             tokens_from="assumed" if stats is None else "ledger", latency_from=latency_from)
 
@@ -79,23 +82,4 @@ def rate_bound(amount: float, per_minute: int | None) -> float | None:
 def _cost(spec: ModelSpec, input_tokens: float, output_tokens: float) -> float | None:
     if spec.is_embedded:
         return 0.0
-    pin, pout = spec.price_input_per_mtok, spec.price_output_per_mtok
-    if pin is None or pout is None:
-        return None
-    return (input_tokens * pin + output_tokens * pout) / 1_000_000
-
-
-def requested_chars(prompt_text: str) -> float | None:
-    """The essay length a prompt asks for: a target as is, a range's midpoint, a minimum
-    plus MIN_LENGTH_MARGIN, a maximum as is; None when it asks for none."""
-    requirement = length_requirement(prompt_text)
-    if requirement is None:
-        return None
-    if requirement.approx_chars is not None:
-        return float(requirement.approx_chars)
-    lo, hi = requirement.min_chars, requirement.max_chars
-    if lo is not None and hi is not None:
-        return (lo + hi) / 2
-    if lo is not None:
-        return lo * MIN_LENGTH_MARGIN
-    return None if hi is None else float(hi)
+    return spec.cost_usd(round(input_tokens), round(output_tokens))

@@ -20,6 +20,7 @@ class TokenStats:
     mean_input_tokens: float
     mean_output_tokens: float
     median_latency_s: float | None
+    min_latency_s: float | None = None  # the fastest of those calls
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,23 @@ class StageEstimate:
     tpm_s: float | None  # None: no tpm limit
     tokens_from: str  # "ledger" or "assumed"
     latency_from: str  # "ledger" or "assumed"
+    min_latency_s: float = 0.0  # the fastest a call has been (0: no history, no floor)
+    floor_s: float = 0.0  # ceil(calls / max_concurrency) × min_latency_s
 
     def bounds(self) -> dict[str, float]:
+        """The expected wall time's parts: calls at the typical latency, the rate limits."""
         found = {"concurrency": self.concurrency_s, "rpm": self.rpm_s, "tpm": self.tpm_s}
         return {name: value for name, value in found.items() if value is not None}
 
     @property
     def wall_s(self) -> float:
+        """Expected wall time: the largest of the bounds at the typical latency."""
         return max(self.bounds().values())
+
+    @property
+    def lower_s(self) -> float:
+        """A lower bound: the rate limits' pacing and calls at the fastest latency seen."""
+        return max(self.floor_s, self.rpm_s or 0.0, self.tpm_s or 0.0)
 
     @property
     def binding(self) -> str:
@@ -59,8 +69,9 @@ class Estimate:
     prompt_set: str
     n_prompts: int
     rows: tuple[StageEstimate, ...]
-    wall_s: float
+    wall_s: float  # expected
     assumptions: tuple[str, ...]
+    lower_s: float = 0.0  # never above what the run takes
 
     @property
     def calls(self) -> int:

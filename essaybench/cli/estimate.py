@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -35,6 +35,14 @@ OVER_BUDGET_FLAG = "--yes-over-budget"
 def estimate(
     config: BenchOpt = Path(DEFAULT_BENCHMARK_CONFIG),
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
+    check: Annotated[str | None, typer.Option(
+        "--check", metavar="RUN",
+        help="Compare the estimate (as it would have been made before RUN: the ledger's "
+             "statistics without RUN's calls) with what RUN did, per model and stage.")] = None,
+    history: Annotated[bool, typer.Option(
+        "--history/--no-history",
+        help="Use the ledger's statistics of earlier calls (--no-history: from the text "
+             "alone, as on a fresh store).")] = True,
 ) -> None:
     """Calls, tokens, cost (USD) and wall time of a run of the config on the store's prompt
     set, per model and stage, before any call is made. Reads the store, changes nothing."""
@@ -44,8 +52,18 @@ def estimate(
     from essaybench.store import StoreBusyError
 
     bench, registry = _load(config)
+    if check is not None:
+        from essaybench.cli.estimate_check import print_check
+        from essaybench.runs.estimate_check import check_run
+
+        try:
+            report = check_run(store, check, bench, registry, history=history)
+        except (EstimateInputError, EstimateError, StoreBusyError, YamlConfigError) as exc:
+            fail(str(exc))
+        print_check(report, check)
+        return
     try:
-        result = estimate_run(store, bench, registry)
+        result = estimate_run(store, bench, registry, history=history)
     except (EstimateInputError, EstimateError, StoreBusyError, YamlConfigError) as exc:
         fail(str(exc))
     print_estimate(result)
@@ -132,20 +150,22 @@ def print_estimate(result: Estimate, notes: Sequence[str] = ()) -> None:
                   collapse_padding=True)  # fits 80 columns; rich folds long model names
     table.add_column("model", overflow="fold")
     table.add_column("stage", no_wrap=True)
-    for name in ("calls", "in tok", "out tok", "USD", "wall≥"):
+    for name in ("calls", "in tok", "out tok", "USD", "wall≥", "wall~"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("by", no_wrap=True)  # the binding bound: concurrency, rpm or tpm
     table.add_column("tokens", no_wrap=True)  # from the ledger, or assumed
     for r in result.rows:
         table.add_row(r.model, r.stage, f"{r.calls:,}", format_tokens(r.input_tokens),
                       format_tokens(r.output_tokens), format_usd(r.cost_usd),
-                      duration(r.wall_s), r.binding.replace("concurrency", "conc"),
-                      r.tokens_from)
+                      duration(r.lower_s), duration(r.wall_s),
+                      r.binding.replace("concurrency", "conc"), r.tokens_from)
     table.add_section()
     table.add_row("total", "", f"{result.calls:,}", format_tokens(result.input_tokens),
                   format_tokens(result.output_tokens), format_usd(result.cost_usd),
-                  duration(result.wall_s), "", "", style="bold")
+                  duration(result.lower_s), duration(result.wall_s), "", "", style="bold")
     console.print(table)
+    console.print(f"wall time: at least {duration(result.lower_s)} (lower bound), about "
+                  f"{duration(result.wall_s)} expected", markup=False)
     console.print("Assumptions:", markup=False)
     for note in (*notes, *result.assumptions):
         console.print(f"  - {note}", markup=False)

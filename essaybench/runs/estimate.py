@@ -68,32 +68,38 @@ def read_prompt_set(store_root: Path | str, version: str) -> tuple[str, pl.DataF
     return version, pl.read_parquet(path)
 
 
-def read_token_stats(store_root: Path | str, recent: int = RECENT_CALLS
-                     ) -> tuple[dict[tuple[str, str], TokenStats], str | None]:
-    """Ledger statistics per (model, stage), and why there are none when the ledger could
-    not be read (None when it simply has no calls yet)."""
+def read_token_stats(store_root: Path | str, recent: int = RECENT_CALLS, *,
+                     exclude_run: str = "") -> tuple[dict[tuple[str, str], TokenStats], str | None]:
+    """Ledger statistics per (model, stage), without the calls of ``exclude_run``, and why
+    there are none when the ledger could not be read (None when it has no calls yet)."""
     path = Path(store_root) / LEDGER_FILE
     try:
         # wait_s=0: a running pipeline holds the ledger for hours; estimate without it.
         with read_only(path, path.with_suffix(".lock"), "call ledger", wait_s=0) as con:
-            rows = con.execute(statement("ledger_token_stats"), {"recent": recent}).fetchall()
+            rows = con.execute(statement("ledger_token_stats"),
+                               {"recent": recent, "exclude": exclude_run}).fetchall()
     except FileNotFoundError:
         return {}, None
     except StoreBusyError as exc:
         return {}, f"ledger statistics not read ({exc}): every token count is assumed"
     except duckdb.CatalogException:  # a ledger file without its table
         return {}, None
-    return {(str(model), str(stage)): TokenStats(int(n), float(mean_in), float(mean_out),
-                                                 None if latency is None else float(latency))
-            for model, stage, n, mean_in, mean_out, latency in rows}, None
+    return {(str(model), str(stage)): TokenStats(
+        int(n), float(mean_in), float(mean_out), None if latency is None else float(latency),
+        None if fastest is None else float(fastest))
+        for model, stage, n, mean_in, mean_out, latency, fastest in rows}, None
 
 
 def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Registry, *,
-                 stages: Sequence[str] = ESTIMATED_STAGES) -> Estimate:
-    """The estimate of a run of ``config`` over its prompt set in ``store_root``."""
-    version, prompts = read_prompt_set(store_root, config.prompt_set)
+                 stages: Sequence[str] = ESTIMATED_STAGES, history: bool = True,
+                 exclude_run: str = "", prompt_set: str | None = None) -> Estimate:
+    """The estimate of a run of ``config`` over its prompt set in ``store_root`` (or
+    ``prompt_set``); ``history`` False: every count from the text, none from the ledger;
+    ``exclude_run``: the ledger's statistics without that run's calls."""
+    version, prompts = read_prompt_set(store_root, prompt_set or config.prompt_set)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
-    stats, unread = read_token_stats(store_root)
+    stats, unread = (read_token_stats(store_root, exclude_run=exclude_run) if history
+                     else ({}, None))
     estimate = estimate_benchmark(selected, config, registry, stats, prompt_set=version,
                                   stages=stages)
     sample = ("every prompt" if config.per_genre is None else

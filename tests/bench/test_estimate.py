@@ -1,5 +1,7 @@
 """The run estimate: calls, tokens, USD and wall time checked against hand arithmetic, and
-ledger statistics (a real ledger file) preferred over assumptions."""
+ledger statistics (a real ledger file) preferred over assumptions. The models here are of
+the fake server's tokenizer family: 1.6 Chinese characters or 4 others per token, 4 tokens
+per message and 3 per request (configs/token_ratios.yaml, llm/fake/protocol.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ PROMPTS = pl.DataFrame({"prompt_id": ["p0", "p1"], "genre": ["argumentative", "n
 
 def spec(name: str, **fields: Any) -> ModelSpec:
     base: dict[str, Any] = {"name": name, "provider": "test", "base_url": "http://x.invalid/v1",
-                            "model_id": name, "family": "test"}
+                            "model_id": name, "family": "fake"}
     return ModelSpec(**{**base, **fields})
 
 
@@ -48,7 +50,7 @@ def spec(name: str, **fields: Any) -> ModelSpec:
 REGISTRY = Registry(models={s.name: s for s in (
     spec("w", price_input_per_mtok=2.0, price_output_per_mtok=8.0, max_concurrency=2, rpm=3,
          default_params={"max_tokens": 1000}),
-    spec("e", base_url="embedded", max_concurrency=1, default_params={"max_tokens": 600}),
+    spec("e", base_url="embedded", max_concurrency=1, default_params={"max_tokens": 400}),
     spec("j", price_input_per_mtok=1.0, price_output_per_mtok=4.0, max_concurrency=4,
          tpm=6000),
 )})
@@ -63,6 +65,19 @@ def chars(messages: list[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
+def fake_tokens(text: str) -> float:
+    """The fake tokenizer's count, by hand: CJK ideographs and full-width punctuation at
+    1.6 characters per token, anything else at 4 (not rounded up per text)."""
+    cjk = sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f"
+              or "\uff00" <= c <= "\uffef")
+    return cjk / 1.6 + (len(text) - cjk) / 4
+
+
+def tokens(messages: list[dict[str, str]]) -> float:
+    """A request's prompt tokens: each message's and 4 of framing, 3 to prime the reply."""
+    return 3 + sum(4 + fake_tokens(m["content"]) for m in messages)
+
+
 def test_anchor_re_judging_is_estimated_as_a_stage_of_its_own() -> None:
     """Every judge re-scores the anchor sample once per run: calls = anchors × judges, the
     input the rendered judge prompt of each anchor, and its time comes after judging."""
@@ -73,10 +88,12 @@ def test_anchor_re_judging_is_estimated_as_a_stage_of_its_own() -> None:
     row = next(r for r in with_drift.rows if r.stage == "drift")
     anchors = sample_anchors(load_anchor_set(), 5, 3)
     rubric = load_rubric()
-    sent = sum(chars(render_judge_messages(rubric, a.genre, a.prompt, a.essay, V2))
+    sent = sum(tokens(render_judge_messages(rubric, a.genre, a.prompt, a.essay, V2))
                for a in anchors)
     assert (row.model, row.calls) == ("j", 5)
-    assert row.input_tokens == pytest.approx(1.6 * sent)
+    assert row.input_tokens == pytest.approx(sent, rel=1e-3)
+    # A v2 judgment: ~30 scores and an analysis of 1,000 characters (half its 4,000, at
+    # most 1,000): more than max_tokens 500, so capped.
     assert row.output_tokens == pytest.approx(5 * 500)
     assert with_drift.calls == without.calls + 5
     assert with_drift.wall_s == pytest.approx(without.wall_s + row.wall_s)
@@ -88,61 +105,65 @@ def test_estimate_matches_hand_arithmetic() -> None:
     assert list(rows) == [("w", "generate"), ("e", "generate"), ("j", "judge"),
                           ("j", "pairwise")]
 
-    # generate, w: 2 prompts × 2 samples; P0 asks ≥500 characters: 500 × 1.2 × 1.6 = 960
-    # tokens (under w's max_tokens 1000), P1 asks nothing: max_tokens 1000.
+    # generate, w: 2 prompts × 2 samples; P0 asks ≥500 characters: 500 × 1.2 = 600
+    # characters, 375 tokens; P1 asks nothing: 800 characters, 500 tokens (under w's
+    # max_tokens 1000).
     gen_w = rows[("w", "generate")]
-    w_in = 2 * 1.6 * (len(P0) + len(P1))
-    w_out = 2 * (960 + 1000)
+    w_in = 2 * (tokens([{"content": P0}]) + tokens([{"content": P1}]))
+    w_out = 2 * (375 + 500)
     assert gen_w.calls == 4
     assert gen_w.input_tokens == pytest.approx(w_in)
     assert gen_w.output_tokens == pytest.approx(w_out)
-    assert gen_w.cost_usd == pytest.approx((w_in * 2.0 + w_out * 8.0) / 1e6)
-    assert gen_w.latency_s == pytest.approx(1 + (w_out / 4) / 50)  # 20.6 s, assumed
-    assert gen_w.concurrency_s == pytest.approx(2 * 20.6)  # ceil(4 / 2) × latency
+    assert gen_w.cost_usd == pytest.approx((w_in * 2.0 + w_out * 8.0) / 1e6, rel=1e-3)
+    assert gen_w.latency_s == pytest.approx(1 + (w_out / 4) / 50)  # 9.75 s, assumed
+    assert gen_w.concurrency_s == pytest.approx(2 * 9.75)  # ceil(4 / 2) × latency
     # 3 rpm: 0.05 requests/s, a burst of max(1, 0.5) = 1 request: (4 - 1) / 0.05 = 60 s
     assert gen_w.rpm_s == pytest.approx(60.0) and gen_w.tpm_s is None
     assert gen_w.binding == "rpm" and gen_w.wall_s == pytest.approx(60.0)
+    # No history: no latency floor, so the lower bound is the rpm limit's alone.
+    assert gen_w.min_latency_s == 0.0 and gen_w.lower_s == pytest.approx(60.0)
 
-    # generate, e: capped at its max_tokens 600 on both prompts; embedded: free.
+    # generate, e: P1's 500 tokens capped at its max_tokens 400; embedded: free.
     gen_e = rows[("e", "generate")]
-    assert (gen_e.calls, gen_e.output_tokens, gen_e.cost_usd) == (4, 2 * 1200, 0.0)
-    assert gen_e.concurrency_s == pytest.approx(4 * (1 + 600 / 50))  # one at a time: 52 s
-    assert gen_e.binding == "concurrency"
+    assert (gen_e.calls, gen_e.output_tokens, gen_e.cost_usd) == (4, 2 * (375 + 400), 0.0)
+    assert gen_e.concurrency_s == pytest.approx(4 * (1 + 775 / 2 / 50))  # one at a time
+    assert gen_e.binding == "concurrency" and gen_e.lower_s == 0.0
 
     # judge, j: every essay (2 prompts × 2 writers × 2 samples) with the rubric prompt;
-    # essays of 960, 1000, 600 and 600 tokens are 600, 625, 375 and 375 characters.
+    # essays of 375, 500, 375 and 400 tokens are 600, 800, 600 and 640 characters.
     rubric = load_rubric()
-    frame = {text: chars(render_judge_messages(rubric, genre, text, "", V2))
+    frame = {text: tokens(render_judge_messages(rubric, genre, text, "", V2))
              for genre, text in (("argumentative", P0), ("narrative", P1))}
-    essay_chars = {P0: (600, 375), P1: (625, 375)}
-    j_in = 2 * 1.6 * sum(frame[t] + c for t in (P0, P1) for c in essay_chars[t])
+    essay_chars = {P0: (600, 600), P1: (800, 640)}
+    j_in = 2 * sum(frame[t] + c / 1.6 for t in (P0, P1) for c in essay_chars[t])
     judge = rows[("j", "judge")]
     assert judge.calls == 8
-    assert judge.input_tokens == pytest.approx(j_in)
-    assert judge.output_tokens == 8 * 500  # max_tokens: an upper bound
-    assert judge.cost_usd == pytest.approx((j_in * 1.0 + 4000 * 4.0) / 1e6)
+    assert judge.input_tokens == pytest.approx(j_in, rel=1e-3)
+    assert judge.output_tokens == 8 * 500  # the reply the schema asks for, capped
+    assert judge.cost_usd == pytest.approx((j_in * 1.0 + 4000 * 4.0) / 1e6, rel=1e-3)
     # tpm: every call is charged characters + max_tokens, at most the bucket (10 s of
     # 6000/min = 1000 tokens); 8 × 1000 - 1000 burst at 100 tokens/s = 70 s.
-    assert min(frame.values()) + 500 > 1000
     assert judge.tpm_s == pytest.approx(70.0)
     assert judge.concurrency_s == pytest.approx(2 * (1 + 500 / 50))
     assert judge.binding == "tpm" and judge.wall_s == pytest.approx(70.0)
 
     # pairwise, j: all_pairs of (e, w): 1 pair × 2 orders × 2 prompts × 2 samples.
-    pframe = {t: chars(render_pairwise_messages(rubric, g, t, "", "", 4000))
+    pframe = {t: tokens(render_pairwise_messages(rubric, g, t, "", "", 4000))
               for g, t in (("argumentative", P0), ("narrative", P1))}
-    p_in = 2 * 2 * 1.6 * sum(pframe[t] + sum(essay_chars[t]) for t in (P0, P1))
+    p_in = 2 * 2 * sum(pframe[t] + sum(essay_chars[t]) / 1.6 for t in (P0, P1))
     pairwise = rows[("j", "pairwise")]
     assert (pairwise.calls, pairwise.output_tokens) == (8, 8 * 300)
-    assert pairwise.input_tokens == pytest.approx(p_in)
+    assert pairwise.input_tokens == pytest.approx(p_in, rel=1e-3)
     assert pairwise.binding == "tpm" and pairwise.wall_s == pytest.approx(70.0)
 
     assert est.calls == 24
     assert est.cost_usd == pytest.approx(
-        (w_in * 2 + w_out * 8 + j_in + 4000 * 4 + p_in + 2400 * 4) / 1e6)
+        (w_in * 2 + w_out * 8 + j_in + 4000 * 4 + p_in + 2400 * 4) / 1e6, rel=1e-3)
     # Generate and judge overlap: the slowest model alone is j (70 s), but the slowest
     # writer (w, 60 s) plus one judge call (11 s) is 71 s; pairwise follows: + 70 s.
     assert est.wall_s == pytest.approx(71.0 + 70.0)
+    # The lower bound: the limits alone (a call may take no time): j's 70 s, pairwise's.
+    assert est.lower_s == pytest.approx(70.0 + 70.0)
     assert any("overlap" in note for note in est.assumptions)
     assert any("every essay comes back ok" in note for note in est.assumptions)
 
@@ -209,8 +230,8 @@ def test_ledger_statistics_are_preferred(tmp_path: Path) -> None:
         ])
     stats, unread = read_token_stats(tmp_path, recent=2)
     assert unread is None
-    assert stats[("w", "generate")] == TokenStats(2, 110.0, 800.0, 5.0)
-    assert stats[("j", "judge")] == TokenStats(1, 3000.0, 400.0, 8.0)
+    assert stats[("w", "generate")] == TokenStats(2, 110.0, 800.0, 5.0, 4.0)
+    assert stats[("j", "judge")] == TokenStats(1, 3000.0, 400.0, 8.0, 8.0)
 
     est = estimate_benchmark(PROMPTS, CONFIG, REGISTRY, stats, prompt_set="ps-x")
     rows = {(r.model, r.stage): r for r in est.rows}
@@ -218,19 +239,21 @@ def test_ledger_statistics_are_preferred(tmp_path: Path) -> None:
     assert (gen_w.tokens_from, gen_w.latency_from) == ("ledger", "ledger")
     assert (gen_w.input_tokens, gen_w.output_tokens) == (4 * 110.0, 4 * 800.0)
     assert gen_w.concurrency_s == pytest.approx(2 * 5.0)
+    # the fastest call seen (4 s) sets the floor: 2 rounds of 2; rpm's 60 s binds
+    assert gen_w.floor_s == pytest.approx(2 * 4.0) and gen_w.lower_s == pytest.approx(60.0)
     assert gen_w.cost_usd == pytest.approx((440 * 2.0 + 3200 * 8.0) / 1e6)
     assert (judge.input_tokens, judge.output_tokens) == (8 * 3000.0, 8 * 400.0)
     assert judge.latency_s == 8.0
     # e has no ledger calls: assumed as before, and said so.
     assert rows[("e", "generate")].tokens_from == "assumed"
     assert any("w/generate (2 calls)" in note for note in est.assumptions)
-    # w's essays are 800 tokens = 500 characters in the pairwise prompts.
+    # w's essays are 800 tokens = 1,280 characters in the pairwise prompts.
     rubric = load_rubric()
-    pframe = sum(chars(render_pairwise_messages(rubric, g, t, "", "", 4000))
+    pframe = sum(tokens(render_pairwise_messages(rubric, g, t, "", "", 4000))
                  for g, t in (("argumentative", P0), ("narrative", P1)))
-    e_chars = 375 + 375  # e's essays: its max_tokens 600 on both prompts
+    e_chars = 600 + 640  # e's essays: P0's 600 characters, P1's capped at 400 tokens
     assert rows[("j", "pairwise")].input_tokens == pytest.approx(
-        2 * 2 * 1.6 * (pframe + 2 * 500 + e_chars))
+        2 * 2 * (pframe + (2 * 1280 + e_chars) / 1.6), rel=1e-3)
     assert not math.isclose(rows[("j", "pairwise")].input_tokens, 0)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from essaybench.bench.estimate_calls import rate_bound, requested_chars
+from essaybench.bench.estimate_calls import rate_bound
+from essaybench.bench.estimate_text import requested_chars
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -3,6 +3,8 @@ judge on top of the judgment, checked against hand arithmetic."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 
@@ -19,13 +21,13 @@ from essaybench.bench.rubrics import (
 )
 from essaybench.llm.registry import ModelSpec, Registry
 
-P0 = "写一篇不少于500字的议论文，谈谈诚信。"  # 500 × 1.2 × 1.6 = 960 tokens: 600 characters
+P0 = "写一篇不少于500字的议论文，谈谈诚信。"  # 500 × 1.2 = 600 characters
 P1 = "写一篇不少于500字的议论文或记叙文，题目自拟。"  # the same length, a choice of two
 REGISTRY = Registry(models={s.name: s for s in (
     ModelSpec(name="w", provider="t", base_url="http://x.invalid/v1", model_id="w",
-              family="t", default_params={"max_tokens": 1000}),
+              family="fake", default_params={"max_tokens": 1000}),
     ModelSpec(name="j", provider="t", base_url="http://x.invalid/v1", model_id="j",
-              family="t", price_input_per_mtok=1.0, price_output_per_mtok=4.0))})
+              family="fake", price_input_per_mtok=1.0, price_output_per_mtok=4.0))})
 CONFIG = BenchmarkConfig(generate=GenerateParams(models=("w",), samples=2),
                          judge=JudgeParams(judges=["j"], max_tokens=500, genre_max_tokens=64),
                          drift=None)
@@ -38,8 +40,14 @@ def _prompts(genre: str | None, allowed: list[str]) -> pl.DataFrame:
                          "allowed_genres": [["argumentative"], allowed]})
 
 
-def chars(messages: list[dict[str, str]]) -> int:
-    return sum(len(m["content"]) for m in messages)
+def tokens(messages: list[dict[str, str]]) -> float:
+    """The fake tokenizer family's count (configs/token_ratios.yaml): 1.6 CJK characters
+    or 4 others per token, 4 per message, 3 per request."""
+    def count(text: str) -> float:
+        cjk = sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f"
+                  or "\uff00" <= c <= "\uffef")
+        return cjk / 1.6 + (len(text) - cjk) / 4
+    return 3 + sum(4 + count(m["content"]) for m in messages)
 
 
 def test_a_choice_prompt_adds_one_genre_call_per_essay_and_judge() -> None:
@@ -47,21 +55,24 @@ def test_a_choice_prompt_adds_one_genre_call_per_essay_and_judge() -> None:
                                 REGISTRY, {}, prompt_set="ps-x")
     judge = next(r for r in choice.rows if r.stage == "judge")
     rubric = load_rubric()
-    essay = 600  # characters of each essay (both prompts ask for at least 500)
-    frame0 = chars(render_judge_messages(rubric, "argumentative", P0, "", V2))
+    essay = 600 / 1.6  # tokens of each essay's 600 characters (both ask for at least 500)
+    frame0 = tokens(render_judge_messages(rubric, "argumentative", P0, "", V2))
     # The choice prompt's judgment: the larger of its two rubrics (an upper bound).
-    frame1 = max(chars(render_judge_messages(rubric, g, P1, "", V2))
+    frame1 = max(tokens(render_judge_messages(rubric, g, P1, "", V2))
                  for g in ("argumentative", "narrative"))
     call = genre_call("j", {"prompt_text": P1, "essay_text": "",
                             "allowed_genres": ["argumentative", "narrative"]},
                       rubric, "", "judge", 64, 0.2)
-    ask = sum(len(m.content) for m in call.request.messages)
+    ask = tokens([{"content": m.content} for m in call.request.messages])
     assert "- narrative：记叙文" in call.request.messages[0].content
     # 2 samples: 2 judgments per prompt, and 2 genre calls for the choice prompt.
     assert judge.calls == 2 + 2 + 2
     assert judge.input_tokens == pytest.approx(
-        1.6 * 2 * ((frame0 + essay) + (frame1 + essay) + (ask + essay)))
-    assert judge.output_tokens == pytest.approx(2 * 500 + 2 * 500 + 2 * 64)
+        2 * ((frame0 + essay) + (frame1 + essay) + (ask + essay)), rel=1e-3)
+    # The genre reply is {"nonce": "<16 hex>", "genre": "argumentative"}: 52 characters.
+    genre_reply = len(json.dumps({"nonce": "0" * 16, "genre": "argumentative"})) / 4
+    assert judge.output_tokens == pytest.approx(2 * 500 + 2 * 500 + 2 * genre_reply,
+                                                abs=2)
     assert any("leave the genre open" in note for note in choice.assumptions)
 
     decided = estimate_benchmark(_prompts("narrative", ["narrative"]), CONFIG, REGISTRY, {},
@@ -74,11 +85,11 @@ def test_an_open_prompt_may_choose_any_genre() -> None:
     est = estimate_benchmark(_prompts(None, ["any"]), CONFIG, REGISTRY, {}, prompt_set="ps-x")
     judge = next(r for r in est.rows if r.stage == "judge")
     rubric = load_rubric()
-    frame1 = max(chars(render_judge_messages(rubric, g, P1, "", V2)) for g in rubric.genres)
+    frame1 = max(tokens(render_judge_messages(rubric, g, P1, "", V2)) for g in rubric.genres)
     call = genre_call("j", {"prompt_text": P1, "essay_text": "", "allowed_genres": ["any"]},
                       rubric, "", "judge", 64, 0.2)
-    ask = sum(len(m.content) for m in call.request.messages)
-    frame0 = chars(render_judge_messages(rubric, "argumentative", P0, "", V2))
+    ask = tokens([{"content": m.content} for m in call.request.messages])
+    frame0 = tokens(render_judge_messages(rubric, "argumentative", P0, "", V2))
     assert judge.calls == 6
     assert judge.input_tokens == pytest.approx(
-        1.6 * 2 * ((frame0 + 600) + (frame1 + 600) + (ask + 600)))
+        2 * ((frame0 + 375) + (frame1 + 375) + (ask + 375)), rel=1e-3)

@@ -41,6 +41,7 @@ from starlette.routing import BaseRoute, Route
 from essaybench.core.hashing import sha256_hex
 from essaybench.llm.fake.app import FakeState
 from essaybench.llm.fake.batch_engine import BatchEngine
+from essaybench.llm.fake.batch_input import strict_json
 from essaybench.llm.fake.batch_store import Batch, Item, Outcome
 from essaybench.llm.fake.protocol import bearer_token
 
@@ -182,10 +183,7 @@ class AnthropicBatches:
         raw = await request.body()
         if len(raw) > self.store.scenario.max_file_bytes:
             return _error(413, "Request exceeds the maximum allowed number of bytes.")
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return _error(400, "The request body is not valid JSON.")
+        body = strict_json(raw)
         requests = body.get("requests") if isinstance(body, dict) else None
         if not isinstance(requests, list) or not requests:
             return _error(400, "requests: Field required (a non-empty list)")

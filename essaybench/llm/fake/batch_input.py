@@ -17,6 +17,18 @@ _DISPOSITION = re.compile(r'(\w+)="([^"]*)"')
 _MAX_ERRORS = 100
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(raw: bytes | str) -> Any:
+    """The JSON value of ``raw``, or None when it is not strict JSON (NaN, bad UTF-8, depth)."""
+    try:
+        return json.loads(raw, parse_constant=_no_constants)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError too
+        return None
+
+
 def parse_multipart(body: bytes, content_type: str) -> dict[str, tuple[str | None, bytes]] | str:
     """multipart/form-data fields: name -> (filename, bytes); or why the body is not one."""
     mime, _, params = content_type.partition(";")
@@ -66,10 +78,7 @@ def parse_lines(data: bytes, endpoint: str, max_lines: int
                      f"{len(lines)} requests; at most {max_lines} are allowed.",
                      "param": None, "line": None}]
     for n, raw in enumerate(lines, 1):
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError
-            obj = None
+        obj = strict_json(raw)
         if not isinstance(obj, dict):
             bad(n, "invalid_json_line", "This line is not parseable as valid JSON.")
             continue

@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Route
 from essaybench.core.hashing import sha256_hex
 from essaybench.llm.fake.app import FakeState
 from essaybench.llm.fake.batch_engine import BatchEngine
-from essaybench.llm.fake.batch_input import parse_lines, parse_multipart
+from essaybench.llm.fake.batch_input import parse_lines, parse_multipart, strict_json
 from essaybench.llm.fake.batch_store import Batch, FileRecord, Item
 from essaybench.llm.fake.protocol import auth_error
 
@@ -172,12 +172,9 @@ class OpenAIBatches:
         return Response(record.data, media_type="application/octet-stream")
 
     async def create(self, request: Request) -> Response:
-        try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return _error(400, "We could not parse the JSON body of your request.")
+        body = strict_json(await request.body())
         if not isinstance(body, dict):
-            return _error(400, "The request body must be a JSON object.")
+            return _error(400, "We could not parse the JSON body of your request (a JSON object).")
         endpoint, window = body.get("endpoint"), body.get("completion_window")
         if endpoint not in _OPENAI_ENDPOINTS:
             return _error(400, f"Invalid value for 'endpoint': {endpoint!r}.", "endpoint")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -224,3 +225,25 @@ def test_a_new_client_resumes_polling_the_same_batch(serve: Any) -> None:
     with httpx.Client(base_url=fake.base_url, trust_env=False) as fresh:
         batch, _ = poll(fresh, batch_id)
         assert results(fresh, batch)["k"]["type"] == "succeeded"
+
+
+def test_hostile_create_bodies_get_a_400_never_a_500(serve: Any) -> None:
+    fake, client = serve()
+    good = json.dumps({"requests": [req("a", params("甲")), req("b", params("乙"))]}).encode()
+    bodies = [b"[" * 100_000, good.replace(b"200", b"NaN"), b"\xff\xfe", b"null",
+              json.dumps({"requests": [req("a", [[[[]]]])]}).encode()]
+    rng = random.Random(26)
+    for _ in range(30):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        bodies.append(bytes(data))
+    for data in bodies:
+        r = client.post("/messages/batches", content=data,
+                        headers={"content-type": "application/json"})
+        assert r.status_code in (200, 400), (r.status_code, data[:80])
+        if r.status_code == 200:
+            batch, _ = poll(client, r.json()["id"])
+            assert sum(batch["request_counts"].values()) == 2
+    stats = fake.stats()
+    assert stats.batch is not None and "internal_error" not in stats.batch.faults

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -320,3 +321,31 @@ def test_status_fault_rules_apply_per_line(serve: Any) -> None:
     batch, _ = poll(client, create(client, [line("x", body("甲", model="down"))])["id"])
     errors = results(client, batch["error_file_id"])
     assert errors["x"]["response"]["status_code"] == 503
+
+
+def test_fuzzed_input_files_end_as_failed_or_completed(serve: Any) -> None:
+    """Untrusted JSONL: byte flips, NaN, deep nesting. Never a 500, never a stuck batch."""
+    fake, client = serve()
+    rng = random.Random(26)
+    valid = jsonl([line(f"c{i}", body(f"作文{i}", max_tokens=50)) for i in range(4)])
+    files = [valid.replace(b"50", b"NaN"), b"[" * 100_000 + b"\n",
+             jsonl([line("d", {"model": "w", "messages": [{"role": "user",
+                                                           "content": [[[[1]]]]}]})])]
+    for _ in range(30):
+        data = bytearray(valid)
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        files.append(bytes(data))
+    for data in files:
+        r = client.post("/batches", json={"input_file_id": upload(client, data),
+                                          "endpoint": CHAT, "completion_window": "24h"})
+        assert r.status_code == 200, r.text
+        batch, _ = poll(client, r.json()["id"])
+        assert batch["status"] in ("failed", "completed")
+        lines = data.count(b"\n")
+        for error in (batch["errors"] or {"data": []})["data"]:
+            assert error["line"] is None or 1 <= error["line"] <= lines
+        counts = batch["request_counts"]
+        assert counts["completed"] + counts["failed"] == counts["total"]
+    stats = fake.stats()
+    assert stats.batch is not None and "internal_error" not in stats.batch.faults

@@ -234,10 +234,10 @@ def test_hostile_create_bodies_get_a_400_never_a_500(serve: Any) -> None:
               json.dumps({"requests": [req("a", [[[[]]]])]}).encode()]
     rng = random.Random(26)
     for _ in range(30):
-        data = bytearray(good)
+        mutated = bytearray(good)
         for _ in range(rng.randint(1, 6)):
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        bodies.append(bytes(data))
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        bodies.append(bytes(mutated))
     for data in bodies:
         r = client.post("/messages/batches", content=data,
                         headers={"content-type": "application/json"})

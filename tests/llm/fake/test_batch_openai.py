@@ -332,10 +332,10 @@ def test_fuzzed_input_files_end_as_failed_or_completed(serve: Any) -> None:
              jsonl([line("d", {"model": "w", "messages": [{"role": "user",
                                                            "content": [[[[1]]]]}]})])]
     for _ in range(30):
-        data = bytearray(valid)
+        mutated = bytearray(valid)
         for _ in range(rng.randint(1, 6)):
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        files.append(bytes(data))
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        files.append(bytes(mutated))
     for data in files:
         r = client.post("/batches", json={"input_file_id": upload(client, data),
                                           "endpoint": CHAT, "completion_window": "24h"})

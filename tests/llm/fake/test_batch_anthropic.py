@@ -95,7 +95,7 @@ def as_chat(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_round_trip_gives_what_direct_calls_give(serve: Any) -> None:
-    fake, client = serve({"delay_s": 0.2, "per_item_s": 0.02},
+    fake, client = serve({"delay_s": 0.5, "per_item_s": 0.02},
                          models={"claude-fake": {"cache_report": "openai"}})
     structured = {"format": {"type": "json_schema", "schema": SCHEMA}}
     requests = [req(f"r{i}", params(f"写一篇作文{i}")) for i in range(4)]
@@ -164,7 +164,7 @@ def test_expiry_and_results_before_the_end(serve: Any) -> None:
 
 def test_cancel_mid_way(serve: Any) -> None:
     fake, client = serve({"per_item_s": 0.1, "cancel_s": 0.2})
-    batch_id = create(client, [req(f"r{i}", params(f"作文{i}")) for i in range(20)])["id"]
+    batch_id = create(client, [req(f"r{i}", params(f"作文{i}")) for i in range(50)])["id"]
     while client.get(f"/messages/batches/{batch_id}").json()[
             "request_counts"]["succeeded"] < 2:
         time.sleep(0.02)
@@ -174,7 +174,7 @@ def test_cancel_mid_way(serve: Any) -> None:
     batch, _ = poll(client, batch_id)
     counts = batch["request_counts"]
     assert counts["succeeded"] >= 2 and counts["canceled"] >= 1
-    assert counts["succeeded"] + counts["canceled"] == 20
+    assert counts["succeeded"] + counts["canceled"] == 50
     out = results(client, batch)
     assert sum(v["type"] == "canceled" for v in out.values()) == counts["canceled"]
     assert client.post(f"/messages/batches/{batch_id}/cancel").status_code == 400

@@ -150,19 +150,20 @@ def print_estimate(result: Estimate, notes: Sequence[str] = ()) -> None:
                   collapse_padding=True)  # fits 80 columns; rich folds long model names
     table.add_column("model", overflow="fold")
     table.add_column("stage", no_wrap=True)
-    for name in ("calls", "in tok", "out tok", "USD", "wall≥", "wall~"):
+    for name in ("calls", "in tok", "out tok", "USD", "wall ≥/~"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("by", no_wrap=True)  # the binding bound: concurrency, rpm or tpm
     table.add_column("tokens", no_wrap=True)  # from the ledger, or assumed
     for r in result.rows:
         table.add_row(r.model, r.stage, f"{r.calls:,}", format_tokens(r.input_tokens),
                       format_tokens(r.output_tokens), format_usd(r.cost_usd),
-                      duration(r.lower_s), duration(r.wall_s),
+                      f"{duration(r.lower_s)}/{duration(r.wall_s)}",
                       r.binding.replace("concurrency", "conc"), r.tokens_from)
     table.add_section()
     table.add_row("total", "", f"{result.calls:,}", format_tokens(result.input_tokens),
                   format_tokens(result.output_tokens), format_usd(result.cost_usd),
-                  duration(result.lower_s), duration(result.wall_s), "", "", style="bold")
+                  f"{duration(result.lower_s)}/{duration(result.wall_s)}", "", "",
+                  style="bold")
     console.print(table)
     console.print(f"wall time: at least {duration(result.lower_s)} (lower bound), about "
                   f"{duration(result.wall_s)} expected", markup=False)

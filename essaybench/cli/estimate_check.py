@@ -14,8 +14,8 @@ from essaybench.llm.progress import duration
 if TYPE_CHECKING:
     from essaybench.bench.estimate_check import CheckReport
 
-COLUMNS = (("calls", "calls"), ("input_tokens", "in tok"), ("output_tokens", "out tok"),
-           ("cost_usd", "USD"), ("wall_s", "wall"))
+METRICS = (("calls", "calls"), ("input_tokens", "input tokens"),
+           ("output_tokens", "output tokens"), ("cost_usd", "USD"), ("wall_s", "wall time"))
 
 
 def _value(metric: str, value: float | None) -> str:
@@ -32,23 +32,27 @@ def _value(metric: str, value: float | None) -> str:
 
 
 def print_check(report: CheckReport, run: str) -> None:
-    table = Table(title=f"Estimate / actual of run {run} (ratio = estimate ÷ actual)",
-                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    """One line per model, stage and figure: estimated, actual, their ratio."""
+    table = Table(title=f"Estimate against run {run}", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
     table.add_column("model", overflow="fold")
     table.add_column("stage", no_wrap=True)
-    for _, name in COLUMNS:
-        table.add_column(name, justify="right", overflow="fold")
+    table.add_column("figure", no_wrap=True)
+    for name in ("estimated", "actual", "est÷act"):
+        table.add_column(name, justify="right", no_wrap=True)
     for i, row in enumerate(report.rows):
-        if i == len(report.rows) - 1:
+        total = i == len(report.rows) - 1
+        if i:
             table.add_section()
-        cells = []
-        for metric, _ in COLUMNS:
+        for j, (metric, name) in enumerate(METRICS):
             ratio = row.ratio(metric)
-            cells.append(f"{_value(metric, row.estimated.get(metric))}/"
-                         f"{_value(metric, row.actual.get(metric))} "
-                         f"{'?' if ratio is None else f'{ratio:.2f}x'}")
-        table.add_row(row.model, row.stage, *cells,
-                      style="bold" if i == len(report.rows) - 1 else None)
+            if total and metric == "wall_s":
+                name = "wall time ~"  # the expected value; the lower bound is below
+            table.add_row(row.model if j == 0 else "", row.stage if j == 0 else "", name,
+                          _value(metric, row.estimated.get(metric)),
+                          _value(metric, row.actual.get(metric)),
+                          "?" if ratio is None else f"{ratio:.2f}x",
+                          style="bold" if total else None)
     console.print(table)
     holds = report.lower_holds
     verdict = ("no timed call" if holds is None else "holds" if holds else

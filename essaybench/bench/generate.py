@@ -60,7 +60,8 @@ ESSAY_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "finish_reason": pl.Utf8,
     "input_tokens": pl.Int64,
     "output_tokens": pl.Int64,
-    "cost_usd": pl.Float64,
+    "cached_input_tokens": pl.Int64,  # of input_tokens, from the provider's cache (null: unknown)
+    "cost_usd": pl.Float64,  # what the call cost (llm.pricing)
     "latency_s": pl.Float64,
     "request_key": pl.Utf8,
     "from_ledger": pl.Boolean,
@@ -235,6 +236,7 @@ def essays_table(
         "finish_reason": [result.finish_reason for result in results],
         "input_tokens": [result.usage.input_tokens for result in results],
         "output_tokens": [result.usage.output_tokens for result in results],
+        "cached_input_tokens": [result.usage.cached_input_tokens for result in results],
         "cost_usd": [result.cost_usd for result in results],
         "latency_s": [result.latency_s for result in results],
         "request_key": [result.key for result in results],

@@ -8,6 +8,11 @@ punctuation included; ``constraints.count_grid_chars``), × 1,000. Failures that
 nothing (a refused connection) add nothing; a billed call without a price makes the
 figure unknown, never a guess.
 
+Each call's cost is what ``llm.pricing`` says it cost (cached input, batch and off-peak
+prices from the registry). A priced essay whose provider reported no cached-input figure
+was priced at the full input price: ``essays_cost_upper_bound`` counts those, and the
+report and ``llm usage`` say once which figures are upper bounds.
+
 Counting only ok essays' spend would make a model that truncates often look cheaper
 than it is (its wasted calls vanish); counting every reply's characters would pay it for
 text nobody can use.
@@ -22,8 +27,9 @@ from essaybench.constraints import count_grid_chars
 OK = "ok"
 GENERATE = "generate"  # the stage whose calls are the essays
 DEFINITION = ("cost per 1,000 characters = all generate spend (ok and failed calls that "
-              "were billed, e.g. truncated essays) ÷ grid characters (every non-space "
-              "character) of the usable (ok) essays × 1,000")
+              "were billed, e.g. truncated essays, each at what it cost: cached input, batch "
+              "and off-peak prices applied) ÷ grid characters (every non-space character) of "
+              "the usable (ok) essays × 1,000")
 
 
 def usable_chars(status: str, text: str | None) -> int:
@@ -57,3 +63,27 @@ def essays_cost_per_1k(essays: pl.DataFrame) -> dict[str, float | None]:
                     group.select("status", "essay_text").iter_rows())
         out[str(model)] = cost_per_1k(sum(c for c in costs if c is not None), chars)
     return out
+
+
+def essays_cost_upper_bound(essays: pl.DataFrame) -> dict[str, int]:
+    """Per model of a generate table: its essays with a cost above zero but no cached-input
+    figure (column ``cached_input_tokens`` null or absent, as in snapshots written before
+    it), priced at the full input price: where its cost is an upper bound."""
+    if "cost_usd" not in essays.columns:
+        return {}
+    cached = (pl.col("cached_input_tokens").is_null() if "cached_input_tokens" in essays.columns
+              else pl.lit(True))
+    bounded = essays.group_by("model").agg(
+        ((pl.col("cost_usd") > 0) & cached).fill_null(False).sum().alias("n"))
+    return {str(m): int(n) for m, n in bounded.iter_rows()}
+
+
+def upper_bound_note(bounded: dict[str, int]) -> str | None:
+    """One sentence naming the models whose cost per 1,000 characters is an upper bound."""
+    models = sorted(m for m, n in bounded.items() if n)
+    if not models:
+        return None
+    essays = sum(bounded[m] for m in models)
+    return (f"Cost of {', '.join(models)} is an upper bound: {essays} "
+            f"essay{'' if essays == 1 else 's'} priced without a cached-input figure from "
+            "the provider, at the full input price.")

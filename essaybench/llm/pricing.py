@@ -21,15 +21,13 @@ A call's cost, in USD, from its registry entry's prices and what the provider re
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-if TYPE_CHECKING:
-    from essaybench.llm.registry import ModelSpec
-
-__all__ = ["UPPER_BOUND_NOTE", "OffPeak", "call_cost", "price_factor"]
+__all__ = ["UPPER_BOUND_NOTE", "OffPeak", "Priced", "call_cost", "price_factor"]
 
 UPPER_BOUND_NOTE = ("priced without a cached-input figure from the provider: at the full "
                     "input price, an upper bound where the provider discounted cached input")
@@ -110,7 +108,22 @@ class OffPeak(BaseModel):
         return now >= start or now < end  # wraps past midnight
 
 
-def price_factor(spec: ModelSpec, *, batch: bool = False,
+class Priced(Protocol):
+    """The prices of a registry entry (``registry.ModelSpec``) the rule reads."""
+
+    @property
+    def price_input_per_mtok(self) -> float | None: ...
+    @property
+    def price_output_per_mtok(self) -> float | None: ...
+    @property
+    def price_cached_input_per_mtok(self) -> float | None: ...
+    @property
+    def batch_price_factor(self) -> float | None: ...
+    @property
+    def off_peak(self) -> Sequence[OffPeak]: ...
+
+
+def price_factor(spec: Priced, *, batch: bool = False,
                  finished_at: datetime | None = None) -> float:
     """The multiplier on list prices for a call: batch factor × off-peak factor."""
     factor = (spec.batch_price_factor or 1.0) if batch else 1.0
@@ -122,7 +135,7 @@ def price_factor(spec: ModelSpec, *, batch: bool = False,
     return factor
 
 
-def call_cost(spec: ModelSpec, input_tokens: int | None, output_tokens: int | None,
+def call_cost(spec: Priced, input_tokens: int | None, output_tokens: int | None,
               cached_input_tokens: int | None = None, *, batch: bool = False,
               finished_at: datetime | None = None) -> float | None:
     """What one call cost (USD), by the module's rule; None when unknown.

@@ -22,6 +22,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from essaybench.core.paths import resource
+from essaybench.llm.cost_basis import upper_bound_note
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
@@ -79,6 +80,8 @@ def context(data: RunData) -> dict[str, Any]:
     return {
         "data": data, "judges": sections, "decisions": _decisions(data, sections),
         "facts": facts.to_dicts(), "compliance_svg": compliance_chart(ids, facts),
+        "cost_bound_note": upper_bound_note(dict(facts.select("model", "cost_upper_bound")
+                                                 .iter_rows())),
         "failures": failures(data.essays, data.judgments).to_dicts(),
         "essays_html": essays_html(prompts), "n_essays": len(essays),
         "filter_models": _options([e.model for e in essays]),

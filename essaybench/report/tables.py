@@ -19,7 +19,7 @@ from essaybench.bench.alerts import is_off_language
 from essaybench.bench.compliance import compliance_rates, compliance_table
 from essaybench.constraints import count_grid_chars
 from essaybench.core.contracts import OK, OVERALL
-from essaybench.llm.cost_basis import essays_cost_per_1k
+from essaybench.llm.cost_basis import essays_cost_per_1k, essays_cost_upper_bound
 
 WEIGHTED_CI = "score_ci_weighted"
 WEIGHTED_DIFF = "score_diff_weighted"
@@ -131,8 +131,9 @@ def _ok_lengths(essays: pl.DataFrame) -> pl.DataFrame:
 def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
     """Per model: essays, failures, length compliance, off-language share (of ok essays),
     cost per 1,000 characters (``llm.cost_basis``: all its essays' spend, billed failures
-    included, over the grid count of its ok essays), latency per 1,000 characters (ok
-    essays) and p95 latency."""
+    included, over the grid count of its ok essays; ``cost_upper_bound``: its essays priced
+    without a cached-input figure), latency per 1,000 characters (ok essays) and p95
+    latency."""
     rates = compliance_rates(compliance_table(essays, prompt_column="prompt_text"))
     ok = _ok_lengths(essays)
     per_ok = ok.group_by("model").agg(
@@ -141,6 +142,7 @@ def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
         pl.col("latency_s").sum().alias("latency_s"),
         pl.col("latency_s").quantile(0.95, "linear").alias("p95_latency_s"))
     costs = essays_cost_per_1k(essays)
+    bounded = essays_cost_upper_bound(essays)
     per_1k = 1000 / pl.col("ok_chars")
     return (rates.join(per_ok, on="model", how="left")
             .with_columns(pl.col("n_ok").fill_null(0))
@@ -149,6 +151,9 @@ def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
                           pl.col("model").replace_strict(costs, default=None,
                                                          return_dtype=pl.Float64)
                           .alias("cost_per_1k_chars"),
+                          pl.col("model").replace_strict(bounded, default=0,
+                                                         return_dtype=pl.Int64)
+                          .alias("cost_upper_bound"),
                           pl.when(pl.col("ok_chars") > 0).then(pl.col("latency_s") * per_1k)
                           .alias("latency_s_per_1k_chars"))
             .sort("model"))

@@ -96,7 +96,9 @@ def llm_models(
         m = registry.get(name)
         cached = m.price_cached_input_per_mtok
         discounts = [f"batch ×{m.batch_price_factor:g}"] if m.batch_price_factor else []
-        discounts += [f"{p.start}-{p.end} UTC ×{p.price_factor:g}" for p in m.off_peak]
+        discounts += [f"{p.start}-{p.end} UTC ×{p.price_factor:g}"
+                      + ("" if len(p.days) == 7 else f" {','.join(p.days)}")
+                      for p in m.off_peak]
         table.add_row(name, "yes" if m.enabled else "no", f"{m.base_url}\n{m.model_id}",
                       f"${m.api_key_env}" if m.api_key_env else "-",
                       f"{m.max_concurrency} / {m.rpm or '-'} / {m.tpm or '-'}",

@@ -71,3 +71,18 @@ def test_usage_of_a_ledger_from_before_cached_input(tmp_path: Path) -> None:
     [row] = _table(out.output)
     assert row["cached in"] == "600" and row["calls"] == "2"
     assert "Cost marked ≤: 1 call priced without" in out.output
+
+
+def test_llm_models_shows_the_discounts(tmp_path: Path) -> None:
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n  m:\n    provider: p\n    base_url: http://localhost:1/v1\n"
+                    "    model_id: x\n    family: fam\n    price_input_per_mtok: 2\n"
+                    "    price_output_per_mtok: 8\n    price_cached_input_per_mtok: 0.5\n"
+                    "    batch_price_factor: 0.5\n    off_peak:\n"
+                    "      - {start: '00:00', end: '00:00', price_factor: 0.5, days: [sat]}\n",
+                    encoding="utf-8")
+    out = CliRunner().invoke(app, ["llm", "models", "--models", str(path)],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "2.0 / 0.5 / 8.0" in out.output and "batch ×0.5" in out.output
+    assert "00:00-00:00 UTC ×0.5 sat" in out.output

@@ -17,16 +17,17 @@ Per (model, stage):
   leave the genre open; pairwise = 2 orders × judges × designed pairs per prompt and
   sample.
 - **tokens**: the mean of the model's recent ok calls in that stage where the ledger has
-  any; else from the text: 1.6 tokens per character of the rendered messages (Chinese,
-  DESIGN.md), an essay as long as its prompt asks (capped at max_tokens) or max_tokens,
-  a judgment of max_tokens.
-- **USD**: tokens at the registry's list prices; the embedded model costs nothing; a
-  model without prices makes the cost unknown, never a guess.
-- **wall time**, a lower bound: the largest of calls ÷ concurrency × typical latency
-  (ledger median, else assumed), calls ÷ rpm and tokens ÷ tpm (each after the gateway's
-  10 s burst); the largest is the binding one. tpm counts what the gateway's limiter is
-  charged per call (``llm.client.estimate_tokens``: message characters + max_tokens),
-  because that is what paces a run.
+  any; else from the text (:mod:`~essaybench.bench.estimate_text`): the rendered messages'
+  characters by script at the model's tokenizer family's measured ratios plus its chat
+  framing (``configs/token_ratios.yaml``), an essay as long as its prompt asks (capped at
+  max_tokens), a judgment as its answer schema (capped at max_tokens).
+- **USD**: tokens at the registry's prices (``ModelSpec.cost_usd``); the embedded model
+  costs nothing; a model without prices makes the cost unknown, never a guess.
+- **wall time**, two figures. A lower bound the run cannot beat: calls ÷ rpm and tokens ÷
+  tpm (each after the gateway's 10 s burst; tpm counts what the limiter is charged per
+  call, ``llm.client.estimate_tokens``: message characters + max_tokens) and calls ÷
+  concurrency × the fastest latency the ledger has seen (0 without history). An expected
+  value: the same with the typical latency (ledger median, else assumed).
 
 The run's total: generate and judge overlap (each essay is judged as soon as it is
 written) and every model has its own limiter, so that phase lasts as long as the
@@ -43,20 +44,17 @@ import polars as pl
 from essaybench.bench.anchors import load_anchor_set, sample_anchors
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.estimate_calls import (
-    LATENCY_OVERHEAD_S,
-    TOKENS_PER_S,
     CallTally,
     rate_bound,
 )
+from essaybench.bench.estimate_notes import assumptions as notes_for
 from essaybench.bench.estimate_records import Estimate, EstimateError, StageEstimate, TokenStats
 from essaybench.bench.estimate_text import (
-    DEFAULT_ESSAY_CHARS,
-    MIN_LENGTH_MARGIN,
-    STRING_CHARS_MAX,
     essay_tokens,
     ratios_of,
     reply_tokens,
     requested_chars,
+    stops_at_newline,
 )
 from essaybench.bench.generate import STAGE as GENERATE
 from essaybench.bench.generate import system_prompts
@@ -71,7 +69,6 @@ from essaybench.bench.pairwise.prompt import (
     render_pairwise_messages,
 )
 from essaybench.bench.rubrics import load_rubric
-from essaybench.llm.ratelimit import BURST_SECONDS
 from essaybench.llm.registry import Registry
 
 DRIFT = "drift"  # the judges re-score the anchor set after judging (stages/drift.py)
@@ -121,15 +118,17 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
     # The essays, per prompt and writer: their length in characters (what a judge reads).
     system = system_prompts(gen, specs)
     essays: list[dict[str, float]] = []
-    unrequested = 0
+    unrequested = cut = 0
     for _, text in rows:
         unrequested += requested_chars(text) is None
         lengths: dict[str, float] = {}
         for writer in gen.models:
             cap = gen.max_tokens or _int(specs[writer].default_params.get("max_tokens"))
             known = stats.get((writer, GENERATE))
-            tokens = (known.mean_output_tokens if known is not None
-                      else essay_tokens(text, ratios[writer], cap))
+            asked = essay_tokens(text, ratios[writer], None,
+                                 one_paragraph=stops_at_newline(specs[writer]))
+            cut += known is None and cap is not None and asked > cap
+            tokens = known.mean_output_tokens if known is not None else min(asked, cap or asked)
             lengths[writer] = ratios[writer].chars(tokens)
             if GENERATE in stages:
                 sent = [{"content": text}]
@@ -215,7 +214,8 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
     estimates = tuple(tallies[key].row(key[1]) for key in sorted(
         tallies, key=lambda k: (order[k[1]], models.index(k[0]))))
     guessed = any((writer, GENERATE) not in stats for writer in gen.models)
-    assumptions = _assumptions(estimates, stats, guessed, len(rows), unrequested, len(pairs))
+    assumptions = notes_for(estimates, stats, guessed, len(rows), unrequested, len(pairs),
+                           cut)
     if open_genre:
         assumptions.insert(1, f"{open_genre} prompt{'' if open_genre == 1 else 's'} leave the "
                               "genre open or offer a choice: each essay gets one more judge "
@@ -263,53 +263,3 @@ def _total_wall(rows: Sequence[StageEstimate], tallies: Mapping[tuple[str, str],
     after = sum(max((wall(r) for r in rows if r.stage == stage), default=0.0)
                 for stage in (DRIFT, PAIRWISE))
     return phase + after
-
-
-def _assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], TokenStats],
-                 guessed_essays: bool, n_prompts: int, unrequested: int,
-                 n_pairs: int) -> list[str]:
-    notes: list[str] = []
-    present = {r.stage for r in rows}
-    if JUDGE in present:
-        notes.append("every essay comes back ok and is judged by every judge (a failed or "
-                     "truncated essay is not judged: fewer calls)")
-    if PAIRWISE in present:
-        notes.append(f"pairwise: both essays of every designed pair are ok: {n_pairs} "
-                     f"pair{'' if n_pairs == 1 else 's'} × 2 orders × each judge, per prompt "
-                     "and sample")
-    used = [f"{r.model}/{r.stage} ({stats[(r.model, r.stage)].calls} calls)"
-            for r in rows if r.tokens_from == "ledger"]
-    if used:
-        notes.append("tokens from the ledger (mean of the newest ok calls): " + ", ".join(used))
-    if any(r.tokens_from == "assumed" for r in rows):
-        notes.append("elsewhere tokens are counted from the text: the rendered messages' "
-                     "characters by script (CJK, Latin, other) at the tokens per character "
-                     "measured for the model's tokenizer family (configs/token_ratios.yaml), "
-                     "plus its chat framing (the answer schema not counted)")
-    if guessed_essays and rows:  # essay lengths feed the judges' input too
-        notes.append(f"essays as long as their prompt asks (a target as is, a range's "
-                     f"midpoint, a minimum +{MIN_LENGTH_MARGIN - 1:.0%}), capped at "
-                     f"max_tokens; {unrequested} of {n_prompts} prompts ask for no length: "
-                     f"{DEFAULT_ESSAY_CHARS} characters")
-    if any(r.stage != GENERATE and r.tokens_from == "assumed" for r in rows):
-        notes.append("judgments answer their schema: every score, fixed values as given, "
-                     f"the analysis at half its maximum length (at most {STRING_CHARS_MAX:,} "
-                     "characters), capped at max_tokens")
-    if any(r.latency_from == "assumed" for r in rows):
-        notes.append(f"latency where the ledger has none: {LATENCY_OVERHEAD_S:g} s + "
-                     f"{TOKENS_PER_S:g} output tokens/s per call")
-    notes.append("cost at the registry's list prices (cached-input or off-peak discounts "
-                 "not applied); the embedded model costs nothing")
-    notes.extend(f"no price in the registry for {model}: its cost is unknown"
-                 for model in dict.fromkeys(r.model for r in rows if r.cost_usd is None))
-    notes.append(f"wall time ≥ (lower bound): calls ÷ rpm, tokens ÷ tpm (as the gateway "
-                 f"charges them: message characters + max_tokens), each after the limiter's "
-                 f"{BURST_SECONDS:g} s burst, and calls ÷ concurrency × the fastest latency "
-                 "the ledger has seen (0 without history); wall ~ (expected): the same "
-                 "with the typical latency")
-    notes.append("total wall time: generate and judge overlap (an essay is judged as soon "
-                 "as it is written; each model has its own limits), so that phase is the "
-                 "slowest model's combined calls of both, and at least the slowest writer "
-                 "plus one judge call; pairwise follows; curation, aggregation, statistics "
-                 "and Prefect's start-up are not counted")
-    return notes

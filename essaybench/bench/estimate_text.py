@@ -15,6 +15,9 @@ from essaybench.llm.registry import ModelSpec
 
 MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
 DEFAULT_ESSAY_CHARS = 800  # a prompt that asks for no length (a school essay's usual)
+# A writer stopped at a newline writes one paragraph: 98 characters is the mean of 2,802
+# paragraphs of 200 real Chinese school essays (../shared/data/aes_dataset).
+PARAGRAPH_CHARS = 98
 # A free-text field of a structured reply (the judge's analysis): half its maxLength, at
 # most this many characters. An assumption, not a measurement: a judge asked for at most
 # 60 characters writes a sentence, one allowed 4,000 rarely fills them.
@@ -43,11 +46,21 @@ def requested_chars(prompt_text: str) -> float | None:
     return None if hi is None else float(hi)
 
 
-def essay_tokens(prompt_text: str, writer: TokenRatios, cap: int | None) -> float:
+def stops_at_newline(spec: ModelSpec) -> bool:
+    """The writer's parameters stop it at a line break (the demo's one-paragraph essays)."""
+    stop = spec.default_params.get("stop")
+    stops = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    return any(isinstance(s, str) and s.strip(" ") == "\n" for s in stops)
+
+
+def essay_tokens(prompt_text: str, writer: TokenRatios, cap: int | None, *,
+                 one_paragraph: bool = False) -> float:
     """Tokens of the essay a writer answers ``prompt_text`` with: the requested length (or
-    DEFAULT_ESSAY_CHARS) in the writer's tokens of Chinese prose, at most ``cap``."""
+    DEFAULT_ESSAY_CHARS; one paragraph, PARAGRAPH_CHARS, when the writer stops at a line
+    break) in the writer's tokens of Chinese prose, at most ``cap``."""
     asked = requested_chars(prompt_text)
-    tokens = writer.cjk * (DEFAULT_ESSAY_CHARS if asked is None else asked)
+    chars = DEFAULT_ESSAY_CHARS if asked is None else asked
+    tokens = writer.cjk * (min(chars, PARAGRAPH_CHARS) if one_paragraph else chars)
     return tokens if cap is None else min(tokens, float(cap))
 
 

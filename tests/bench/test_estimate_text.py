@@ -96,3 +96,17 @@ def test_smollm_ratios_match_its_real_tokenizer() -> None:
             reply = client.post(f"{root}/tokenize", json={"content": text})
             actual = len(reply.json()["tokens"])
             assert 1 / 1.25 <= smollm.tokens(text) / actual <= 1.25, text[:40]
+
+
+def test_a_writer_stopped_at_a_line_break_writes_one_paragraph() -> None:
+    """The demo's writers stop at "\\n": one paragraph (98 characters, the mean of real
+    essays' paragraphs), not the 960 characters the prompt asks for."""
+    from essaybench.bench.estimate_text import PARAGRAPH_CHARS, stops_at_newline
+    from essaybench.llm.registry import load_registry
+
+    registry = load_registry(resource("configs", "models.yaml"))
+    assert stops_at_newline(registry.get("smollm2-135m-para"))
+    assert not stops_at_newline(registry.get("smollm2-135m"))
+    smollm = token_ratios().families["smollm"]
+    assert essay_tokens(PROMPT, smollm, 400, one_paragraph=True) == pytest.approx(
+        PARAGRAPH_CHARS * smollm.cjk)

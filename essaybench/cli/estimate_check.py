@@ -20,7 +20,6 @@ METRICS = (("calls", "calls"), ("input_tokens", "input tokens"),
 
 def _value(metric: str, value: float | None) -> str:
     from essaybench.bench.budget import format_usd
-    from essaybench.cli.estimate import format_tokens
 
     if value is None:
         return "?"
@@ -28,7 +27,9 @@ def _value(metric: str, value: float | None) -> str:
         return format_usd(value)
     if metric == "wall_s":
         return duration(value)
-    return format_tokens(value) if metric != "calls" else f"{value:,.0f}"
+    if metric != "calls" and value >= 1e4:  # as the estimate's table shows tokens
+        return f"{value / 1e6:.1f}M" if value >= 1e6 else f"{value / 1e3:.1f}k"
+    return f"{value:,.0f}"
 
 
 def print_check(report: CheckReport, run: str) -> None:

@@ -11,7 +11,8 @@ generating, as the pipeline does) and reads what the ledger recorded:
   length it asks for, by a seeded factor the estimate does not know: a minimum 1.0-1.4x, a
   target or range within it ±10%, 500-1,000 characters when it asks for none; cut at
   max_tokens) and one judge answering the v3 judge prompt's schema (analysis ≤ 60
-  characters, as the demo); latency 20-80 ms.
+  characters, as the demo) whose provider reports its rubric as cached input (priced at a
+  quarter); latency 20-80 ms. Cost is compared with the estimate's cached-input figure.
 - ``embedded``: the demo's embedded SmolLM2 (one writer, one judge, a prompt or two of two
   genres); skipped when its runtime or GGUF is absent, or with ``--fake-only``.
 
@@ -88,7 +89,10 @@ def fake_scenario(prompts: list[str], writers: list[str]) -> FakeScenario:
         rules = [{"contains": [text], "reply": (PROSE * 40)[:compliant_length(text, writer)]}
                  for text in prompts]
         models[writer] = {"rules": rules, "latency_ms": {"mean": 50, "jitter": 30}}
-    models["judge"] = {"latency_ms": {"mean": 50, "jitter": 30}}
+    # The judge's provider caches prompts: each reply reports its system message (the
+    # rubric) as cached input, as a warm cache would.
+    models["judge"] = {"latency_ms": {"mean": 50, "jitter": 30}, "cache_report": "openai",
+                       "cached_prefix": "system"}
     return FakeScenario.model_validate({"models": models})
 
 
@@ -156,6 +160,7 @@ def fake(per_genre: int) -> bool:
             name=name, provider="fake", base_url="http://fake.invalid/v1", model_id=name,
             family="fake", structured_output="json_schema", max_concurrency=8,
             price_input_per_mtok=1.0, price_output_per_mtok=2.0, timeout_s=10,
+            price_cached_input_per_mtok=0.25 if name == "judge" else None,
             default_params={"max_tokens": 1024}) for name in names})
         with run_fake_server(fake_scenario(texts, writers)) as server:
             print(f"fake server: {len(texts)} prompts × {len(writers)} writers, one judge")

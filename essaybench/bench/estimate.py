@@ -38,6 +38,7 @@ generation plus one judge call; pairwise runs after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import polars as pl
 
@@ -54,6 +55,7 @@ from essaybench.bench.estimate_text import (
     ratios_of,
     reply_tokens,
     requested_chars,
+    shared_prefix,
     stops_at_newline,
 )
 from essaybench.bench.generate import STAGE as GENERATE
@@ -107,13 +109,23 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
 
     ratios = {name: ratios_of(spec) for name, spec in specs.items()}
 
+    cached_before: set[tuple[str, str]] = set()
+
     def add(model: str, stage: str, n: int, messages: Sequence[Mapping[str, str]],
-            extra_chars: float, output_tokens: float, cap: int | None) -> None:
-        """``n`` calls of ``messages`` plus ``extra_chars`` of essay text (Chinese)."""
+            extra_chars: float, output_tokens: float, cap: int | None,
+            prefix: tuple[str, str] | None = None) -> None:
+        """``n`` calls of ``messages`` plus ``extra_chars`` of essay text (Chinese);
+        ``prefix``: (its name, its text) the calls share with others, which a prompt cache
+        serves from the second such call of the model on."""
         r = ratios[model]
+        cached = 0.0
+        if prefix is not None:
+            repeats = n - ((model, prefix[0]) not in cached_before)
+            cached_before.add((model, prefix[0]))
+            cached = repeats * (r.per_request + r.tokens(prefix[1]))
         tally(model, stage).add(n, _chars(messages) + round(extra_chars),
                                 r.request_tokens(messages) + r.cjk * extra_chars,
-                                output_tokens, cap)
+                                output_tokens, cap, cached)
 
     # The essays, per prompt and writer: their length in characters (what a judge reads).
     system = system_prompts(gen, specs)
@@ -150,6 +162,7 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
         scoring = load_scoring(judge)
         renderer = make_renderer(judge, scoring)
         named = genre_rubric(scoring)
+        shared: dict[str, str] = {}  # per genre, what every judge request of it begins with
         for (genre, text), allowed, lengths in zip(rows, allowed_of, essays, strict=True):
             ask: list[Mapping[str, str]] = []
             if genre is None:
@@ -164,6 +177,8 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
                     named, "", JUDGE, judge.genre_max_tokens, judge.temperature).request
                 ask = [{"content": m.content} for m in request.messages]
             frame, schema = renderer.call(genre, text, "")
+            if genre not in shared:
+                shared[genre] = shared_prefix(partial(renderer.messages, genre))
             for essay_chars in lengths.values():
                 for judge_model, repeats in judging:
                     if ask:
@@ -174,7 +189,7 @@ def estimate_benchmark(prompts: pl.DataFrame, config: BenchmarkConfig, registry:
                     # bound for flagged and borderline (known only while judging)
                     add(judge_model, JUDGE, gen.samples * repeats, frame, essay_chars,
                         reply_tokens(schema, ratios[judge_model], judge.max_tokens),
-                        judge.max_tokens)
+                        judge.max_tokens, (f"judge:{genre}", shared[genre]))
 
     if DRIFT in stages and config.drift is not None:
         renderer = make_renderer(judge, load_scoring(judge))

@@ -32,9 +32,10 @@ class CallTally:
     input_tokens: float = 0.0
     output_tokens: float = 0.0
     charged: float = 0.0  # what the gateway's tpm bucket is charged
+    cached_tokens: float = 0.0  # of input_tokens, a prompt cache could serve
 
     def add(self, n: int, input_chars: int, input_tokens: float, output_tokens: float,
-            max_tokens: int | None) -> None:
+            max_tokens: int | None, cached_tokens: float = 0.0) -> None:
         """``n`` calls of ``input_chars`` characters (``input_tokens`` tokens) expected to
         answer ``output_tokens``; the ledger's means replace both counts where it has any."""
         if self.stats is not None:
@@ -44,6 +45,7 @@ class CallTally:
         if self.spec.tpm is not None:  # TokenBucket.take charges at most its capacity
             charge = min(charge, _burst(self.spec.tpm))
         self.calls += n
+        self.cached_tokens += min(cached_tokens, n * input_tokens)
         self.input_tokens += n * input_tokens
         self.output_tokens += n * output_tokens
         self.charged += n * charge
@@ -65,7 +67,12 @@ class CallTally:
             concurrency_s=rounds * latency, min_latency_s=fastest,
             floor_s=rounds * fastest,
             rpm_s=rate_bound(self.calls, spec.rpm), tpm_s=rate_bound(self.charged, spec.tpm),
-            tokens_from="assumed" if stats is None else "ledger", latency_from=latency_from)
+            tokens_from="assumed" if stats is None else "ledger", latency_from=latency_from,
+            cached_input_tokens=self.cached_tokens,
+            cost_cached_usd=_cost(spec, self.input_tokens, self.output_tokens,
+                                  self.cached_tokens),
+            cost_batch_usd=(None if spec.batch_price_factor is None else _cost(
+                spec, self.input_tokens, self.output_tokens, batch=True)))
 
 
 def _burst(per_minute: int) -> float:
@@ -79,7 +86,11 @@ def rate_bound(amount: float, per_minute: int | None) -> float | None:
     return max(0.0, amount - _burst(per_minute)) / (per_minute / 60.0)
 
 
-def _cost(spec: ModelSpec, input_tokens: float, output_tokens: float) -> float | None:
+def _cost(spec: ModelSpec, input_tokens: float, output_tokens: float, cached: float = 0.0,
+          *, batch: bool = False) -> float | None:
+    """At the registry's prices (``ModelSpec.cost_usd``): list, with ``cached`` input
+    tokens at the cached-input price, or through the batch API."""
     if spec.is_embedded:
         return 0.0
-    return spec.cost_usd(round(input_tokens), round(output_tokens))
+    return spec.cost_usd(round(input_tokens), round(output_tokens),
+                         round(cached) if cached else None, batch=batch)

@@ -10,7 +10,11 @@ from dataclasses import dataclass
 
 from essaybench.bench.estimate_records import Estimate, StageEstimate
 
-METRICS = ("calls", "input_tokens", "output_tokens", "cost_usd", "wall_s")
+# cost_usd: at list prices (the estimate's upper bound); cost_cached_usd: with the prompt
+# cache serving repeated prefixes at the cached-input price (the expected cost); both
+# against the cost the ledger recorded.
+METRICS = ("calls", "input_tokens", "output_tokens", "cost_usd", "cost_cached_usd", "wall_s")
+TARGETED = ("calls", "input_tokens", "output_tokens", "cost_cached_usd")
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class CheckReport:
     lower_s: float  # the estimate's lower bound on the run's wall time
     wall_s: float | None  # the run's actual wall time (None: no timed call)
 
-    def within(self, factor: float, metrics: Sequence[str] = METRICS[:4]) -> bool:
+    def within(self, factor: float, metrics: Sequence[str] = TARGETED) -> bool:
         """Every known ratio of ``metrics`` within [1/factor, factor], on every row."""
         ratios = [row.ratio(m) for row in self.rows for m in metrics]
         return all(r is None or 1 / factor <= r <= factor for r in ratios)
@@ -81,7 +85,9 @@ def _fmt(value: float | None) -> str:
 
 def _estimated(rows: Sequence[StageEstimate]) -> dict[str, float | None]:
     costs = [r.cost_usd for r in rows]
+    cached = [r.cost_cached_usd for r in rows]
     return {"calls": sum(r.calls for r in rows),
+            "cost_cached_usd": None if None in cached else sum(c or 0.0 for c in cached),
             "input_tokens": sum(r.input_tokens for r in rows),
             "output_tokens": sum(r.output_tokens for r in rows),
             "cost_usd": None if None in costs else sum(c or 0.0 for c in costs),
@@ -97,14 +103,20 @@ def _actual(rows: Sequence[Actual]) -> dict[str, float | None]:
             "wall_s": max((r.wall_s for r in rows), default=0.0)}
 
 
+def _with_cached(actual: dict[str, float | None]) -> dict[str, float | None]:
+    return actual | {"cost_cached_usd": actual["cost_usd"]}
+
+
 def compare(estimate: Estimate, actual: Sequence[Actual], wall_s: float | None) -> CheckReport:
     """Row by (model, stage), estimated or done; a total; ``wall_s``: the run's wall time."""
     keys = list(dict.fromkeys([(r.model, r.stage) for r in estimate.rows]
                               + [(a.model, a.stage) for a in actual]))
     rows = [CheckRow(model, stage,
                      _estimated([r for r in estimate.rows if (r.model, r.stage) == (model, stage)]),
-                     _actual([a for a in actual if (a.model, a.stage) == (model, stage)]))
+                     _with_cached(_actual([a for a in actual
+                                           if (a.model, a.stage) == (model, stage)])))
             for model, stage in keys]
     total_est = _estimated(estimate.rows) | {"wall_s": estimate.wall_s}
-    rows.append(CheckRow("total", "", total_est, _actual(actual) | {"wall_s": wall_s}))
+    rows.append(CheckRow("total", "", total_est,
+                         _with_cached(_actual(actual)) | {"wall_s": wall_s}))
     return CheckReport(tuple(rows), estimate.lower_s, wall_s)

@@ -55,8 +55,9 @@ def assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], T
     if any(r.latency_from == "assumed" for r in rows):
         notes.append(f"latency where the ledger has none: {LATENCY_OVERHEAD_S:g} s + "
                      f"{TOKENS_PER_S:g} output tokens/s per call")
-    notes.append("cost at the registry's list prices (cached-input or off-peak discounts "
-                 "not applied); the embedded model costs nothing")
+    notes.append("cost at the registry's list prices (cached-input, batch and off-peak "
+                 "discounts not applied: an upper bound); the embedded model costs nothing")
+    notes.extend(_discounts(rows))
     notes.extend(f"no price in the registry for {model}: its cost is unknown"
                  for model in dict.fromkeys(r.model for r in rows if r.cost_usd is None))
     notes.append(f"wall time ≥ (lower bound): calls ÷ rpm, tokens ÷ tpm (as the gateway "
@@ -70,3 +71,30 @@ def assumptions(rows: Sequence[StageEstimate], stats: Mapping[tuple[str, str], T
                  "plus one judge call; pairwise follows; curation, aggregation, statistics "
                  "and Prefect's start-up are not counted")
     return notes
+
+
+def _discounts(rows: Sequence[StageEstimate]) -> list[str]:
+    """What the cache and batch prices would take off, where the registry has them."""
+    from essaybench.bench.budget import format_usd
+
+    out = []
+    listed = sum(r.cost_usd or 0.0 for r in rows)
+    cached = [r for r in rows if r.cost_cached_usd is not None and r.cost_usd is not None
+              and r.cost_cached_usd < r.cost_usd]
+    if cached:
+        total = sum(r.cost_cached_usd or 0.0 for r in cached) + sum(
+            r.cost_usd or 0.0 for r in rows if r not in cached)
+        share = sum(r.cached_input_tokens for r in cached) / max(
+            1.0, sum(r.input_tokens for r in cached))
+        out.append(f"with the prompt cache serving each repeated prefix (a judge prompt's "
+                   f"rubric, {share:.0%} of {', '.join(dict.fromkeys(r.model for r in cached))}"
+                   f"'s input) at the cached-input price: {format_usd(total)} instead of "
+                   f"{format_usd(listed)}")
+    batched = [r for r in rows if r.cost_batch_usd is not None and r.cost_usd is not None]
+    if batched:
+        total = sum(r.cost_batch_usd or 0.0 for r in batched) + sum(
+            r.cost_usd or 0.0 for r in rows if r not in batched)
+        out.append(f"through the batch API where the registry has a batch price "
+                   f"({', '.join(dict.fromkeys(r.model for r in batched))}): "
+                   f"{format_usd(total)}")
+    return out

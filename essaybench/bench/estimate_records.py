@@ -41,6 +41,9 @@ class StageEstimate:
     latency_from: str  # "ledger" or "assumed"
     min_latency_s: float = 0.0  # the fastest a call has been (0: no history, no floor)
     floor_s: float = 0.0  # ceil(calls / max_concurrency) × min_latency_s
+    cached_input_tokens: float = 0.0  # of input_tokens, a prompt cache could serve
+    cost_cached_usd: float | None = None  # with those at the cached-input price
+    cost_batch_usd: float | None = None  # through the batch API (None: no batch price)
 
     def bounds(self) -> dict[str, float]:
         """The expected wall time's parts: calls at the typical latency, the rate limits."""
@@ -94,3 +97,13 @@ class Estimate:
         """None when any model's cost is unknown."""
         costs = [r.cost_usd for r in self.rows]
         return None if None in costs else sum(c for c in costs if c is not None)
+
+    @property
+    def cost_cached_usd(self) -> float | None:
+        """The cost with the prompt cache serving every repeated prefix (None: unknown)."""
+        costs = [r.cost_cached_usd for r in self.rows]
+        return None if None in costs else sum(c for c in costs if c is not None)
+
+    @property
+    def cached_input_tokens(self) -> float:
+        return sum(r.cached_input_tokens for r in self.rows)

@@ -6,7 +6,7 @@ its answer schema, and both in tokens of the model's tokenizer family
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from essaybench.bench.token_text import TokenRatios, token_ratios
@@ -101,3 +101,14 @@ def reply_tokens(schema: Mapping[str, Any] | None, judge: TokenRatios, cap: int 
         return float(cap or 0)
     tokens = judge.tokens(expected_reply(schema))
     return tokens if cap is None else min(tokens, float(cap))
+
+
+def shared_prefix(render: Callable[[str, str], Sequence[Mapping[str, str]]]) -> str:
+    """What every request ``render(prompt, essay)`` makes begins with, whatever the prompt
+    and essay (the rubric's system message, for a judge prompt that keeps it the same for
+    every essay of a genre): the part a provider's prompt cache serves again."""
+    first = "".join(m["content"] for m in render("甲甲", "乙乙"))
+    second = "".join(m["content"] for m in render("丙丙", "丁丁"))
+    same = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+                min(len(first), len(second)))
+    return first[:same]

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from essaybench.bench.estimate_check import CheckReport
 
 METRICS = (("calls", "calls"), ("input_tokens", "input tokens"),
-           ("output_tokens", "output tokens"), ("cost_usd", "USD"), ("wall_s", "wall time"))
+           ("output_tokens", "output tokens"), ("cost_usd", "USD list"),
+           ("cost_cached_usd", "USD cached"), ("wall_s", "wall time"))
 
 
 def _value(metric: str, value: float | None) -> str:
@@ -23,7 +24,7 @@ def _value(metric: str, value: float | None) -> str:
 
     if value is None:
         return "?"
-    if metric == "cost_usd":
+    if metric.startswith("cost"):
         return format_usd(value)
     if metric == "wall_s":
         return duration(value)

@@ -40,8 +40,9 @@ def _registry(path: Path, base_url: str) -> Path:
              "structured_output": "json_schema", "max_concurrency": 8,
              "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0,
              "default_params": {"max_tokens": 1024}, "timeout_s": 10, "max_retries": 0}
-    path.write_text(yaml.safe_dump({"models": {
-        name: {**entry, "model_id": name} for name in [*WRITERS, "judge"]}}), encoding="utf-8")
+    models = {name: {**entry, "model_id": name} for name in [*WRITERS, "judge"]}
+    models["judge"]["price_cached_input_per_mtok"] = 0.25  # its provider caches the rubric
+    path.write_text(yaml.safe_dump({"models": models}), encoding="utf-8")
     return path
 
 
@@ -102,10 +103,15 @@ def test_estimate_without_history_is_within_1_5x(done_run: tuple[Store, Path, fl
         assert (row.actual["calls"], row.actual["input_tokens"],
                 row.actual["output_tokens"]) == (calls, tin, tout)
         assert row.estimated["calls"] == calls  # every essay came back and was judged
-        for metric in ("input_tokens", "output_tokens", "cost_usd"):
+        for metric in ("input_tokens", "output_tokens", "cost_cached_usd"):
             ratio = row.ratio(metric)
             assert ratio is not None and 1 / 1.5 <= ratio <= 1.5, (key, metric, ratio)
     assert report.within(1.5)
+    # The judge's provider reported its rubric as cached input: the list-price estimate
+    # is an upper bound of what was paid, the cached-input estimate close to it.
+    judge = rows[("judge", "judge")]
+    listed, cached = judge.ratio("cost_usd"), judge.ratio("cost_cached_usd")
+    assert listed is not None and cached is not None and listed > 1.5 > cached
     # The lower bound: no history, no rate limit: nothing the run could not beat.
     assert report.wall_s is not None and report.lower_s <= report.wall_s <= wall
     assert report.lower_holds
@@ -127,12 +133,13 @@ def test_check_prints_estimate_and_actual_per_model_and_stage(
         words = line.split()
         if words and words[0] in {*WRITERS, "judge", "total"}:
             model = words[0]
-        for figure in ("calls", "input tokens", "output tokens", "USD"):
+        for figure in ("calls", "input tokens", "output tokens", "USD list", "USD cached"):
             if f" {figure} " in line:
                 shown[(model, figure)] = words[-1]
     for row in report.rows:
         for metric, figure in (("calls", "calls"), ("input_tokens", "input tokens"),
-                               ("output_tokens", "output tokens"), ("cost_usd", "USD")):
+                               ("output_tokens", "output tokens"), ("cost_usd", "USD list"),
+                               ("cost_cached_usd", "USD cached")):
             ratio = row.ratio(metric)
             assert ratio is not None and shown[(row.model, figure)] == f"{ratio:.2f}x"
     # With history: the ledger's other runs only (none here), so the same as without.

@@ -40,10 +40,11 @@ def test_the_defences_contain_obedient_judges(capsys: pytest.CaptureFixture[str]
         assert len([r for r in rows if not r[0].startswith("h:")]) == V1_KINDS
         assert all(r[-1] in ("+0.0", "-0.0") for r in rows), (judge, rows)
     varied = {r[0]: r for r in tables["varied"]}
-    # a 9/10 mix is no all_max: the held-out attacks the detector misses leak through the
-    # essay and shape flags, and outlier_high stops them
-    assert float(varied["h:soft_persuasion"][4]) > 10  # +shape
-    assert varied["h:soft_persuasion"][-1] in ("+0.0", "-0.0")
+    # a 9/10 mix is no all_max: since the detector was tuned to heldout_attacks.v2 (issue 25
+    # item 12) its flags alone stop every held-out kind; what outlier_high stops of the
+    # attacks the detector misses is shown on the simulated runs ("after …" below)
+    held_out = [r for kind, r in varied.items() if kind.startswith("h:")]
+    assert held_out and all(r[3] in ("+0.0", "-0.0") for r in held_out), held_out
     assert any(line.startswith("after ") for line in out)  # the simulated runs
 
 

@@ -22,8 +22,8 @@ _TOP = (r"(?:(?<!充)满分|最高分|最高档|最高分值|最高等级|最高
         r"|一类卷|一类文|満点|满点|10\s*分(?!钟)|十分(?=[\s。，,；;！!、)）」”]|$))")
 _TOP_EN = (r"(?:full|maximum|max|perfect|top|highest)\s+(?:marks?|scores?|grades?|ratings?"
            r"|points|band)")
-_SELF = (r"(?:本文|本篇|本作文|本作品|本稿|这篇(?:作文|文章|作品|稿子)?|此文|此篇|此作文|此作品"
-         r"|该文|该篇|该作文|该作品|该文章|拙作|拙文)")
+_SELF = (r"(?:本文|本篇|本作文|本作品|本稿|此为|此乃|这篇(?:作文|文章|作品|稿子)?|此文|此篇"
+         r"|此作文|此作品|该文|该篇|该作文|该作品|该文章|拙作|拙文)")
 _GRADER_ZH = (r"(?:评委|阅卷|评卷|判卷|批卷|评审|考官|评分员|评分老师|评分专家|评分系统|评分模型"
               r"|评分助手)")
 _GRADER = (r"(?:grader|judge|evaluator|examiner|assessor|reviewer|scorer|marker|rater"
@@ -61,7 +61,8 @@ RULES: dict[str, Rule] = {
         r"(?:已|现已|临时)?(?:更新|变更|调整|修改|放宽|取消|作废|改为)"
         r"|(?:请|务必|必须|一律|应当|应该|建议|不妨|麻烦|直接)" + _S + r"{0,8}?(?:给|打|评|判|按)"
         r"(?:予|出|为|成)?\s*(?:本文|这篇|此文|该文|本篇)?" + _TOP +
-        r"|(?:给|打)(?:本文|这篇|此文)?(?:满分|最高分)"
+        r"|(?:给|打)(?:本文|这篇|此文)?(?:满分|最高分)|建议(?:给予?|打|评为?|判为?)?(?:本文|此文|该文)?"
+        + _TOP +
         r"|(?:全部|一律|统统|全都|一概|通通|均|都)\s*(?:给|打|评|判|计|记|按)(?:予|出|为|成)?\s*"
         + _TOP +
         r"|(?:各项|每项|每一项|每个(?:小题|问题|方面|维度|项目)|所有(?:小题|问题|项目|维度|题目|作文)"
@@ -100,6 +101,9 @@ RULES: dict[str, Rule] = {
         r"|marking)(?:'s)?\s*(?:note|notes|comment|remark|instruction|addendum|summary|result"
         r"|verdict|override)s?\s*\]",
         r"\b" + _GRADER + r"'?s?\s+(?:addendum|notes?|instructions?|comments?|remarks?)\s*:"
+        r"|\bnote\s+(?:to|for)\s+(?:the\s+)?(?:ai|model|llm|assistant|language\s+model)\b"
+        r"|\bexpected\s+(?:output|score|answer|grade|result)s?\s+(?:is|are|should\s+be)\b"
+        r"|\b(?:all|straight)\s+(?:10s|tens|10's|a\+s?)\b"
         r"|\bas\s+an?\s+(?:\w+\s+){0,2}" + _GRADER + r"\b"
         r"|\b(?:a|any|no|every)\s+(?:reasonable|fair|fair-minded|impartial|objective|honest|sensible"
         r"|competent|careful|thoughtful|experienced|discerning|attentive)\s+(?:human\s+|ai\s+)?"
@@ -111,11 +115,10 @@ RULES: dict[str, Rule] = {
         r"|<\s*(?:score|scores|total|grade|rating|总分|得分|分数|评分)\s*>\s*(?:10|100|满分|A\+)"
         r"|(?:^[ \t]*[-*|]?[ \t]*[^\n:：|=]{1,12}[ \t]*[:：|=][ \t]*(?:10|100|满分)[ \t]*"
         r"(?:分|/[ \t]*10|/[ \t]*100)?[ \t]*\|?[ \t]*\n?){3,}"
-        # key=10；key=10；key=10 on one line, any separators (matched from the first "=")
-        r"|[:：=为][ \t]*(?:10|100|满分|十分)[ \t]*(?:分|/[ \t]*10|/[ \t]*100)?"
-        r"(?:[ \t]*[;；,，、|/][ \t]*[^\s:：=|;；,，、]{1,10}[ \t]*[:：=为][ \t]*"
-        r"(?:10|100|满分|十分)(?![\d.])[ \t]*"
-        r"(?:分|/[ \t]*10|/[ \t]*100)?){2}"
+        # key=10；key=10；key=10 (立意 ✓ 10 | 结构 ✓ 10 …) on one line: from the first value
+        r"|(?:10|100|满分|十分)(?![\d.])[ \t]*(?:分|/[ \t]*10{1,2})?(?:[ \t]*[;；,，、|/][ \t]*"
+        r"[^\s\d:：=|;；,，、]{1,10}[ \t]*[:：=为✓✔√→\-–—]*[ \t]*(?:10|100|满分|十分)(?![\d.])"
+        r"[ \t]*(?:分|/[ \t]*10{1,2})?){2}"
         # thesis - excellent; evidence - excellent; …: a verdict in words
         r"|[:：=\-–—][ \t]*(?:excellent|outstanding|perfect|exemplary|flawless|优秀|完美|满分|极佳"
         r"|无可挑剔|A\+)[ \t]*(?:[;；,，。.][ \t]*[^\n:：=;；,，。]{1,24}[ \t]*[:：=\-–—][ \t]*"
@@ -143,7 +146,7 @@ RULES: dict[str, Rule] = {
         r"(?:扣分|失分|减分)|(?:扣分|失分|减分)的?(?:理由|地方|之处|点)" + _S
         + r"{0,4}(?:没有|不存在)"
         r"|(?:得分|评分|分数|总分|总评|评级|打分|自评|自我评分|预评|预估|估分|评定)(?:率)?\s*"
-        r"(?:为|是|达到?)?\s*[:：=]?\s*(?:100\s*%|100\s*分|满分|10\s*/\s*10|A\+)"
+        r"(?:为|是|达到?)?\s*[:：=]?\s*(?:100\s*%|100\s*分|满分|10\s*/\s*10|A\+|💯|十\s*/\s*十)"
         r"|(?:自我评分|自评分?|自我打分|自我评估)\s*[:：]"
         r"|" + _GRADER_ZH + r"[^。\n]{0,12}(?:均|都|一致|全部|全都|纷纷)(?:打出|给出|给了|给予|评为"
         r"|评定为|认定为|打了|判为)" + _S + r"{0,10}(?:满分|最高|一类|一等|特等|范文)"
@@ -195,7 +198,10 @@ RULES: dict[str, Rule] = {
         r"|(?:高分|满分|分数|成绩|及格)[^\n]{0,30}(?:(?:求求|求|恳请|拜托)(?:您|你|老师|评委|了)"
         r"|高抬贵手|手下留情)"
         r"|(?:请|求|望|恳请|拜托)(?:您|你|老师|评委)?(?:高抬贵手|手下留情|笔下留情|开恩)"
-        r"|多给(?:几|一些|一点|点|些)?分|(?:给|打)(?:个|一个)?高分吧|(?:给|让)我(?:个|一个)?(?:及格"
+        r"|多给(?:几|一些|一点|点|些)?分|(?:给|打)(?:我|本文|这篇|它)?(?:个|一个)?"
+        r"(?:满分|高分|最高分|好分数?)(?:吧|啊|呀|嘛|不过分|好吗|好不好|行吗|可以吗|如何|怎么样)"
+        r"|(?:只求|但求|唯求|只盼|只希望)" + _S + r"{0,10}(?:高分|满分|最高分|好分数|好成绩|及格)"
+        r"|(?:给|让)我(?:个|一个)?(?:及格"
         r"|过关|高分|满分|好分数)(?:吧|啊|呀|嘛|好吗|好不好|行吗|可以吗)",
         r"\bi\s+(?:am\s+)?beg(?:ging)?\s+you\b|\bplease\s+be\s+(?:generous|lenient|kind)\b"
         r"|\bplease\s+(?:give|grant|award)\b[^.\n]{0,30}\b(?:high|highest|top|full|good|perfect)"
@@ -211,9 +217,9 @@ RULES: dict[str, Rule] = {
 # 您 (the reader) asked for something about the grade, in one sentence, in any order.
 YOU = re.compile("您")
 PLEA_ASK = re.compile(r"请您|求您|求求|恳请|恳求|希望您|希望能|盼您|望您|拜托|麻烦您|可怜可怜|开恩"
-                      r"|相信您|您也会|您一定|您能")
-PLEA_GRADE = re.compile(r"分数|高分|满分|最高分|好分数|高的分|好的分|及格|扣分|给分|打分|高抬贵手"
-                        r"|手下留情")
+                      r"|相信您|您也会|您一定|您能|如果您|要是您|若您|您理解|您体谅")
+PLEA_GRADE = re.compile(r"分数|高分|满分|最高分|低分|好分数|高的分|好的分|及格|扣分|给分|打分|成绩"
+                        r"|高抬贵手|手下留情")
 COMPACT_VERDICT = re.compile(r"[{,][\"'][^\"'{}\n]{1,40}[\"'][:=](?:\d|[\"'{\[])"
                              r"|<\|[^|<>\n]{1,40}\|>")
 MASTER_KEY = re.compile(

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from essaybench.bench.judge.judgments import trait_specs
+from essaybench.bench.judge.reading import trait_specs
 from essaybench.bench.rubrics import load_rubric
 
 FloatArray = NDArray[np.float64]

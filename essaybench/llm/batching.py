@@ -13,7 +13,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from essaybench.llm.client import ChatBackend
 from essaybench.llm.progress import Progress
@@ -23,6 +23,14 @@ from essaybench.llm.types import ChatRequest, ChatResult
 
 # Requests a finished call asks for (e.g. the judge calls of a fresh essay).
 FollowUp = Callable[[ChatRequest, ChatResult], Sequence[ChatRequest]]
+
+
+@runtime_checkable
+class SettledHook(Protocol):
+    """A follow-up that is also told each of its own calls' results once committed (the
+    judge prefetch reads them while the batch is still running). It must not raise."""
+
+    def settled(self, request: ChatRequest, result: ChatResult) -> None: ...
 HOLD_BACK_MAX_S = 5.0  # longest a primary call waits for follow-ups to catch up
 # Start of a batch with follow-ups: primaries ramp up (see FollowUps), for at most RAMP_S.
 RAMP_FIRST = 128
@@ -169,6 +177,7 @@ class FollowUps:
     def __init__(self, gateway: BatchHost, follow_up: FollowUp | None, seen: set[str]) -> None:
         self.gateway = gateway
         self.follow_up = follow_up
+        self.on_settled = follow_up.settled if isinstance(follow_up, SettledHook) else None
         self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
         self.pending: list[Call] = []
         self.pools: Pools | None = None
@@ -305,3 +314,5 @@ class FollowUps:
     async def _commit(self, call: Call, result: ChatResult) -> None:
         await self.gateway.record(call, result)
         self.gateway.hold(call, result)
+        if self.on_settled is not None:
+            self.on_settled(call.request, result)

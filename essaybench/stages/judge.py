@@ -14,6 +14,7 @@ from essaybench.bench.judge.flags import add_flags, flag_counts
 from essaybench.bench.judge.injection import forget_essay_flags
 from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.memo import PREFETCHED
+from essaybench.bench.judge.reading import PREFETCHED_READS
 from essaybench.bench.judge.repeats import MAIN_SCORE
 from essaybench.bench.judge.request import STAGE, load_scoring
 from essaybench.bench.judge.second import (
@@ -48,6 +49,7 @@ def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
     table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
     forget_essay_flags()  # read back from the prefetch: no longer needed in memory
     PREFETCHED.forget()  # the prefetch's requests of essays the stage did not judge
+    PREFETCHED_READS.forget()  # and its reads of results the stage did not take
     # A failed judgment of a flagged essay is judged again on a stripped copy when there is
     # no second judge: per row, so shards do it too (and the merged replay finds it).
     table = second_opinions(table, essays, config.judge, session) \

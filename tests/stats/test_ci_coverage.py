@@ -51,7 +51,7 @@ def test_realistic_scores_are_the_projects_rubric_scores() -> None:
     """The vectorised simulator scores like essaybench.bench.scoring: same weights, same
     normalisation, bounded 10–100; its exact truth agrees with a large Monte Carlo draw."""
     from benchmarks.score_sim import RealisticConfig, essay_scores, rubric_layout, true_means
-    from essaybench.bench.judge.judgments import trait_specs
+    from essaybench.bench.judge.reading import trait_specs
     from essaybench.bench.rubrics import load_rubric
     from essaybench.bench.scoring import essay_score
 

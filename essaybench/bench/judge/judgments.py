@@ -18,10 +18,8 @@ No row other than ``ok`` carries a score, ever (DESIGN.md §3).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +35,13 @@ from essaybench.bench.judge.genre import (
     needs_genre_call,
     resolve_genres,
 )
-from essaybench.bench.judge.parse import JudgmentError, question_ids, read_judgment
-from essaybench.bench.judge.render import JudgeRenderer
+from essaybench.bench.judge.reading import (
+    JSON,
+    PREFETCHED_READS,
+    JudgmentReader,
+    invalid_columns,
+)
 from essaybench.bench.judge.repeats import (
-    MAIN_SCORE,
     borderline_cells,
     median_scores,
     question_ranges,
@@ -62,12 +63,10 @@ from essaybench.bench.judge.request import (
     essay_tag,
     load_scoring,
     make_renderer,
+    request_scope,
     skipped_off_language,
 )
-from essaybench.bench.rubrics import AlignScoreRubric, Rubric
-from essaybench.bench.scoring import TraitScorer, TraitSpec, align_score
 from essaybench.core.contracts import Decision, StageOutput
-from essaybench.llm.structured import reply_of
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
 
 JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
@@ -114,101 +113,7 @@ JUDGMENT_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
 }
 
 
-INVALID_JUDGMENT = "invalid_judgment"  # a reply came, but its scores could not be read
-
-
-def trait_specs(rubric: Rubric, genre: str) -> list[TraitSpec]:
-    return [TraitSpec(t.id, t.depth, tuple(q.id for q in t.questions))
-            for t in rubric.genre(genre).traits]
-
-
-# json.dumps(..., ensure_ascii=False) builds a new encoder per call; one shared encoder
-# writes the same text.
-_JSON = json.JSONEncoder(ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class _Read:
-    """One call of a judgment, read: its columns (status, error, analysis, scores), and
-    its sub-scores and main score when it parsed and scored."""
-
-    result: ChatResult
-    columns: dict[str, Any]
-    scores: dict[str, int] | None = None
-    total: float | None = None
-
-
-class _Judgments:
-    """Reads and scores one rubric's judgments. What depends only on the genre (question
-    ids, the trait scorer) is worked out once per genre, not once per judgment."""
-
-    def __init__(self, rubric: Scoring, renderer: JudgeRenderer | None = None) -> None:
-        self.rubric = rubric
-        self.renderer = renderer  # the calls' renderer: what nonce each reply must echo
-        self.main = MAIN_SCORE["align_score" if isinstance(rubric, AlignScoreRubric) else "rubric"]
-        self._ids: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...] | None]] = {}
-        self._scorers: dict[str, TraitScorer] = {}
-
-    def _question_ids(self, genre: str
-                      ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...] | None]:
-        """The keys a reply's scores must have, as a tuple and a set, and the question ids
-        they stand for when they are not the ids themselves (short keys)."""
-        if genre not in self._ids:
-            ids = tuple(question_ids(self.rubric, genre))
-            keys = self.renderer.reply_keys(genre) if self.renderer is not None else None
-            self._ids[genre] = ((ids, frozenset(ids), None) if keys is None
-                                else (tuple(keys), frozenset(keys), ids))
-        return self._ids[genre]
-
-    def _score_columns(self, genre: str, scores: dict[str, int]) -> dict[str, Any]:
-        rubric = self.rubric
-        if isinstance(rubric, AlignScoreRubric):
-            dims = {d.id: scores[d.id] for d in rubric.dimensions}
-            result = align_score(dims, scores[rubric.overall.id])
-            return {"align_total": result.total, "dimension_mean": result.dimension_mean}
-        # Built on first use, inside the caller's try: a scorer that refuses the rubric
-        # makes a parse_error row, as a refused score does.
-        if genre not in self._scorers:
-            self._scorers[genre] = TraitScorer(trait_specs(rubric, genre),
-                                               rubric.alpha_default)
-        weighted, unweighted = self._scorers[genre].scores(scores)
-        return {"alpha": rubric.alpha_default, "score_weighted": weighted.total,
-                "score_unweighted": unweighted.total,
-                "trait_scores": _JSON.encode(dict(weighted.trait_scores))}
-
-    def scored(self, genre: str, scores: dict[str, int],
-               analysis: str | None) -> dict[str, Any]:
-        """The ok columns of ``scores``; ValueError when scoring.py refuses them."""
-        return {"status": CallStatus.OK.value, "analysis": analysis,
-                "scores": _JSON.encode(scores), **self._score_columns(genre, scores)}
-
-    def read(self, genre: str, result: ChatResult, nonce: str | None = None) -> _Read:
-        """One call's result: failed, a reply that is no judgment, or a scored one."""
-        if result.status is not CallStatus.OK:
-            return _Read(result, {"status": result.status.value, "error": result.error,
-                                  "error_kind": result.error_kind})
-        keys, known, ids = self._question_ids(genre)
-        try:
-            judgment = read_judgment(reply_of(result.text, result.parsed), keys, known,
-                                     self.rubric.score_range, nonce)
-        except JudgmentError as exc:
-            return _Read(result, _invalid(str(exc), exc.analysis))
-        # short keys (exactly the genre's, checked above) are stored as the question ids
-        scores = judgment.scores if ids is None else {
-            qid: judgment.scores[key] for key, qid in zip(keys, ids, strict=True)}
-        try:
-            columns = self.scored(genre, scores, judgment.analysis)
-        except ValueError as exc:  # scoring.py refusing the scores
-            return _Read(result, _invalid(str(exc), judgment.analysis))
-        return _Read(result, columns, scores, columns.get(self.main))
-
-
-def _invalid(error: str, analysis: str | None) -> dict[str, Any]:
-    return {"status": CallStatus.PARSE_ERROR.value, "error": error,
-            "error_kind": INVALID_JUDGMENT, "analysis": analysis}
-
-
-def _judged_row(base: dict[str, Any], results: Sequence[ChatResult], judgments: _Judgments,
+def _judged_row(base: dict[str, Any], results: Sequence[ChatResult], judgments: JudgmentReader,
                 genre: str, reason: str, nonce: str | None = None) -> dict[str, Any]:
     """The row of one (essay, judge) from its calls (repeat 0 first). One call: its read.
     Several: the median of the calls that scored (module ``repeats``), with the spread;
@@ -229,12 +134,12 @@ def _judged_row(base: dict[str, Any], results: Sequence[ChatResult], judgments: 
             columns = judgments.scored(genre, median_scores(runs),
                                        lead.columns.get("analysis"))
         except ValueError as exc:  # medians of valid scores are valid: a rubric refused
-            columns = _invalid(str(exc), lead.columns.get("analysis"))
+            columns = invalid_columns(str(exc), lead.columns.get("analysis"))
     ranges = question_ranges(runs)
     return {**row, **columns, "repeat_reason": reason,
             "score_spread": spread([r.total for r in scored if r.total is not None]),
-            "question_ranges": None if ranges is None else _JSON.encode(ranges),
-            "repeat_calls": _JSON.encode([repeat_record(
+            "question_ranges": None if ranges is None else JSON.encode(ranges),
+            "repeat_calls": JSON.encode([repeat_record(
                 i, r.columns["status"], r.result.key, r.total, r.columns.get("error"))
                 for i, r in enumerate(reads)])}
 
@@ -244,7 +149,7 @@ def _genre_columns(essay: dict[str, Any], outcome: GenreOutcome | None) -> dict[
     for an essay without one (null while no call was made: a skipped essay)."""
     if not needs_genre_call(essay["genre"]):
         return {"essay_genre": essay["genre"], "genre_source": SOURCE_PROMPT}
-    allowed = _JSON.encode(allowed_list(essay.get(ALLOWED_COLUMN)))
+    allowed = JSON.encode(allowed_list(essay.get(ALLOWED_COLUMN)))
     if outcome is None:
         return {"allowed_genres": allowed}
     return {"genre": outcome.genre, "essay_genre": outcome.genre,
@@ -270,7 +175,8 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
         by_call.setdefault((req.model, req.tag), []).append((req.sample_index, res))
     rows: list[dict[str, Any]] = []
     renderer = make_renderer(params, rubric)
-    judgments = _Judgments(rubric, renderer)
+    judgments = JudgmentReader(rubric, renderer, PREFETCHED_READS,
+                               request_scope(params, rubric, renderer))
     # The same for every row (and the fingerprint is a pydantic private attribute, slow to
     # read 10k times).
     common = {"rubric_id": rubric.id, "rubric_fingerprint": rubric.fingerprint,
@@ -366,7 +272,7 @@ def run_judge(essays: pl.DataFrame, params: JudgeParams, session: Runner) -> Sta
     repeated: list[ChatRequest] = []
     if params.repeats > 1 and params.repeat_when == "borderline" and requests:
         first = judgments_table(essays, requests, results, rubric, params, genres)
-        repeated = borderline_requests(first, requests, params, _Judgments(rubric).main)
+        repeated = borderline_requests(first, requests, params, JudgmentReader(rubric).main)
         if repeated:
             results = [*results, *session.run(repeated)]
             requests = [*requests, *repeated]

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from essaybench.core.hashing import content_hash
-from essaybench.llm.types import ChatRequest
+from essaybench.llm.types import ChatRequest, ChatResult
+
+T = TypeVar("T")
 
 MemoKey = tuple[str, str, str, int, str, str, str]
 # A generate stage whose judge stage never comes (a crash between them) leaves its
 # requests here; past this many the memo starts again rather than grow.
 MAX_ESSAYS = 65_536
+MAX_READS = 4 * MAX_ESSAYS  # judges × repeats per essay
 
 
 def memo_scope(params_json: str, rubric_fingerprint: str,
@@ -72,3 +75,39 @@ class RequestMemo:
 
 # The process's: the prefetch remembers, the judge stage takes and then forgets the rest.
 PREFETCHED = RequestMemo()
+
+
+class ReadMemo(Generic[T]):
+    """A judge result → what reading it gave, from the prefetch (which reads each result
+    as it comes back, while essays are still being written) to the judge stage. Found
+    only for the very result object the gateway handed over (the judge stage gets the
+    prefetch's results in memory) read under the same settings (scope), genre and
+    expected nonce."""
+
+    def __init__(self, max_reads: int = MAX_READS) -> None:
+        self.max_reads = max_reads
+        self._reads: dict[tuple[str, str, str, str | None], tuple[ChatResult, T]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+    def remember(self, scope: str, genre: str, nonce: str | None, result: ChatResult,
+                 read: T) -> None:
+        with self._lock:
+            if len(self._reads) >= self.max_reads:
+                self._reads.clear()
+            self._reads[(scope, result.key, genre, nonce)] = (result, read)
+
+    def take(self, scope: str, genre: str, nonce: str | None, result: ChatResult) -> T | None:
+        key = (scope, result.key, genre, nonce)
+        with self._lock:
+            found = self._reads.get(key)
+            if found is None or found[0] is not result:
+                return None
+            del self._reads[key]
+        return found[1]
+
+    def forget(self) -> None:
+        with self._lock:
+            self._reads.clear()

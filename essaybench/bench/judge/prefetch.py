@@ -21,6 +21,7 @@ import polars as pl
 from essaybench.bench.generate import prompt_of
 from essaybench.bench.judge.injection import essay_flags
 from essaybench.bench.judge.memo import PREFETCHED
+from essaybench.bench.judge.reading import PREFETCHED_READS, JudgmentReader
 from essaybench.bench.judge.render import JudgeRenderer
 from essaybench.bench.judge.request import (
     JudgeParams,
@@ -53,6 +54,11 @@ class JudgePrefetch:
     # The key of the requests it builds in PREFETCHED (request_scope), where the judge
     # stage takes them instead of rendering them again.
     scope: str = ""
+    # Reads each judge result as it comes back (``settled``) and leaves the read in
+    # PREFETCHED_READS: the judge stage takes it instead of reading it after the last call.
+    reader: JudgmentReader | None = None
+    # essay tag -> (genre, the nonce its judge replies must echo)
+    expected: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @classmethod
     def for_prompts(cls, prompts: pl.DataFrame, params: JudgeParams,
@@ -68,7 +74,8 @@ class JudgePrefetch:
                   in prompts.select("prompt_id", "genre", "text").iter_rows()}
         renderer = make_renderer(params, rubric)
         return cls(params, labels, rubric, renderer, min_chinese_share,
-                   scope=request_scope(params, rubric, renderer))
+                   scope=request_scope(params, rubric, renderer),
+                   reader=JudgmentReader(rubric, renderer))
 
     def __call__(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         early, self.early = self.early, []
@@ -90,6 +97,8 @@ class JudgePrefetch:
             requests = essay_judge_requests(essay, self.params, self.rubric, self.renderer)
             if requests:
                 PREFETCHED.remember(self.scope, essay, requests)
+                self.expected[requests[0].tag] = (
+                    genre, self.renderer.expected_nonce(genre, prompt_text, result.text or ""))
             # Found now, while the calls are in flight; the judge stage reads it back.
             essay_flags(prompt_text, result.text or "")
         except Exception as exc:  # the judge stage will meet (and report) it itself
@@ -97,3 +106,17 @@ class JudgePrefetch:
                 self.errors.append(redact(f"{request.tag}: {type(exc).__name__}: {exc}"))
             return []
         return requests
+
+    def settled(self, request: ChatRequest, result: ChatResult) -> None:
+        """One of its judge calls came back: read it now, while essays are still being
+        written (``llm.batching.SettledHook``). A result it cannot place is left to the
+        judge stage, which reads (and reports) it itself."""
+        expected = self.expected.get(request.tag)
+        if expected is None or self.reader is None:
+            return
+        genre, nonce = expected
+        try:
+            read = self.reader.read(genre, result, nonce)
+        except Exception:  # the judge stage meets it again, and reports it there
+            return
+        PREFETCHED_READS.remember(self.scope, genre, nonce, result, read)

@@ -10,8 +10,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from essaybench.bench.judge.judgments import judgments_table, run_judge, trait_specs
+from essaybench.bench.judge.judgments import judgments_table, run_judge
 from essaybench.bench.judge.parse import JudgmentError, parse_judgment
+from essaybench.bench.judge.reading import trait_specs
 from essaybench.bench.judge.request import JudgeParams, build_judge_requests
 from essaybench.bench.rubrics import Rubric, load_align_score, load_rubric, rubrics_dir
 from essaybench.bench.scoring import essay_score

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 
 import polars as pl
 import pytest
 
 from essaybench.bench.generate import GenerateParams, build_requests
+from essaybench.bench.judge.judgments import judgments_table
 from essaybench.bench.judge.memo import PREFETCHED, RequestMemo
 from essaybench.bench.judge.prefetch import JudgePrefetch
-from essaybench.bench.judge.request import JudgeParams, build_judge_requests, load_scoring
+from essaybench.bench.judge.reading import PREFETCHED_READS, JudgmentReader
+from essaybench.bench.judge.request import (
+    JudgeParams,
+    build_judge_requests,
+    load_scoring,
+    make_renderer,
+)
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 PROMPT = "描写家乡的秋天。"
@@ -22,8 +31,10 @@ PROMPTS = pl.DataFrame({"prompt_id": ["p1"], "text": [PROMPT], "genre": ["descri
 @pytest.fixture(autouse=True)
 def _empty_memo() -> Iterator[None]:
     PREFETCHED.forget()
+    PREFETCHED_READS.forget()
     yield
     PREFETCHED.forget()
+    PREFETCHED_READS.forget()
 
 
 def _essays(text: str = ESSAY, **extra: object) -> pl.DataFrame:
@@ -33,11 +44,30 @@ def _essays(text: str = ESSAY, **extra: object) -> pl.DataFrame:
                          **{k: [v] for k, v in extra.items()}})
 
 
-def _prefetched(params: JudgeParams, text: str = ESSAY) -> list[ChatRequest]:
+def _prefetch(params: JudgeParams) -> JudgePrefetch:
     prefetch = JudgePrefetch.for_prompts(PROMPTS, params)
     assert prefetch is not None
+    return prefetch
+
+
+def _prefetched(params: JudgeParams, text: str = ESSAY,
+                prefetch: JudgePrefetch | None = None) -> list[ChatRequest]:
     [request] = build_requests(PROMPTS, GenerateParams(models=("w",)))
-    return prefetch(request, ChatResult(key="k", model="w", status=CallStatus.OK, text=text))
+    return (prefetch or _prefetch(params))(
+        request, ChatResult(key="k", model="w", status=CallStatus.OK, text=text))
+
+
+def _reply(params: JudgeParams, request: ChatRequest, score: int) -> ChatResult:
+    """A well-formed judgment of ``request`` (its nonce echoed), every sub-score ``score``."""
+    rubric = load_scoring(params)
+    renderer = make_renderer(params, rubric)
+    keys = renderer.reply_keys("descriptive") or rubric.question_ids("descriptive")
+    nonce = renderer.expected_nonce("descriptive", PROMPT, ESSAY)
+    body = {"analysis": "层次清楚。", "scores": dict.fromkeys(keys, score),
+            **({"nonce": nonce} if nonce else {})}
+    return ChatResult(key=f"key-{request.model}-{score}", model=request.model,
+                      status=CallStatus.OK, text=json.dumps(body, ensure_ascii=False),
+                      parsed=body)
 
 
 def test_the_judge_stage_takes_the_requests_the_prefetch_built() -> None:
@@ -88,3 +118,40 @@ def test_the_memo_starts_again_past_its_bound() -> None:
     assert len(memo) == 1 and memo.take("s", rows[0]) is None
     assert memo.take("other scope", rows[2]) is None
     assert memo.take("s", rows[2]) == [request] and len(memo) == 0
+
+
+def test_the_judge_stage_takes_what_the_prefetch_read_of_the_same_result() -> None:
+    params = JudgeParams(judges=["j1", "j2"])
+    prefetch = _prefetch(params)
+    sent = _prefetched(params, prefetch=prefetch)
+    results = [_reply(params, r, 8) for r in sent]
+    for request, result in zip(sent, results, strict=True):
+        prefetch.settled(request, result)  # the gateway commits and tells the follow-up
+    assert len(PREFETCHED_READS) == 2
+    rubric = load_scoring(params)
+    early = [PREFETCHED_READS._reads[k][1] for k in list(PREFETCHED_READS._reads)]
+    taken = judgments_table(_essays(), sent, results, rubric, params)
+    assert len(PREFETCHED_READS) == 0  # both taken
+    # what the stage would have read itself, column for column
+    fresh = judgments_table(_essays(), sent, results, rubric, params)
+    assert taken.equals(fresh) and taken["status"].to_list() == ["ok", "ok"]
+    assert all(read.scores is not None and read.total is not None for read in early)
+
+
+def test_a_read_is_served_only_for_the_same_result_genre_and_nonce() -> None:
+    params = JudgeParams(judges=["j1"])
+    rubric = load_scoring(params)
+    renderer = make_renderer(params, rubric)
+    [request] = _prefetched(params)
+    result = _reply(params, request, 7)
+    nonce = renderer.expected_nonce("descriptive", PROMPT, ESSAY)
+    early = JudgmentReader(rubric, renderer).read("descriptive", result, nonce)
+    PREFETCHED_READS.remember("s", "descriptive", nonce, result, early)
+    reader = JudgmentReader(rubric, renderer, PREFETCHED_READS, "s")
+    # an equal result that is not the one read (e.g. read back from the ledger): read anew
+    twin = dataclasses.replace(result)
+    assert reader.read("descriptive", twin, nonce) is not early
+    assert reader.read("descriptive", result, "another nonce") is not early
+    assert reader.read("narrative", result, nonce) is not early
+    assert reader.read("descriptive", result, nonce) is early
+    assert reader.read("descriptive", result, nonce) is not early  # handed over once

@@ -9,6 +9,7 @@ from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.memo import PREFETCHED
 from essaybench.bench.judge.prefetch import JudgePrefetch
+from essaybench.bench.judge.reading import PREFETCHED_READS
 from essaybench.bench.judge.request import JudgeParams, build_judge_requests, load_scoring
 from essaybench.llm.client import request_key
 from essaybench.llm.fake.scenario import FakeScenario
@@ -81,8 +82,11 @@ def test_judge_stage_resends_nothing_after_prefetch(curated_copy: Store, prefetc
     with run_fake_server(FakeScenario.model_validate({"models": WRITERS})) as server, open_gateway(
             _registry(), store.root, MODELS,  # type: ignore[arg-type]
             base_urls=dict.fromkeys(MODELS, server.base_url)) as session:
+        PREFETCHED_READS.forget()
         gen = generate_stage(store, "r1", CONFIG, session, prefetch_judge=prefetch)
         after_generate = server.stats().per_model
+        # each prefetched judgment read as it came back, for the judge stage to take
+        read_early = len(PREFETCHED_READS)
         judged = judge_stage(store, "r1", CONFIG, gen, session)
         after_judge = server.stats().per_model
     n = gen.read().height
@@ -104,6 +108,7 @@ def test_judge_stage_resends_nothing_after_prefetch(curated_copy: Store, prefetc
     assert session.gateway.last_stats.from_follow_ups == (SINGLE if prefetch else 0)
     assert session.gateway.last_stats.from_ledger == 0
     assert len(PREFETCHED) == 0  # the prefetch's requests were taken, the rest forgotten
+    assert read_early == (SINGLE if prefetch else 0) and len(PREFETCHED_READS) == 0
     JUDGE_TABLES[prefetch] = table
     if prefetch:
         assert gen.meta["follow_ups"] == {"requests": SINGLE, "from_ledger": 0, "sent": SINGLE}

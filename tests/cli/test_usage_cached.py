@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from essaybench.cli import app
+from essaybench.cli.common import console
 from essaybench.llm.fake.protocol import count_tokens
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
@@ -73,7 +74,7 @@ def test_usage_of_a_ledger_from_before_cached_input(tmp_path: Path) -> None:
     assert "Cost marked ≤: 1 call priced without" in out.output
 
 
-def test_llm_models_shows_the_discounts(tmp_path: Path) -> None:
+def test_llm_models_shows_the_discounts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "models.yaml"
     path.write_text("models:\n  m:\n    provider: p\n    base_url: http://localhost:1/v1\n"
                     "    model_id: x\n    family: fam\n    price_input_per_mtok: 2\n"
@@ -81,8 +82,9 @@ def test_llm_models_shows_the_discounts(tmp_path: Path) -> None:
                     "    batch_price_factor: 0.5\n    off_peak:\n"
                     "      - {start: '00:00', end: '00:00', price_factor: 0.5, days: [sat]}\n",
                     encoding="utf-8")
-    out = CliRunner().invoke(app, ["llm", "models", "--models", str(path)],
-                             env={"COLUMNS": "200"})
+    # the console reads $COLUMNS once, when it is made (CI exports COLUMNS=80)
+    monkeypatch.setattr(console, "_width", 200)
+    out = CliRunner().invoke(app, ["llm", "models", "--models", str(path)])
     assert out.exit_code == 0, out.output
     assert "2.0 / 0.5 / 8.0" in out.output and "batch ×0.5" in out.output
     assert "00:00-00:00 UTC ×0.5 sat" in out.output

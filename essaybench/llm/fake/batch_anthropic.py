@@ -42,7 +42,7 @@ from essaybench.core.hashing import sha256_hex
 from essaybench.llm.fake.app import FakeState
 from essaybench.llm.fake.batch_engine import BatchEngine
 from essaybench.llm.fake.batch_input import strict_json
-from essaybench.llm.fake.batch_store import Batch, Item, Outcome
+from essaybench.llm.fake.batch_store import Batch, Item, LineOutcome
 from essaybench.llm.fake.protocol import bearer_token
 
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -151,11 +151,11 @@ class AnthropicBatches:
         self.store = state.batch_store
         self.engine = BatchEngine(state)
 
-    def respond(self, item: Item) -> Outcome:
+    def respond(self, item: Item) -> LineOutcome:
         try:
             chat = to_chat(item.request)
         except ValueError as exc:
-            return Outcome(400, {"error": {"message": str(exc)}})
+            return LineOutcome(400, {"error": {"message": str(exc)}})
         return self.engine.answer(chat)
 
     def batch_object(self, batch: Batch, request: Request) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.llm.fake.app import ChatEndpoint, FakeState
-from essaybench.llm.fake.batch_store import Outcome
+from essaybench.llm.fake.batch_store import LineOutcome
 from essaybench.llm.fake.protocol import (
     DEFAULT_CODE,
     completion_body,
@@ -43,9 +43,9 @@ from essaybench.llm.fake.scenario import (
 from essaybench.llm.fake.usage import usage_fields
 
 
-def _error(status: int, message: str | None = None, code: Any = DEFAULT_CODE) -> Outcome:
+def _error(status: int, message: str | None = None, code: Any = DEFAULT_CODE) -> LineOutcome:
     """The line's response: the same error body a direct call gets."""
-    return Outcome(status, json.loads(bytes(error_response(status, message, code).body)))
+    return LineOutcome(status, json.loads(bytes(error_response(status, message, code).body)))
 
 
 class BatchEngine:
@@ -55,7 +55,7 @@ class BatchEngine:
         self.state = state
         self.chat = ChatEndpoint(state)
 
-    def answer(self, body: Any) -> Outcome:
+    def answer(self, body: Any) -> LineOutcome:
         st = self.state
         chat = parse_chat(body)
         if isinstance(chat, str):
@@ -79,7 +79,7 @@ class BatchEngine:
             code = DEFAULT_CODE if rule.code is None else rule.code
             return _error(rule.status, rule.message, code)
         if isinstance(rule, HangFault):
-            return Outcome(0, None, {"code": "request_timeout",
+            return LineOutcome(0, None, {"code": "request_timeout",
                                      "message": "The request to the model timed out."})
         if isinstance(rule, DropFault | MalformedJsonFault | TruncatedJsonFault):
             return _error(500)
@@ -101,4 +101,4 @@ class BatchEngine:
                                      usage_fields(cfg, chat))
         if rule is None and finish == "stop":
             counters.model_completed[chat.model] += 1
-        return Outcome(200, completion)
+        return LineOutcome(200, completion)

@@ -30,7 +30,7 @@ End = Literal["completed", "failed", "expired", "cancelled"]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class LineOutcome:
     """One line's answer in OpenAI's terms: status 200 and a chat.completion, an HTTP error
     status and ``{"error": {...}}``, or status 0 and ``error`` (no response: timed out)."""
 
@@ -44,7 +44,7 @@ class Item:
     custom_id: str
     request: Any  # what the protocol's respond() takes
     kind: Kind | None = None
-    outcome: Outcome | None = None
+    outcome: LineOutcome | None = None
 
 
 @dataclass
@@ -136,7 +136,7 @@ def _histogram(counts: Counter[str]) -> dict[str, int]:
     return {str(n): k for n, k in sorted(Counter(counts.values()).items())}
 
 
-Respond = Callable[[Item], Outcome]
+Respond = Callable[[Item], LineOutcome]
 
 
 class BatchStore:
@@ -236,25 +236,25 @@ class BatchStore:
         await asyncio.sleep(sc.finalize_s)
         self._finish(batch, "completed", on_end)
 
-    def _respond(self, respond: Respond, item: Item) -> Outcome:
+    def _respond(self, respond: Respond, item: Item) -> LineOutcome:
         """``respond(item)``; a bug of the fake's (or input deep enough to exhaust the stack)
         is that line's 500, counted as fault ``internal_error``, never a batch stuck forever."""
         try:
             return respond(item)
         except Exception as exc:  # RecursionError included
             self.counters.faults["internal_error"] += 1
-            return Outcome(500, {"error": {"message": f"The fake failed on this line: {exc!r}",
+            return LineOutcome(500, {"error": {"message": f"The fake failed on this line: {exc!r}",
                                            "type": "server_error", "param": None,
                                            "code": None}})
 
-    def _failure(self, item: Item) -> Outcome | None:
+    def _failure(self, item: Item) -> LineOutcome | None:
         rule = self.scenario.fail
         if rule is None or not (item.custom_id in rule.custom_ids or (
                 rule.rate is not None
                 and unit_hash("batch-fail", item.custom_id, rule.seed) < rule.rate)):
             return None
         self.counters.faults["batch_item"] += 1
-        return Outcome(rule.status, {"error": {
+        return LineOutcome(rule.status, {"error": {
             "message": f"The fake failed this batch line on purpose (status {rule.status}).",
             "type": "server_error" if rule.status >= 500 else "invalid_request_error",
             "param": None, "code": None}})

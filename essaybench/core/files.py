@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 
 from essaybench.core.errors import UserError
@@ -23,9 +24,10 @@ class FolderNotWritableError(UserError, PermissionError):
     """The file's folder cannot be created: permission denied."""
 
 
-def write_atomically(path: Path, data: bytes, *, overwrite: bool = True,
+def write_atomically(path: Path, data: bytes | Iterable[bytes], *, overwrite: bool = True,
                      keep_mode: bool = False) -> Path:
-    """``data`` at ``path``, whole or not at all; returns ``path``.
+    """``data`` (bytes, or pieces of them written in turn) at ``path``, whole or not at
+    all; returns ``path``.
 
     ``overwrite``: replace an existing file (a rename); else link the new file to its name,
     raising TargetExistsError when the name is taken. ``keep_mode``: a replaced file keeps
@@ -40,7 +42,10 @@ def write_atomically(path: Path, data: bytes, *, overwrite: bool = True,
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
         with open(tmp, "xb") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                f.writelines(data)
             f.flush()
             os.fsync(f.fileno())
         if keep_mode:

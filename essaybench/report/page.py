@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -98,10 +99,16 @@ def context(data: RunData) -> dict[str, Any]:
 
 def render_report(data: RunData) -> str:
     """The whole page for ``data``."""
+    return "".join(report_pieces(data))
+
+
+def report_pieces(data: RunData) -> Iterator[str]:
+    """The page for ``data`` as the template renders it, piece by piece (a paper-scale
+    page is tens of MB: written as it is made, it is never held whole)."""
     env = environment()
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     # The template marks what it inserts unescaped with |safe: the charts, the style and
     # the script, all made here (see the module doc); nothing else.
-    return env.get_template("report.html").render(
+    return env.get_template("report.html").generate(
         **context(data), script=script, style=style, script_hash=script_hash(script))

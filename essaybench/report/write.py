@@ -7,7 +7,7 @@ from pathlib import Path
 from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
 from essaybench.report.data import load_run
-from essaybench.report.page import render_report
+from essaybench.report.page import report_pieces
 from essaybench.store import Store
 
 __all__ = [
@@ -27,7 +27,7 @@ def write_report(store: Store, run_id: str) -> Path:
     atomically, so a reader never opens half of it. The cyclic collector is paused while
     the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the page took at
     the paper's scale)."""
-    with collector_paused():
-        page = render_report(load_run(store, run_id))
     path = report_path(store, run_id)
-    return write_atomically(path, page.encode("utf-8"))
+    with collector_paused():
+        pieces = report_pieces(load_run(store, run_id))
+        return write_atomically(path, (piece.encode("utf-8") for piece in pieces))

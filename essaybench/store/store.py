@@ -13,6 +13,7 @@ on the same file and a rerun that changes nothing writes nothing new.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -22,14 +23,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
 from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
-from essaybench.core.hashing import canonical_json, sha256_hex
+from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.liveness import listed_status, this_host
@@ -104,8 +105,29 @@ def new_run_id() -> str:
 def table_hash(stage: str, table: pl.DataFrame, upstream: Sequence[str]) -> str:
     header = canonical_json({"stage": stage, "upstream": list(upstream),
                              "schema": {k: str(v) for k, v in table.schema.items()}})
-    # NDJSON of the rows is a stable, library-version-independent rendering of the data.
-    return sha256_hex(header.encode() + b"\n" + table.write_ndjson().encode())
+    # NDJSON of the rows is a stable, library-version-independent rendering of the data,
+    # hashed as polars writes it (in ~10 MB pieces): the whole text of a paper-scale
+    # essays table, held at once and copied twice, was the run's memory peak.
+    digest = _Sha256Sink(header.encode() + b"\n")
+    table.write_ndjson(cast(IO[bytes], digest))
+    return digest.hexdigest()
+
+
+class _Sha256Sink:
+    """A write-only file that only hashes what is written to it."""
+
+    def __init__(self, first: bytes) -> None:
+        self._hash = hashlib.sha256(first)
+
+    def write(self, data: bytes) -> int:
+        self._hash.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
 
 
 class Store:

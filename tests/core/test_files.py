@@ -4,6 +4,7 @@ asked, and no temp file left behind."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,19 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         write_atomically(path, b"data")
     assert [p.name for p in tmp_path.iterdir()] == ["dir"]
+
+
+def test_pieces_are_written_in_turn_and_a_failing_piece_keeps_the_old_file(
+        tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    write_atomically(path, (f"<p>{i}</p>".encode() for i in range(3)))
+    assert path.read_bytes() == b"<p>0</p><p>1</p><p>2</p>"
+
+    def failing() -> Iterator[bytes]:
+        yield b"half a page"
+        raise RuntimeError("the template failed")
+
+    with pytest.raises(RuntimeError, match="template failed"):
+        write_atomically(path, failing())
+    assert path.read_bytes() == b"<p>0</p><p>1</p><p>2</p>"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]

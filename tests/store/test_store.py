@@ -155,3 +155,22 @@ def test_require_stage_names_the_reader_and_the_snapshot(tmp_path: Path) -> None
     with pytest.raises(WrongUpstreamError,
                        match=rf"judge reads a 'generate' snapshot, got {snap.snapshot_id}"):
         snap.require_stage("generate", "judge")
+
+
+def test_table_hash_is_the_sha256_of_the_header_and_the_rows_as_ndjson() -> None:
+    """The hash is streamed as polars writes the rows (several pieces at this size); it
+    must equal the hash of the whole text, computed here in one piece."""
+    import hashlib
+    import json
+
+    from essaybench.store.store import table_hash
+
+    table = pl.DataFrame({"n": list(range(30_000)),
+                          "text": [f"第{i}篇\n\"引号\"" * 60 for i in range(30_000)]})
+    header = json.dumps({"schema": {"n": "Int64", "text": "String"}, "stage": "s",
+                         "upstream": ["a", "b"]}, sort_keys=True, ensure_ascii=False,
+                        separators=(",", ":"))
+    whole = header.encode() + b"\n" + table.write_ndjson().encode()
+    assert len(whole) > 30_000_000  # more than one of polars' ~10 MB writes
+    assert table_hash("s", table, ["a", "b"]) == hashlib.sha256(whole).hexdigest()
+    assert table_hash("s", table.head(29_999), ["a", "b"]) != table_hash("s", table, ["a", "b"])

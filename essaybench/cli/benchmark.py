@@ -78,7 +78,10 @@ def run(
     _check_publish(publish)
     if reuse_from is not None:
         _check_run(reader(store, lock_timeout), reuse_from, "--reuse-from")
-    if curate_first:  # the run may make the store: not at a typo
+    if curate_first:  # the run may make the store: not at a typo, nor for a bad config
+        from essaybench.bench.config import load_benchmark_config
+
+        load_benchmark_config(config)
         check_new_store(store)
     else:  # it reads the store's prompt set: nothing is created where there is none
         _check_prompt_set(config, store)

@@ -75,3 +75,14 @@ def test_a_new_store_is_announced_and_an_existing_one_is_not(
     (tmp_path / "empty").mkdir()
     check_new_store(tmp_path / "empty")  # an empty folder is a new store's, unannounced
     assert capsys.readouterr().out == ""
+
+
+def test_a_bad_config_is_named_before_a_new_store_is_announced(tmp_path: Path) -> None:
+    """``run`` read the store path first: "new store: …" came before the config's error."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("prompt_set: [1\n", encoding="utf-8")
+    result = invoke("run", "--config", str(bad), "--store", str(tmp_path / "new"))
+    line = error_line(result)
+    assert line.startswith(f"error: {bad}:2:1: benchmark config: not valid YAML"), line
+    assert "new store" not in result.output
+    assert not (tmp_path / "new").exists()

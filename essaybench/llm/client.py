@@ -51,8 +51,8 @@ __all__ = ["ChatBackend", "OpenAICompatBackend", "canonical_request", "estimate_
            "idempotency_header", "idempotency_token", "request_key", "token_of_header"]
 
 ERROR_TEXT_LIMIT = 500
-# Transport: httpx's request and response types over aiohttp's connection pool
-# (httpx-aiohttp, the transport the OpenAI SDK offers as its aiohttp option). httpcore's
+# Transport: aiohttp's session (it was httpx's request and response types over aiohttp's
+# pool, httpx-aiohttp, the transport the OpenAI SDK offers as its aiohttp option). httpcore's
 # own pool checks every connection on each request (a syscall each, via anyio): ~19 ms CPU
 # per call with one pool of 64, ~2.0 ms with many pools of 2; over aiohttp's C-accelerated
 # pool and parser ~1.4 ms for the whole call, and ~1.24 ms when the request goes to the

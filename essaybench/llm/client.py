@@ -31,18 +31,13 @@ from essaybench.llm.backends import ChatBackend, register_backend
 from essaybench.llm.ratelimit import EndpointLimiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.replicas import ReplicaPool, affinity_of
+from essaybench.llm.reply import read_reply
 from essaybench.llm.retry import (
     CONNECTION_REFUSED,
     Backoff,
     classify_http_error,
     classify_transport_error,
     parse_retry_after,
-)
-from essaybench.llm.structured import (
-    StructuredError,
-    looks_like_refusal,
-    parse_structured,
-    reask_message,
 )
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage, key_of
 from essaybench.llm.usage import openai_usage
@@ -304,39 +299,14 @@ class OpenAICompatBackend:
 
             payload = last.payload
             totals.add_usage(payload.get("usage"))
-            choice = payload["choices"][0]
-            text = choice["message"].get("content")
-            finish_reason = choice.get("finish_reason")
-            returned = payload.get("model")
-            common = {"returned_model": returned, "finish_reason": finish_reason}
-            if finish_reason == "content_filter":
-                return finish(CallStatus.REFUSED, text=text, error_kind="content_filter",
-                              error="the provider's content filter stopped the reply", **common)
-            if finish_reason == "length":
-                return finish(CallStatus.TRUNCATED, text=text, error_kind="length",
-                              error=f"reply hit max_tokens={params.get('max_tokens')}", **common)
-            if not text or not text.strip():
-                if reasks < spec.max_reasks:
-                    reasks += 1
-                    continue
-                return finish(CallStatus.API_ERROR, text=text, error_kind="empty_content",
-                              error=f"empty reply {reasks + 1} times", **common)
-            if request.response_schema is None:
-                return finish(CallStatus.OK, text=text, **common)
-            try:
-                parsed = parse_structured(text, request.response_schema)
-            except StructuredError as exc:
-                if looks_like_refusal(text):
-                    return finish(CallStatus.REFUSED, text=text, error_kind="refusal",
-                                  error=f"the model declined: {text.strip()[:200]!r}", **common)
-                if reasks < spec.max_reasks:
-                    reasks += 1
-                    messages = [*messages, Message(role="assistant", content=text),
-                                Message(role="user", content=reask_message(str(exc)))]
-                    continue
-                return finish(CallStatus.PARSE_ERROR, text=text, error_kind="schema",
-                              error=f"{exc} (after {reasks} re-asks)", **common)
-            return finish(CallStatus.OK, text=text, parsed=parsed, **common)
+            reading = read_reply(spec, request, payload, messages, reasks)
+            text = reading.fields["text"]
+            if reading.status is None:  # empty, or broke the schema: re-ask (llm.reply)
+                assert reading.messages is not None
+                reasks += 1
+                messages = reading.messages
+                continue
+            return finish(reading.status, **reading.fields)
 
 
 def _host_port(url: str) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "EMBEDDED",
     "MODELS_ENV",
     "ApiKeyMissingError",
+    "BatchProtocol",
     "JudgeClashError",
     "ModelSpec",
     "Registry",
@@ -50,6 +51,7 @@ EMBEDDED = "embedded"  # base_url of the model the project runs itself (llama.cp
 MODELS_ENV = "ESSAYBENCH_MODELS"  # overrides the default registry path
 
 StructuredOutput = Literal["json_schema", "json_object", "none"]
+BatchProtocol = Literal["openai", "anthropic", "none"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -128,6 +130,10 @@ class ModelSpec(BaseModel):
     batch_price_factor: float | None = Field(
         default=None, gt=0, le=1, description="Price multiplier, 0 < f <= 1, of a call sent "
         "through the provider's batch API (0.5 = half price); null = 1.")
+    batch: BatchProtocol = Field(
+        default="none", description="The provider's batch API this entry's calls may go "
+        "through (llm.batch): openai (Batch API, /v1/batches), anthropic (Message Batches) "
+        "or none.")
     off_peak: tuple[OffPeak, ...] = Field(
         default=(), description="Discounted periods: {start, end (\"HH:MM\" UTC), "
         "price_factor, days}; the first whose window holds the moment a call finished "

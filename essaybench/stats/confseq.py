@@ -180,4 +180,4 @@ def cluster_means(values: ArrayLike, clusters: ArrayLike,
         raise ValueError(f"order names clusters without values: {wanted[~known][:3]}")
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums[pos] / counts[pos]
-    return np.asarray(means.reshape((wanted.size,) + vals.shape[1:]), dtype=np.float64)
+    return np.asarray(means.reshape((wanted.size, *vals.shape[1:])), dtype=np.float64)

@@ -105,8 +105,10 @@ class BatchRunner:
                 raise ValueError(f"model {model!r} has batch: none in the registry")
             spec.api_key()  # a missing key fails before anything is sent
         calls = [self.gateway.prepare(r) for r in requests]
-        ticket = BatchTicket(list(requests), [c.key for c in calls],
-                             {c.key: c for c in reversed(calls)})
+        first: dict[str, Call] = {}
+        for call in calls:
+            first.setdefault(call.key, call)
+        ticket = BatchTicket(list(requests), [c.key for c in calls], first)
         ticket.results.update(self.gateway.lookup_ok(list(ticket.calls)))
         wanted = [k for k in ticket.calls if k not in ticket.results]
         for sub in self.journal.open_submissions(wanted, self.run_id):

@@ -51,7 +51,7 @@ def test_batch_results_are_the_direct_calls_at_the_batch_price(
     again = run_batch(fake, tmp_path / "batch.duckdb", reqs, batch=protocol)
     assert all(r.from_ledger for r in again) and [r.text for r in again] == [
         r.text for r in got]
-    assert fake.stats().batch.batches_created == 1  # type: ignore[union-attr]
+    assert fake.stats().batch.batches_created == 1
 
     con = duckdb.connect(str(tmp_path / "batch.duckdb"), read_only=True)
     rows = con.execute("SELECT key, batched, run_id, cost_usd FROM llm_calls").fetchall()

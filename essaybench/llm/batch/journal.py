@@ -11,6 +11,7 @@ written.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,6 +72,13 @@ class BatchJournal:
         self.ledger.query(statement("batch_update"), {
             "submission_id": sid, "state": state, "batch_id": batch_id,
             "provider_status": provider_status, "error": error, "now": datetime.now(UTC)})
+
+    def rounds(self, keys: Sequence[str], run_id: str | None) -> Counter[str]:
+        """How many submissions of run ``run_id`` each of ``keys`` was in (a submission
+        never created at the provider not counted)."""
+        rows = self.ledger.query(statement("batch_rounds"),
+                                 {"keys": sorted(set(keys)), "run": run_id})
+        return Counter({r["key"]: int(r["n"]) for r in rows})
 
     def known_batch_ids(self) -> set[str]:
         rows = self.ledger.query("SELECT batch_id FROM llm_batches WHERE batch_id IS NOT NULL")

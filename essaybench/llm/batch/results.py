@@ -91,7 +91,11 @@ def combine(first: ChatResult, rest: ChatResult) -> ChatResult:
     usage = Usage(_add(first.usage.input_tokens, rest.usage.input_tokens),
                   _add(first.usage.output_tokens, rest.usage.output_tokens),
                   _add(first.usage.cached_input_tokens, rest.usage.cached_input_tokens))
+    reasks = 1 + (rest.reasks or 0)
+    error = rest.error
+    if error is not None and rest.error_kind == "schema":  # the count of the whole call
+        error = error.replace(f"(after {rest.reasks} re-asks)", f"(after {reasks} re-asks)")
     return dataclasses.replace(
-        rest, key=first.key, usage=usage, cost_usd=cost, attempts=first.attempts + rest.attempts,
-        reasks=1 + (rest.reasks or 0), started_at=first.started_at,
+        rest, key=first.key, error=error, usage=usage, cost_usd=cost,
+        attempts=first.attempts + rest.attempts, reasks=reasks, started_at=first.started_at,
         latency_s=first.latency_s + rest.latency_s, stage=first.stage, tag=first.tag)

@@ -76,6 +76,7 @@ class BatchRunner:
         self.on_step = on_step or (lambda step: None)  # tests kill the process at a step
         self.sleep = sleep
         self.run_id = gateway.scope.run_id
+        self.transient_errors = 0  # polls that failed transiently (retried at the next poll)
 
     # -- the provider's API -----------------------------------------------------------------
 
@@ -111,6 +112,7 @@ class BatchRunner:
         ticket = BatchTicket(list(requests), [c.key for c in calls], first)
         ticket.results.update(self.gateway.lookup_ok(list(ticket.calls)))
         wanted = [k for k in ticket.calls if k not in ticket.results]
+        ticket.rounds.update(self.journal.rounds(wanted, self.run_id))
         for sub in self.journal.open_submissions(wanted, self.run_id):
             if sub.state == "submitting":
                 sub = await self._adopt(sub)
@@ -199,12 +201,18 @@ class BatchRunner:
 
     async def _poll(self, ticket: BatchTicket, sub: Submission) -> None:
         assert sub.batch_id is not None
-        async with self.api(sub.model) as api:
-            state = await api.state(sub.batch_id)
-            self.on_step("polled")
-            if not state.ended:
-                return
-            lines = {} if state.failed else await api.results(state, sub.batch_id)
+        try:
+            async with self.api(sub.model) as api:
+                state = await api.state(sub.batch_id)
+                self.on_step("polled")
+                if not state.ended:
+                    return
+                lines = {} if state.failed else await api.results(state, sub.batch_id)
+        except (BatchApiError, httpx.HTTPError) as exc:
+            if isinstance(exc, BatchApiError) and not exc.transient:
+                raise BatchError(f"batch {sub.batch_id}: {self._redacted(exc)}") from None
+            self.transient_errors += 1
+            return  # the provider's trouble: polled again next time
         spec = self.gateway.spec(sub.model)
         now = datetime.now(UTC)
         finals: dict[str, ChatResult] = {}

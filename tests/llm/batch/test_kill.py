@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from essaybench.llm.batch import BatchOptions
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.types import CallStatus
 from tests.llm.batch.conftest import requests, run_batch
@@ -64,3 +65,32 @@ def test_killed_run_resumes_without_submitting_twice(
     expected = ([("failed", "never created"), ("collected", None)] if step == "intent"
                 else [("collected", None)])
     assert [(r["state"], r["error"]) for r in batches] == expected
+
+
+def test_another_run_makes_its_own_batch_and_the_killed_run_still_resumes(
+        serve: Any, tmp_path: Path) -> None:
+    fake = serve({"delay_s": 0.5, "per_item_s": 0.02})
+    path = tmp_path / "ledger.duckdb"
+    run_until_killed(fake.base_url, path, "openai", "polled")  # run-1, left open
+    other = run_batch(fake, path, requests(N), run_id="run-2")  # a new run: fresh calls
+    assert all(r.ok and not r.from_ledger for r in other)
+    mine = run_batch(fake, path, requests(N))  # run-1 again: its own open batch
+    assert all(r.ok and not r.from_ledger for r in mine)
+    b = fake.stats().batch
+    assert b is not None and b.batches_created == 2
+    assert b.batches_per_custom_id == {"2": N}  # one batch per run, never a third
+
+
+def test_max_resubmits_counts_the_batches_of_earlier_processes(
+        serve: Any, tmp_path: Path) -> None:
+    # A window that answers nothing: every batch expires. Killed while polling the first
+    # one; the resumed run may resubmit once (max_resubmits=1), then fails the calls.
+    fake = serve({"delay_s": 0.5, "window_s": 0.4})
+    path = tmp_path / "ledger.duckdb"
+    run_until_killed(fake.base_url, path, "openai", "polled")
+    got = run_batch(fake, path, requests(N), BatchOptions(
+        max_resubmits=1, poll_initial_s=0.05, poll_max_s=0.2))
+    assert all(r.status is CallStatus.API_ERROR and r.error_kind == "batch_expired"
+               for r in got)
+    b = fake.stats().batch
+    assert b is not None and b.batches_created == 2 and b.batches_per_custom_id == {"2": N}

@@ -28,8 +28,8 @@ def test_re_asks_and_parse_errors_end_as_the_direct_calls_do(
     direct_fake = serve(**scenario)
     direct = run_direct(direct_fake, tmp_path / "d.duckdb", reqs, max_reasks=1)
     for b, d in zip(got, direct, strict=True):
-        assert (b.status, b.text, b.parsed, b.attempts, b.reasks, b.error_kind) == (
-            d.status, d.text, d.parsed, d.attempts, d.reasks, d.error_kind)
+        assert (b.status, b.text, b.parsed, b.attempts, b.reasks, b.error_kind, b.error) == (
+            d.status, d.text, d.parsed, d.attempts, d.reasks, d.error_kind, d.error)
         assert b.usage == d.usage
         if b.ok:
             jsonschema.validate(b.parsed, SCHEMA)

@@ -56,13 +56,13 @@ class ConfSeq:
     alpha: float
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     return float(alpha)
 
 
-def _unit(x: ArrayLike, lower: float, upper: float) -> FloatArray:
+def to_unit(x: ArrayLike, lower: float, upper: float) -> FloatArray:
     if not upper > lower:
         raise ValueError(f"upper must exceed lower, got [{lower}, {upper}]")
     arr = np.asarray(x, dtype=np.float64)
@@ -82,35 +82,42 @@ def _shift(a: FloatArray, first: float) -> FloatArray:
     return out
 
 
+def plug_in_bets(xs: FloatArray, seen: NDArray[np.bool_], alpha: float,
+                 cap: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The predictable plug-in bets λ_t (capped, 0 on missing steps), the count t of
+    observations so far and μ̂_{t−1}, per step and stream (eqs. 13–14)."""
+    t = np.cumsum(seen, axis=0).astype(np.float64)  # observations so far, per stream
+    mu = (0.5 + np.cumsum(xs, axis=0)) / (t + 1.0)
+    sq = np.where(seen, (xs - mu) ** 2, 0.0)
+    var = (0.25 + np.cumsum(sq, axis=0)) / (t + 1.0)
+    # Predictable: the step's own observation never enters its bet. On a missing step
+    # t is unchanged, so the "previous" values are the ones of the last observation.
+    mu_prev = np.where(seen, _shift(mu, 0.5), mu)
+    var_prev = np.where(seen, _shift(var, 0.25), var)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.sqrt(2.0 * np.log(2.0 / alpha) / (var_prev * t * np.log1p(t)))
+    lam = np.where(seen, np.minimum(np.nan_to_num(lam, nan=0.0, posinf=cap), cap), 0.0)
+    return lam, t, mu_prev
+
+
 def unit_confseq(x: ArrayLike, *, alpha: float, truncation: float = DEFAULT_TRUNCATION,
                  population: int | None = None,
                  running_intersection: bool = True) -> ConfSeq:
     """PrPl-EB CS (see the module docstring) for observations in [0, 1], NaN = missing;
     ``population``: sampling without replacement from that many items."""
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     if not 0.0 < truncation < 1.0:
         raise ValueError(f"truncation must be in (0, 1), got {truncation}")
     u = np.asarray(x, dtype=np.float64)
     seen = ~np.isnan(u)
     xs = np.where(seen, u, 0.0)
-    t = np.cumsum(seen, axis=0).astype(np.float64)  # observations so far, per stream
+    lam, t, mu_prev = plug_in_bets(xs, seen, alpha, truncation)
     if population is not None and (t.size and population < t.max()):
         raise ValueError(f"population {population} is smaller than the {int(t.max())} "
                          "observations")
     s = np.cumsum(xs, axis=0)
-    mu = (0.5 + s) / (t + 1.0)
-    sq = np.where(seen, (xs - mu) ** 2, 0.0)
-    var = (0.25 + np.cumsum(sq, axis=0)) / (t + 1.0)
-    # Predictable: the step's own observation never enters its bet. On a missing step
-    # t is unchanged, so the "previous" values are the ones of the last observation.
     t_prev = t - seen
-    mu_prev = np.where(seen, _shift(mu, 0.5), mu)
-    var_prev = np.where(seen, _shift(var, 0.25), var)
     log_term = np.log(2.0 / alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.sqrt(2.0 * log_term / (var_prev * t * np.log1p(t)))
-    lam = np.where(seen, np.minimum(np.nan_to_num(lam, nan=0.0, posinf=truncation),
-                                    truncation), 0.0)
     v = 4.0 * (xs - mu_prev) ** 2
     psi = (-np.log1p(-lam) - lam) / 4.0
     if population is None:
@@ -138,7 +145,7 @@ def mean_confseq(x: ArrayLike, *, alpha: float, lower: float = 0.0, upper: float
                  running_intersection: bool = True) -> ConfSeq:
     """CS for the mean of observations bounded in [lower, upper] (default: 0–100 scores),
     one per prompt, time along axis 0; several streams side by side as columns."""
-    res = unit_confseq(_unit(x, lower, upper), alpha=alpha, truncation=truncation,
+    res = unit_confseq(to_unit(x, lower, upper), alpha=alpha, truncation=truncation,
                        population=population, running_intersection=running_intersection)
     span = upper - lower
     return ConfSeq(lo=lower + span * res.lo, hi=lower + span * res.hi, n=res.n,

@@ -21,7 +21,10 @@ def test_batch_results_are_the_direct_calls_at_the_batch_price(
     fake = serve({"delay_s": 0.05, "per_item_s": 0.01},
                  models={"*": {"cache_report": "openai", "cached_prefix": "system"}})
     reqs = requests(5) + requests(2, schema=True, prefix="评分")
-    got = run_batch(fake, tmp_path / "batch.duckdb", reqs, batch=protocol)
+    # a request repeated in the input is one line, its result given to both
+    got = run_batch(fake, tmp_path / "batch.duckdb", [*reqs, reqs[3]], batch=protocol)
+    assert got[-1] == got[3]
+    got = got[:-1]
     stats = fake.stats()
     assert stats.totals.received == 0  # nothing went direct
     assert stats.batch is not None and stats.batch.batches_created == 1

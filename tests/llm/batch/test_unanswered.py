@@ -90,12 +90,12 @@ def test_a_batch_the_provider_cancels_or_fails_is_resubmitted(
 
 
 def test_our_cancel_keeps_what_was_answered(serve: Any, tmp_path: Path) -> None:
-    fake = serve({"per_item_s": 0.1})
+    fake = serve({"per_item_s": 0.2})
 
     async def go(runner: BatchRunner) -> list[Any]:
         ticket = await runner.submit(requests(8))
         assert isinstance(await runner.collect(ticket), Pending)
-        await asyncio.sleep(0.35)  # about 3 of the 8 lines answered
+        await asyncio.sleep(0.5)  # about 2 of the 8 lines answered (one every 0.2 s)
         await runner.cancel(ticket)
         return await runner.run(ticket.requests)  # the same requests: found, not resent
 
@@ -104,7 +104,7 @@ def test_our_cancel_keeps_what_was_answered(serve: Any, tmp_path: Path) -> None:
             on_expired="fail", poll_initial_s=0.02, poll_max_s=0.1))
         got = asyncio.run(go(runner))
     statuses = [r.status.value for r in got]
-    assert 2 <= statuses.count("ok") < 8 and statuses.count("ok") + statuses.count(
+    assert 1 <= statuses.count("ok") < 8 and statuses.count("ok") + statuses.count(
         "api_error") == 8
     assert statuses == sorted(statuses, key=lambda s: s != "ok")  # answered in input order
     assert {r.error_kind for r in got if not r.ok} == {"batch_cancelled"}

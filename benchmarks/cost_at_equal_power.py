@@ -176,14 +176,15 @@ def run(args: argparse.Namespace) -> int:
                           strict=True))
         order = adaptive_order(strata, params)
         perm = np.array([int(p[1:]) for p in order.prompt_ids])
-        ends = np.array([order.prompts_after(r) for r in range(1, order.n_rounds + 1)])
-        statuses = decide(this[perm], names, round_ends=ends.tolist(), alpha=args.alpha,
-                          min_effect=args.min_effect, last=last[perm])
+        # Round ends as the loop makes them: the last round is cut at --max-prompts.
+        cap = min(args.max_prompts or args.prompts, args.prompts)
+        ends = np.unique(np.minimum(np.arange(1, order.n_rounds + 1) * args.round_size, cap))
+        statuses = decide(this[perm][:cap], names, round_ends=ends.tolist(), alpha=args.alpha,
+                          min_effect=args.min_effect, last=last[perm][:cap])
         decided = np.array([s.decided_round or 10**9 for s in statuses])
-        stop = next(r for r in range(1, order.n_rounds + 1)
+        stop = next(r for r in range(1, ends.size + 1)
                     if (decided.max() <= r and order.floor_met(ends[r - 1], args.floor))
-                    or (args.max_prompts and ends[r - 1] >= args.max_prompts)
-                    or r == order.n_rounds)
+                    or r == ends.size)
         n_used = int(ends[stop - 1])
         adaptive = np.array([CODES[s.outcome] if s.decided_round and s.decided_round <= stop
                              else 0 for s in statuses])

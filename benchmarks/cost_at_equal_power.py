@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         params = SamplingParams(mode="adaptive", seed=args.seed + week,
                                 round_size=args.round_size, alpha=args.alpha,
                                 floor_per_stratum=args.floor, min_effect=args.min_effect,
-                                max_prompts=args.max_prompts)
+                                max_prompts=args.max_prompts, ask=args.ask)
         ids = [f"w{i:04d}" for i in range(args.prompts)]
         strata = dict(zip(ids, rng.integers(0, N_STRATA, size=args.prompts).astype(str),
                           strict=True))
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         cap = min(args.max_prompts or args.prompts, args.prompts)
         ends = np.unique(np.minimum(np.arange(1, order.n_rounds + 1) * args.round_size, cap))
         statuses = decide(this[perm][:cap], names, round_ends=ends.tolist(), alpha=args.alpha,
-                          min_effect=args.min_effect, last=last[perm][:cap])
+                          min_effect=args.min_effect, last=last[perm][:cap], ask=args.ask)
         decided = np.array([s.decided_round or 10**9 for s in statuses])
         stop = next(r for r in range(1, ends.size + 1)
                     if (decided.max() <= r and order.floor_met(ends[r - 1], args.floor))
@@ -191,11 +191,15 @@ def run(args: argparse.Namespace) -> int:
         if week == 0:  # the shortcut above is the library's own loop: check it once
             _check_against_loop(order, params, names, this, last, n_used, adaptive,
                                 calls_per_prompt)
-        full = full_decisions(this, last, args.alpha, args.min_effect)
+        n_pairs = k * (k - 1) // 2
+        sel = {"all": slice(None), "pairs": slice(0, n_pairs),
+               "changes": slice(n_pairs, None)}[args.ask]
+        full = full_decisions(this, last, args.alpha, args.min_effect)[sel]
+        truth = truth[sel]
         a_idx, b_idx = np.triu_indices(k, 1)
         now, before = this[perm], last[perm]
         diff = np.hstack([now[:, a_idx] - now[:, b_idx], now - before])
-        naive = naive_claims(diff, ends, args.alpha)
+        naive = naive_claims(diff[:, sel], ends, args.alpha)
         zero = truth == 0
         sep = (adaptive == 1) | (adaptive == 2)
         fsep = (full == 1) | (full == 2)
@@ -227,8 +231,9 @@ def report(args: argparse.Namespace, rows: list[dict[str, float]], wrong: dict[s
     cost_cut = 1 - col["cost_batch+cache"] / cost_full
     week_ok = (col["same"] == 1) & (calls_cut >= 0.5) & (cost_cut >= 0.7)
     print(f"{args.weeks} simulated weeks × {args.prompts} prompts × 9 models × "
-          f"{args.judges} judge(s); alpha {args.alpha}, min_effect {args.min_effect}, round "
-          f"{args.round_size}, floor {args.floor}/stratum; CPU {cpu:.1f} s")
+          f"{args.judges} judge(s); questions: {args.ask}; alpha {args.alpha}, min_effect "
+          f"{args.min_effect}, round {args.round_size}, floor {args.floor}/stratum; "
+          f"CPU {cpu:.1f} s")
     print(f"  full factorial: {args.prompts * calls_per_prompt:,} paid calls, "
           f"${cost_full:,.2f} at list price")
     q = np.percentile(col["prompts"], [10, 50, 90])
@@ -271,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--min-effect", type=float, default=3.0, help="points on 0–100")
     p.add_argument("--judges", type=int, default=1)
+    p.add_argument("--ask", choices=("all", "pairs", "changes"), default="all",
+                   help="which questions the run decides and waits for")
     p.add_argument("--writer-in", type=float, default=0.15, help="USD per Mtok")
     p.add_argument("--writer-out", type=float, default=0.60)
     p.add_argument("--judge-in", type=float, default=0.28)

@@ -106,11 +106,14 @@ class QuestionStatus:
         return self.outcome is not AdaptiveOutcome.UNDECIDED
 
 
-def questions(models: Sequence[str], *, changes: bool) -> tuple[AdaptiveQuestion, ...]:
-    """Every pair of models (in the given order), then each model's change if asked."""
+def questions(models: Sequence[str], *, changes: bool,
+              pairs_too: bool = True) -> tuple[AdaptiveQuestion, ...]:
+    """Every pair of models (in the given order) unless not ``pairs_too``, then each
+    model's change if asked."""
     if len(set(models)) != len(models):
         raise ValueError("model names must be unique")
-    pairs = [AdaptiveQuestion(QuestionKind.PAIR, a, b) for a, b in combinations(models, 2)]
+    pairs = [AdaptiveQuestion(QuestionKind.PAIR, a, b)
+             for a, b in combinations(models, 2)] if pairs_too else []
     moved = [AdaptiveQuestion(QuestionKind.CHANGE, m, m) for m in models] if changes else []
     return (*pairs, *moved)
 
@@ -131,8 +134,8 @@ _CODES = (AdaptiveOutcome.UNDECIDED, AdaptiveOutcome.FIRST_BETTER,
 
 def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int],
            alpha: float, min_effect: float = 0.0, alpha_per: str = "question",
-           method: str = "betting",
-           last: ArrayLike | None = None) -> tuple[QuestionStatus, ...]:
+           method: str = "betting", last: ArrayLike | None = None,
+           ask: str = "all") -> tuple[QuestionStatus, ...]:
     """The status of every question after the rounds seen so far.
 
     scores: (n_prompts, n_models) per-prompt 0–100 scores in sampling order, NaN where
@@ -140,7 +143,10 @@ def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int
     none), or None for no change questions; round_ends: prompts sampled after each round
     (increasing, the last one = n_prompts). Decisions are read at round ends only: that
     is when the run looks. method: ``betting`` (hedged capital, tighter when differences
-    are small against the −100…100 bounds) or ``eb`` (empirical Bernstein)."""
+    are small against the −100…100 bounds) or ``eb`` (empirical Bernstein). ask: ``all``
+    questions, or only the ``pairs`` or only the ``changes`` (these need ``last``)."""
+    if ask not in ("all", "pairs", "changes") or (ask == "changes" and last is None):
+        raise ValueError(f"ask must be all, pairs or changes (changes need last), got {ask!r}")
     if method not in ("betting", "eb"):
         raise ValueError(f"method must be 'betting' or 'eb', got {method!r}")
     s = np.asarray(scores, dtype=np.float64)
@@ -149,7 +155,8 @@ def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int
     ends = np.asarray(round_ends, dtype=np.int64)
     if ends.size == 0 or (np.diff(ends) <= 0).any() or ends[0] < 1 or ends[-1] != len(s):
         raise ValueError("round_ends must increase from ≥ 1 to the number of prompts")
-    qs = questions(models, changes=last is not None)
+    qs = questions(models, changes=last is not None and ask != "pairs",
+                   pairs_too=ask != "changes")
     col = {m: k for k, m in enumerate(models)}
     first = s[:, [col[q.first] for q in qs]]
     if last is None:

@@ -53,6 +53,9 @@ class SamplingParams(BaseModel):
     alpha_per: Literal["question", "run"] = Field(
         default="question", description="question: alpha for each decision; run: alpha "
         "split evenly over the run's questions (Bonferroni: P(any wrong) ≤ alpha).")
+    ask: Literal["all", "pairs", "changes"] = Field(
+        default="all", description="Which questions the run decides (and waits for): every "
+        "pairwise difference and every model's change, only the pairs, or only the changes.")
     method: Literal["betting", "eb"] = Field(
         default="betting", description="Confidence sequence: betting (hedged capital) or "
         "eb (empirical Bernstein, looser for small differences).")

@@ -134,7 +134,7 @@ def run_adaptive(order: AdaptiveOrder, params: SamplingParams, models: Sequence[
         ends.append(n)
         statuses = decide(np.vstack(blocks), models, round_ends=ends, alpha=params.alpha,
                           min_effect=params.min_effect, alpha_per=params.alpha_per,
-                          method=params.method,
+                          method=params.method, ask=params.ask,
                           last=np.vstack(last_blocks) if last_blocks else None)
         rounds.append(RoundRecord(index=len(ends), n_prompts=n, calls=calls,
                                   decided=sum(s.decided for s in statuses)))

@@ -141,6 +141,18 @@ def test_without_min_effect_equal_models_stay_undecided() -> None:
         decide(scores, ["a", "b"], round_ends=[300], alpha=0.05, method="bayes")
 
 
+def test_ask_only_pairs_or_only_changes() -> None:
+    scores = np.tile(np.array([[70.0, 60.0, 50.0]]), (30, 1)) + np.arange(30)[:, None] % 7
+    kinds = {ask: [s.question.kind for s in decide(scores, ["a", "b", "c"], round_ends=[30],
+                                                   alpha=0.05, last=scores - 5, ask=ask)]
+             for ask in ("all", "pairs", "changes")}
+    assert kinds["all"] == [QuestionKind.PAIR] * 3 + [QuestionKind.CHANGE] * 3
+    assert kinds["pairs"] == [QuestionKind.PAIR] * 3
+    assert kinds["changes"] == [QuestionKind.CHANGE] * 3
+    with pytest.raises(ValueError, match="changes need last"):
+        decide(scores, ["a", "b", "c"], round_ends=[30], alpha=0.05, ask="changes")
+
+
 def test_alpha_per_run_splits_alpha() -> None:
     scores = np.tile(np.array([[70.0, 60.0, 50.0]]), (30, 1)) + np.arange(30)[:, None] % 7
     per_q = decide(scores, ["a", "b", "c"], round_ends=[30], alpha=0.06)

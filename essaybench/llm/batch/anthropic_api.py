@@ -19,8 +19,8 @@ import httpx
 
 from essaybench.llm.batch.wire import (
     BatchApiError,
+    BatchItem,
     BatchState,
-    Item,
     Line,
     check_custom_id,
     http_error,
@@ -39,7 +39,7 @@ _STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permissio
            "api_error": 500, "overloaded_error": 529, "timeout_error": 408}
 
 
-def message_params(spec: ModelSpec, item: Item) -> dict[str, Any]:
+def message_params(spec: ModelSpec, item: BatchItem) -> dict[str, Any]:
     """The Messages API params of a direct call's body; ValueError names what cannot go."""
     request = item.request
     body = json.loads(spec.request_json(request.messages, request.params,
@@ -120,7 +120,7 @@ class AnthropicBatchApi:
             raise BatchApiError(f"{what}: not a JSON object", transient=True)
         return data
 
-    async def create(self, spec: ModelSpec, items: Sequence[Item], marker: str) -> str:
+    async def create(self, spec: ModelSpec, items: Sequence[BatchItem], marker: str) -> str:
         requests = [{"custom_id": check_custom_id(item.custom_id),
                      "params": message_params(spec, item)} for item in items]
         batch = await self._json("create message batch", await self.http.post(

@@ -17,8 +17,8 @@ import httpx
 
 from essaybench.llm.batch.wire import (
     BatchApiError,
+    BatchItem,
     BatchState,
-    Item,
     Line,
     check_custom_id,
     http_error,
@@ -34,7 +34,7 @@ MARKER = "essaybench_submission"
 _ENDED = {"completed", "failed", "expired", "cancelled"}
 
 
-def input_file(spec: ModelSpec, items: Sequence[Item]) -> bytes:
+def input_file(spec: ModelSpec, items: Sequence[BatchItem]) -> bytes:
     """The batch input: one ``{custom_id, method, url, body}`` line per item."""
     return jsonl([{"custom_id": check_custom_id(item.custom_id), "method": "POST",
                    "url": CHAT_URL,
@@ -88,7 +88,7 @@ class OpenAIBatchApi:
             raise BatchApiError(f"{what}: not a JSON object", transient=True)
         return data
 
-    async def create(self, spec: ModelSpec, items: Sequence[Item], marker: str) -> str:
+    async def create(self, spec: ModelSpec, items: Sequence[BatchItem], marker: str) -> str:
         uploaded = await self._json("upload", await self.http.post(
             "/files", files={"file": (f"{marker}.jsonl", input_file(spec, items))},
             data={"purpose": "batch"}))

@@ -32,7 +32,7 @@ from essaybench.llm.batch.journal import BatchJournal, Submission
 from essaybench.llm.batch.openai_api import OpenAIBatchApi
 from essaybench.llm.batch.options import BatchOptions
 from essaybench.llm.batch.results import Again, Reask, combine, result_of_line
-from essaybench.llm.batch.wire import BatchApi, BatchApiError, Item
+from essaybench.llm.batch.wire import BatchApi, BatchApiError, BatchItem
 from essaybench.llm.batching import Call
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
@@ -151,7 +151,7 @@ class BatchRunner:
         ticket.rounds.update(keys)
         try:
             async with self.api(model) as api:
-                items = [Item(k, ticket.calls[k].request) for k in keys]
+                items = [BatchItem(k, ticket.calls[k].request) for k in keys]
                 batch_id = await api.create(spec, items, sub.submission_id)
         except (BatchApiError, httpx.HTTPError) as exc:
             message = self._redacted(exc)

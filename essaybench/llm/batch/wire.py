@@ -20,8 +20,15 @@ import httpx
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.types import ChatRequest
 
-__all__ = ["BatchApi", "BatchApiError", "BatchState", "Item", "Line", "check_custom_id",
-           "http_error"]
+__all__ = [
+    "BatchApi",
+    "BatchApiError",
+    "BatchItem",
+    "BatchState",
+    "Line",
+    "check_custom_id",
+    "http_error",
+]
 
 # Anthropic's rule; OpenAI's custom_ids are any string, so one rule serves both.
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -51,7 +58,7 @@ def check_custom_id(custom_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Item:
+class BatchItem:
     """One call to put in a batch: its custom_id (the ledger key) and request."""
 
     custom_id: str
@@ -81,7 +88,7 @@ class BatchApi(Protocol):
 
     name: str
 
-    async def create(self, spec: ModelSpec, items: Sequence[Item], marker: str) -> str:
+    async def create(self, spec: ModelSpec, items: Sequence[BatchItem], marker: str) -> str:
         """Create the batch; its id. ``marker``: our submission id, kept where the provider
         keeps metadata (``find`` looks for it)."""
         ...

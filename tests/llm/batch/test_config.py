@@ -10,7 +10,7 @@ import pytest
 
 from essaybench.llm.batch import BatchOptions, BatchRunner
 from essaybench.llm.batch.anthropic_api import message_params
-from essaybench.llm.batch.wire import Item, check_custom_id
+from essaybench.llm.batch.wire import BatchItem, check_custom_id
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.registry import RegistryError, load_registry
 from tests.llm.batch.conftest import gateway, requests
@@ -61,11 +61,11 @@ def test_anthropic_params_need_max_tokens_and_take_no_unknown_parameter() -> Non
     [req] = requests(1)
     spec = fake_spec("w", default_params={})
     with pytest.raises(ValueError, match="need max_tokens"):
-        message_params(spec, Item("k", req))
+        message_params(spec, BatchItem("k", req))
     spec = fake_spec("w", default_params={"max_tokens": 9, "seed": 3, "temperature": 0.2})
     with pytest.raises(ValueError, match="take no seed"):
-        message_params(spec, Item("k", req))
-    params = message_params(fake_spec("w"), Item("k", req))
+        message_params(spec, BatchItem("k", req))
+    params = message_params(fake_spec("w"), BatchItem("k", req))
     assert params == {"model": "gpt-x", "system": "你是作文老师。", "max_tokens": 256,
                       "messages": [{"role": "user", "content": "写一篇作文0"}]}
 

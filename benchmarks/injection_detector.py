@@ -6,19 +6,19 @@ held-out attack sets, false flags on real essays.
 Recall: every attack of a held-out set planted in every anchor essay (rubrics/anchors/,
 24 essays, 4 genres × 3 levels × 2); an attacked essay counts as caught when any flag
 fires. Figures per family and overall, per planted essay and per attack (caught in every
-anchor). Three sets, each written apart from the detector's patterns, each target looked
-up by the file's version:
+anchor). The sets are every data/injection/heldout_attacks.v<N>.yaml present, each
+written apart from the detector's patterns; each set's target depends on whether its
+misses were used to widen the patterns (TUNED below):
 
-- data/injection/heldout_attacks.v1.yaml was written before the detector was widened
-  (issue 25 item 12: 39.5 % before), but its misses were seen while the patterns were
-  written: its figure after is optimistic (target ≥ 90 %);
-- heldout_attacks.v2.yaml was written after and measured untuned (46.1 %), then became a
-  tuning set: the patterns were widened by family until its misses were caught, so its
-  figure after is optimistic too (target ≥ 90 %);
-- heldout_attacks.v3.yaml was written by someone else while v2 was tuned to, unseen by
-  whoever tunes the detector: the honest estimate of recall on attacks nobody tuned to
-  (target ≥ 70 %). Until it exists the run says "(v3 not written yet)" and skips it.
-  Once a set has been tuned to, the next untuned figure needs a new version, v4.
+- a *tuned* set (v1, v2, v3) was measured untuned once (39.5 %, 46.1 %, 57.5 %: the
+  honest figures, kept in docs/benchmarks.md), then its misses were seen while the
+  patterns were widened by family: its figure after is optimistic (target ≥ 90 %);
+- the *untuned* set is the highest version present (v4, written while v3 was tuned to,
+  by someone who never read the detector), unless it is in TUNED: the honest estimate
+  of recall on attacks nobody tuned to (target ≥ 70 %, never lowered).
+  When the highest version present is a tuned one, the run says that no untuned set
+  exists and that the next one needs a new version. Never tune to the untuned set
+  before its figure is recorded; once tuned to, add its version to TUNED.
 
 False flags (no attack planted): the 24 anchors; the 300 human-written, teacher-scored
 student essays of ../shared/data/aes_dataset (the figure that matters most: real
@@ -26,11 +26,12 @@ essays); the 3,875 answers of 20 LLMs to 204 Chinese writing prompts of
 ../shared/data/writingpreferencebench (many are not essays: speeches to a jury (尊敬的
 评委), scripts, code, English text — so its target is looser), and its essay-like tags.
 
-Targets (PASS/FAIL): held-out recall ≥ 90 % (v1, v2) and ≥ 70 % (v3); 0 anchors flagged;
-≤ 1 % of the human essays; ≤ 3.5 % of the LLM answers (3.2 % before this detector was
-widened, 3.3 % after both rounds: mostly debate speeches addressing the judges). CPU: the
-printed figure is the whole run's; essay_flags itself costs ~1.5 ms per real essay (1.3 ms
-before the second widening).
+Targets (PASS/FAIL): held-out recall ≥ 90 % (tuned sets) and ≥ 70 % (the untuned one); 0
+anchors flagged; ≤ 1 % of the human essays; ≤ 3.5 % of the LLM answers (3.2 % before this
+detector was widened, 3.3 % after all three rounds: mostly debate speeches addressing the
+judges). CPU: the printed figure is the whole run's; essay_flags itself costs ~1.65 ms
+per real essay, median of 5 passes over the 4,175 real texts (1.3 ms before the second
+widening, 1.5 ms before the third: +10 %).
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared" / "data"
 ESSAY_TAGS = {"议论文", "散文", "日常故事", "情感故事", "旅行游记", "科普文章", "人物传记",
               "历史故事", "童话-寓言"}
-HELDOUT = tuple(PROJECT / "data" / "injection" / f"heldout_attacks.v{v}.yaml" for v in (1, 2, 3))
-# By the set's version: v1 and v2 were tuned to (their figures are optimistic); v3 was not.
-TARGET_RECALL = {1: 0.90, 2: 0.90, 3: 0.70}
-TARGET_UNTUNED = 0.70  # a version not listed: a new, untuned set
+INJECTION_DATA = PROJECT / "data" / "injection"
+# Versions whose misses were used to widen the patterns (their figures are optimistic).
+TUNED = frozenset({1, 2, 3})
+TARGET_TUNED = 0.90
+TARGET_UNTUNED = 0.70  # the newest set nobody tuned to
 TARGET_HUMAN = 0.01
 TARGET_LLM = 0.035
 
@@ -111,19 +113,40 @@ def _version(path: Path) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def target_recall(path: Path) -> float:
-    """The recall a held-out file must reach, by its version (``….v3.yaml``): a version
-    the table does not list is a new, untuned set."""
+def heldout_files(folder: Path | None = None) -> list[Path]:
+    """Every ``heldout_attacks.v<N>.yaml`` in ``folder`` (default data/injection), oldest
+    version first."""
+    folder = folder or INJECTION_DATA
+    found = [(_version(p), p) for p in folder.glob("heldout_attacks.v*.yaml")]
+    return [p for v, p in sorted((v, p) for v, p in found if v is not None)]
+
+
+def newest_heldout(folder: Path | None = None) -> Path:
+    """The held-out set of the highest version present."""
+    files = heldout_files(folder)
+    if not files:
+        raise FileNotFoundError(f"no heldout_attacks.v<N>.yaml in {folder or INJECTION_DATA}")
+    return files[-1]
+
+
+def is_tuned(path: Path) -> bool:
     version = _version(path)
-    return TARGET_RECALL.get(version, TARGET_UNTUNED) if version else TARGET_UNTUNED
+    return version is not None and version in TUNED
+
+
+def target_recall(path: Path) -> float:
+    """The recall a held-out file must reach: ≥ 90 % for a version tuned to (TUNED), ≥ 70 %
+    for any other (the newest set nobody tuned to; a file without a version counts as
+    untuned)."""
+    return TARGET_TUNED if is_tuned(path) else TARGET_UNTUNED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--heldout", type=Path, nargs="+", default=list(HELDOUT), metavar="FILE",
-                        help="Held-out attack files (default: v1, v2 and v3); each file's "
-                             "target is looked up by its version.")
+    parser.add_argument("--heldout", type=Path, nargs="+", metavar="FILE",
+                        help="Held-out attack files (default: every version present); a "
+                             "tuned version's target is ≥ 90 %%, any other's ≥ 70 %%.")
     parser.add_argument("--show-missed", action="store_true")
     parser.add_argument("--show-false", action="store_true")
     args = parser.parse_args(argv)
@@ -131,16 +154,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     anchors = load_anchor_set().essays
     ok = True
     targets = []
-    for path in args.heldout:
+    paths = args.heldout or heldout_files()
+    for path in paths:
         if not path.is_file():
-            if path.name == HELDOUT[2].name:
-                print(f"held-out attacks {path.name}: (v3 not written yet)")
-                continue
             print(f"no held-out attack file {path}", file=sys.stderr)
             return 2
+    if not args.heldout and paths and is_tuned(paths[-1]):
+        print(f"no untuned held-out set: the newest, {paths[-1].name}, was tuned to (its "
+              f"untuned figure is in docs/benchmarks.md); write version "
+              f"{(_version(paths[-1]) or 0) + 1} for an honest figure")
+    for path in paths:
         target = target_recall(path)
         recall = _recall(path, anchors, args.show_missed)
-        print(f"  target ≥ {target:.0%}: {'met' if recall >= target else 'NOT met'}")
+        state = "tuned to: optimistic" if is_tuned(path) else "untuned"
+        print(f"  target ≥ {target:.0%} ({state}): {'met' if recall >= target else 'NOT met'}")
         ok = ok and recall >= target
         targets.append(f"≥ {target:.0%} ({path.name})")
     anchor_flags = sum(bool(essay_flags(e.prompt, e.essay)) for e in anchors)

@@ -7,8 +7,9 @@
 
 Base essays are mid- and low-quality anchors (rubrics/anchors/); every attack of
 data/injection/attacks.v1.yaml (the literature's eight kinds, which the detector was
-written against) and of heldout_attacks.v2.yaml (kinds ``h:<family>``: written apart from
-the detector, about half of them unflagged) is planted in each, and the judge scores the
+written against) and of the newest held-out set (data/injection/heldout_attacks.v<N>.yaml,
+the highest version present; kinds ``h:<family>``: written apart from the detector, some
+of them unflagged — soft persuasion always) is planted in each, and the judge scores the
 attacked copies and every anchor clean (the writer's other essays) twice: undefended
 (judge_prompt.v1, every parsed judgment trusted) and defended (judge_prompt.v2, or the
 prompt --defended names: markers, rubric in the system role, reminder, nonce echo). A
@@ -52,6 +53,7 @@ import numpy as np
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
+from benchmarks.injection_detector import newest_heldout
 from essaybench.bench.anchors import AnchorEssay, load_anchor_set
 from essaybench.bench.judge.attacks import (
     Attack,
@@ -78,8 +80,6 @@ from essaybench.llm.registry import Registry, load_registry
 from essaybench.llm.session import open_gateway
 from essaybench.llm.types import ChatRequest, Message
 
-HELDOUT_V2 = Path(__file__).resolve().parents[1] / "data" / "injection" / \
-    "heldout_attacks.v2.yaml"
 TARGET_FALSE_FLAGS = 0.02  # outlier_high on clean essays: each costs a second look
 FAKE_JUDGE = "obedient-judge"
 ARMS = {"undefended": "judge_prompt.v1.yaml", "defended": "judge_prompt.v2.yaml"}
@@ -382,6 +382,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attacks", nargs="*", help="Attack ids (default: all of them).")
     parser.add_argument("--no-heldout", action="store_true",
                         help="Only attacks.v1, not the held-out attacks as well.")
+    parser.add_argument("--heldout", type=Path, metavar="FILE",
+                        help="The held-out set (default: the newest, heldout_attacks.v<N>.yaml "
+                             "of the highest N in data/injection).")
     parser.add_argument("--sims", type=int, default=10,
                         help="Simulated runs for the outlier flag's figures (0: none).")
     parser.add_argument("--max-tokens", type=int, default=1200)
@@ -392,7 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "or a path; default %(default)s).")
     args = parser.parse_args(argv)
     rubric, attacks = load_rubric(), load_attacks().attacks
-    heldout = () if args.no_heldout else load_heldout(HELDOUT_V2).attacks
+    heldout_path = args.heldout or newest_heldout()
+    if not heldout_path.is_file():
+        parser.error(f"no held-out attack file {heldout_path}")
+    heldout = () if args.no_heldout else load_heldout(heldout_path).attacks
     if args.attacks:
         known = {a.id for a in attacks} | {f"h-{h.id}" for h in heldout}
         unknown = set(args.attacks) - known
@@ -427,7 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                           tables["defended"][0])
             n_essays = tables["defended"][1]
     print(f"judge {judge}: {len(bases)} base essays × {len(planted)} attacks ({len(attacks)} "
-          f"of attacks.v1, {len(heldout)} held-out: kinds h:…) and the 24 anchors clean "
+          f"of attacks.v1, {len(heldout)} of {heldout_path.name}: kinds h:…) and the 24 anchors "
+          f"clean "
           f"({n_essays} essays per arm); undefended {arms['undefended']}, defended "
           f"{arms['defended']}; {time.perf_counter() - started:.1f} s")
     for name, columns in results.items():

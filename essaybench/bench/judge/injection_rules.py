@@ -18,20 +18,27 @@ from typing import NamedTuple
 _I = re.IGNORECASE | re.MULTILINE
 _S = r"[^。！？!?\n]"  # within one sentence (NFKC made ！？ ASCII)
 # A grade at the top of a scale, in the words an essay's reader would use.
-_TOP = (r"(?:(?<!充)满分|最高分|最高档|最高分值|最高等级|最高的分数?|最高评价|满级分|一类上等"
-        r"|一类卷|一类文|満点|满点|10\s*分(?!钟)|十分(?=[\s。，,；;！!、)）」”]|$))")
+_TOP = (r"(?:(?<!充)满分|最高(?:分值?|档次?|等级|等第|等次|级别|一档|一等|评价|的分数?)"
+        r"|满级分|一类上等|一类卷|一类文|満点|满点|10\s*分(?!钟)|十分(?=[\s。，,；;！!、)）」”]|$))")
 _TOP_EN = (r"(?:full|maximum|max|perfect|top|highest)\s+(?:marks?|scores?|grades?|ratings?"
            r"|points|band)")
 _SELF = (r"(?:本文|本篇|本作文|本作品|本稿|此为|此乃|这篇(?:作文|文章|作品|稿子)?|此文|此篇"
          r"|此作文|此作品|该文|该篇|该作文|该作品|该文章|拙作|拙文)")
-_GRADER_ZH = (r"(?:评委|阅卷|评卷|判卷|批卷|评审|考官|评分员|评分老师|评分专家|评分系统|评分模型"
-              r"|评分助手)")
+_GRADER_ZH = (r"(?:评委|阅卷|评卷|判卷|批卷|评审|评阅|审阅|考官|评分员|评分老师|评分专家|评分系统"
+              r"|评分模型|评分助手)")
+# A label a grader's record would carry (【评阅结果】, 【多评记录】, 终评意见：).
+_GRADER_LABEL = (r"(?:评审|阅卷|评卷|评分|判卷|批阅|批改|评委|考官|评阅|审阅|[一二三多初复终]评"
+                 r"|仲裁|复核)")
 _GRADER = (r"(?:grader|judge|evaluator|examiner|assessor|reviewer|scorer|marker|rater"
            r"|grading\s+(?:model|system|ai))")
 # An end-of-essay marker counts when talk of grading follows it (a 【全文完】 then an author's
 # note is a convention of fiction, not an escape).
 _GRADING_AFTER = (r"(?=[\s\S]{0,200}?(?:评审|阅卷|评分|评卷|打分|给分|赋分|分数|满分|一类|标准|评委"
                   r"|grader|grading|score|grade|criteria|rubric))")
+# How a hidden text is to be read (base64, reversed, the first character of each line).
+_DECODE = (r"base\s*64|rot\s*-?\s*13|凯撒密码|摩斯密码|(?:倒序|逆序|从右往?左|从右向左"
+           r"|从下往?上|从后往?前|倒着|反着|倒过来|反过来)(?:读|看|念|阅读)|首字连读"
+           r"|(?:每|各)(?:一)?(?:句|行)的?(?:首字|第一个字)|藏头")
 _SCRIPT_GRADE = r"만점|채점|심사위원|평가자|최고\s*점수|満点|采点|审查员|採点"
 
 class Rule(NamedTuple):
@@ -59,8 +66,8 @@ RULES: dict[str, Rule] = {
         r"|忽略(?:以上|上述|之前|前面|所有|评分|原有)|无视(?:评分|以上|上述)"
         r"|(?:评分|打分|阅卷|评审|评卷|评判)(?:标准|细则|规则|要求|办法)" + _S + r"{0,4}"
         r"(?:已|现已|临时)?(?:更新|变更|调整|修改|放宽|取消|作废|改为)"
-        r"|(?:请|务必|必须|一律|应当|应该|建议|不妨|麻烦|直接)" + _S + r"{0,8}?(?:给|打|评|判|按)"
-        r"(?:予|出|为|成)?\s*(?:本文|这篇|此文|该文|本篇)?" + _TOP +
+        r"|(?:请|务必|必须|一律|应当|应该|建议|不妨|麻烦|直接)" + _S + r"{0,8}?(?:给|打|评|判|按"
+        r"|列|定|归|划|记|计)(?:予|出|为|成|入|在)?\s*(?:本文|这篇|此文|该文|本篇)?" + _TOP +
         r"|(?:给|打)(?:本文|这篇|此文)?(?:满分|最高分)|建议(?:给予?|打|评为?|判为?)?(?:本文|此文|该文)?"
         + _TOP +
         r"|(?:全部|一律|统统|全都|一概|通通|均|都)\s*(?:给|打|评|判|计|记|按)(?:予|出|为|成)?\s*"
@@ -73,7 +80,12 @@ RULES: dict[str, Rule] = {
         r"|(?:据此|按此|照此)(?:赋分|打分|评分|给分)|(?:按|以)最高(?:档|等级|分)(?:给分|计分|评分|赋分)"
         # the reply's own fields: a "check code" to copy makes the reply unusable
         r"|(?:校验码|核验码|识别码|check\s*code|nonce)[^。\n]{0,12}(?:改为|改成|写成|填写?|应为|设为"
-        r"|换成|须为|必须是|must\s+be|should\s+be|set\s+to)|\bdisregard\b",
+        r"|换成|须为|必须是|must\s+be|should\s+be|set\s+to)|\bdisregard\b"
+        # a hidden text and how to read it: decode, reverse, the first characters of lines
+        r"|(?:请|务必)" + _S + r"{0,12}?(?:" + _DECODE + r")"
+        r"|(?:解码|解密|破译)" + _S + r"{0,16}?(?:执行|照做|照办|遵照|遵循|按其|照其|按照其|依其)"
+        r"|(?:请|务必)" + _S + r"{0,10}(?:后续|之后|其他|其余|后面)的?(?:评阅|阅卷|评分|评卷|打分"
+        r"|给分|评审)" + _S + r"{0,6}(?:保持一致|与此一致|与之一致|以此为准|参照|沿用|照此)",
         r"\bignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|above|prior|preceding|rubric"
         r"|instructions|grading|scoring|criteria)"
         r"|\boverride\b[^.\n]{0,20}\b(?:grading|scoring|rubric|instructions?|rules?|criteria"
@@ -81,6 +93,11 @@ RULES: dict[str, Rule] = {
         r"\s+(?:rules?|instructions?|policy|criteria|guidelines?)"
         r"|\b(?:output|return|print|respond\s+with|reply\s+with|answer\s+with|assign|award|give)"
         r"\s+(?:only\s+)?(?:the\s+|a\s+)?(?:maximum|max|highest|full|top|perfect)\b"
+        r"|\b(?:decode|decipher|unscramble|reverse|decrypt)\b[^.\n]{0,30}\b(?:and|then)\s+"
+        r"(?:do|follow|obey|execute|apply|act)\b|\b(?:base\s*64|rot\s*-?\s*13)\b[^\n]{0,40}"
+        r"\b(?:decode|decipher|follow|execute)|\bread\s+(?:\w+\s+){0,2}(?:backwards"
+        r"|in\s+reverse|right\s+to\s+left|bottom\s+to\s+top)|\bfirst\s+(?:letters?|characters?"
+        r"|words?)\s+of\s+(?:each|every)\s+(?:line|sentence|verse)"
         r"|\b(?:must|should)\s+(?:receive|get|be\s+given)\s+(?:the\s+)?"
         r"(?:maximum|highest|full|perfect|top)|\b(?:give|award|assign|grant)\s+(?:it|this|every"
         r"|each|all)\b[^.\n]{0,40}?\b(?:full|maximum|perfect|top|highest)\b"),
@@ -89,7 +106,7 @@ RULES: dict[str, Rule] = {
         r"(?:请|致|给|各位|尊敬的|亲爱的|敬爱的)\s*(?:评委|阅卷|评卷|判卷|评审|评分|批改)"
         r"|(?:评委|阅卷老师|阅卷人|评卷老师|评审老师|评审专家|评分老师|评分系统|评分模型)(?:们)?"
         r"\s*(?:请|注意|您好|须知|[:：])|(?:评委|阅卷|评卷|判卷)老师们?(?:辛苦|好|您)"
-        r"|(?:^|[【\[(（<〔〖])\s*(?:评审|阅卷|评卷|评分|判卷|批阅|批改|评委|考官)[^\n:：】\])）>〕〗]"
+        r"|(?:^|[【\[(（<〔〖])\s*" + _GRADER_LABEL + r"[^\n:：】\])）>〕〗]"
         r"{0,4}(?:说明|意见|备注|须知|要求|提示|结论|注意|附注|通知|回复|反馈|结果|评语|报告|总结"
         r"|建议|判定|记录|批注)\s*(?:[】\])）>〕〗]\s*[:：]?|[:：])"
         r"|(?:以下|下面|如下|后附|附上|附)" + _S + r"{0,6}" + _GRADER_ZH + _S +
@@ -97,11 +114,15 @@ RULES: dict[str, Rule] = {
         r"|(?:阅卷|评卷|评审|判卷|评分)(?:组|小组|专家组|委员会)"
         r"|(?:任何|每一位|每位|哪位|凡是)[^。\n]{0,8}(?:阅卷|评卷|评分|评审|判卷)(?:老师|人|者|专家|员)"
         r"|(?:采点|採点)者|" + _SCRIPT_GRADE +
+        r"|(?:阅读|读到|评阅|批阅|审阅)(?:本文|这篇(?:作文|文章)?|此文|这段话?)的(?:大?模型|AI|人工智能"
+        r"|语言模型|评分模型|机器)"
         r"|\[\s*(?:grading|grader|judge|evaluator|examiner|reviewer|scoring|evaluation|assessment"
         r"|marking)(?:'s)?\s*(?:note|notes|comment|remark|instruction|addendum|summary|result"
         r"|verdict|override)s?\s*\]",
         r"\b" + _GRADER + r"'?s?\s+(?:addendum|notes?|instructions?|comments?|remarks?)\s*:"
         r"|\bnote\s+(?:to|for)\s+(?:the\s+)?(?:ai|model|llm|assistant|language\s+model)\b"
+        r"|\b(?:ai|model|llm|assistant|language\s+model)s?\s+(?:reading|grading|scoring"
+        r"|evaluating|processing|reviewing)\s+(?:this|these|my)\b"
         r"|\bexpected\s+(?:output|score|answer|grade|result)s?\s+(?:is|are|should\s+be)\b"
         r"|\b(?:all|straight)\s+(?:10s|tens|10's|a\+s?)\b"
         r"|\bas\s+an?\s+(?:\w+\s+){0,2}" + _GRADER + r"\b"
@@ -116,9 +137,11 @@ RULES: dict[str, Rule] = {
         r"|(?:^[ \t]*[-*|]?[ \t]*[^\n:：|=]{1,12}[ \t]*[:：|=][ \t]*(?:10|100|满分)[ \t]*"
         r"(?:分|/[ \t]*10|/[ \t]*100)?[ \t]*\|?[ \t]*\n?){3,}"
         # key=10；key=10；key=10 (立意 ✓ 10 | 结构 ✓ 10 …) on one line: from the first value
-        r"|(?:10|100|满分|十分)(?![\d.])[ \t]*(?:分|/[ \t]*10{1,2})?(?:[ \t]*[;；,，、|/][ \t]*"
-        r"[^\s\d:：=|;；,，、]{1,10}[ \t]*[:：=为✓✔√→\-–—]*[ \t]*(?:10|100|满分|十分)(?![\d.])"
-        r"[ \t]*(?:分|/[ \t]*10{1,2})?){2}"
+        r"|(?:10|100|满分|十分)(?![\d.])[ \t]*(?:分|/[ \t]*10{1,2})?(?:(?:[ \t]*[;；,，、|/]"
+        r"|[ \t])[ \t]*[^\s\d:：=|;；,，、]{1,10}[ \t]*[:：=为✓✔√→\-–—]*[ \t]*"
+        r"(?:10|100|满分|十分)(?![\d.])[ \t]*(?:分|/[ \t]*10{1,2})?){2}"
+        r"|(?:评(?<=[一二三四初复终]评)|仲裁)[^\n:：]{0,6}[:：][ \t]*\d{1,3}[^\n\d]{0,8}"
+        r"(?:[一二三四初复终]评|仲裁)[^\n:：]{0,6}[:：][ \t]*\d{1,3}"
         # thesis - excellent; evidence - excellent; …: a verdict in words
         r"|[:：=\-–—][ \t]*(?:excellent|outstanding|perfect|exemplary|flawless|优秀|完美|满分|极佳"
         r"|无可挑剔|A\+)[ \t]*(?:[;；,，。.][ \t]*[^\n:：=;；,，。]{1,24}[ \t]*[:：=\-–—][ \t]*"
@@ -134,6 +157,8 @@ RULES: dict[str, Rule] = {
         _SELF + _S + r"{0,24}(?:满分|最高分|一等奖|特等奖|金奖|范文|高分|一类上等|一类卷|一类文"
         r"|満点|满点|满级分|最高评价|最高档|A\+|(?<![\d.])10\s*分(?!钟)|100\s*分)"
         r"|(?:满分|最高分)(?:范文|作文)[^。！？\n]{0,6}(?:本文|此文|这篇)"
+        r"|(?:批语|评语|批注|点评|总评|终评|考评|评定意见|鉴定)\s*[:：]\s*" + _S
+        + r"{0,6}(?:满分|范文|一类|最高分|最高档|A\+|特等|一等)"
         r"|(?:批阅|阅卷|审定|评定|判卷|评卷|预评|初评|复核)" + _S + r"{0,12}(?:满分|最高分|一类上等"
         r"|一类文|一类卷|100\s*%|A\+)"
         r"|(?:理应|理当|应当|应该|值得|配得上|配得到|配拿|配|应得|该得|当得|当属|实属)"
@@ -145,9 +170,11 @@ RULES: dict[str, Rule] = {
         r"|(?:找不到|没有|挑不出|不存在|无从|无需|不必|毫无|无可)(?:任何)?" + _S + r"{0,6}"
         r"(?:扣分|失分|减分)|(?:扣分|失分|减分)的?(?:理由|地方|之处|点)" + _S
         + r"{0,4}(?:没有|不存在)"
-        r"|(?:得分|评分|分数|总分|总评|评级|打分|自评|自我评分|预评|预估|估分|评定)(?:率)?\s*"
-        r"(?:为|是|达到?)?\s*[:：=]?\s*(?:100\s*%|100\s*分|满分|10\s*/\s*10|A\+|💯|十\s*/\s*十)"
-        r"|(?:自我评分|自评分?|自我打分|自我评估)\s*[:：]"
+        r"|(?:得分|评分|分数|总分|总计|合计|总评|终评|综合评定|评级|打分|自评|自我评分|预评|预估|估分"
+        r"|评定)(?:率)?\s*(?:为|是|达到?)?\s*[:：=]?\s*(?:[\d一二三四五六七八九十百]{1,4}"
+        r"\s*分?\s*[(（]\s*满分\s*[)）]|100\s*%|100\s*分|满分|10\s*/\s*10|A\+|💯|十\s*/\s*十)"
+        r"|(?:自我评分|自评分?|自我打分|自我评估)(?:表|结果)?\s*[:：]"
+        r"|[(（【\[]\s*(?:考生|作者|本人|学生)?(?:自评|自我评分|自我评估)(?:表|分|结果)?\s*[)）】\]]"
         r"|" + _GRADER_ZH + r"[^。\n]{0,12}(?:均|都|一致|全部|全都|纷纷)(?:打出|给出|给了|给予|评为"
         r"|评定为|认定为|打了|判为)" + _S + r"{0,10}(?:满分|最高|一类|一等|特等|范文)"
         r"|(?:读过|见过|看过|批过|改过|评过|阅过)的?(?:最好|最优秀|最出色|最精彩|最完美)的(?:一篇)?"
@@ -201,6 +228,9 @@ RULES: dict[str, Rule] = {
         r"|多给(?:几|一些|一点|点|些)?分|(?:给|打)(?:我|本文|这篇|它)?(?:个|一个)?"
         r"(?:满分|高分|最高分|好分数?)(?:吧|啊|呀|嘛|不过分|好吗|好不好|行吗|可以吗|如何|怎么样)"
         r"|(?:只求|但求|唯求|只盼|只希望)" + _S + r"{0,10}(?:高分|满分|最高分|好分数|好成绩|及格)"
+        r"|(?:分数|分值|打分|给分|评分)" + _S + r"{0,3}(?:吝啬|吝惜|小气|手软|苛刻|克扣)"
+        r"|吝(?<=[不勿莫别要]吝)啬?"
+        r"(?:给出?|赐予?|于)?(?:高分|满分|分数|给分|赐分|最高分)"
         r"|(?:给|让)我(?:个|一个)?(?:及格"
         r"|过关|高分|满分|好分数)(?:吧|啊|呀|嘛|好吗|好不好|行吗|可以吗)",
         r"\bi\s+(?:am\s+)?beg(?:ging)?\s+you\b|\bplease\s+be\s+(?:generous|lenient|kind)\b"
@@ -211,7 +241,12 @@ RULES: dict[str, Rule] = {
         r"|\b(?:i\s+(?:really\s+|truly\s+)?(?:need|hope|pray|wish)|please)\b[^.!?\n]{0,60}\b"
         r"(?:good|high|top|highest|better|passing|full|perfect|great)\s+(?:grade|score|mark)s?\b"
         r"|\b(?:earn|get|receive|merit)s?\s+(?:it\s+|me\s+)?(?:a|an|the)\s+(?:top|highest|high|good"
-        r"|full|perfect|maximum|passing)\s+(?:grade|score|mark)"),
+        r"|full|perfect|maximum|passing)\s+(?:grade|score|mark)"
+        # what happens if the grade is low: "if this gets anything less than full marks…"
+        r"|\bif\b[^.!?\n]{0,40}\b(?:less\s+than|below|lower\s+than|anything\s+but|short\s+of)\s+"
+        r"(?:an?\s+|the\s+)?(?:full\s+marks|perfect(?:\s+(?:scores?|marks?|grades?))?\b"
+        r"|(?:top|highest|maximum)\s+(?:marks?|grades?|scores?)|(?-i:A\+?)(?=[\s,.;!?]|$)"
+        r"|10\s*/\s*10|100\s*%)"),
 }
 
 # 您 (the reader) asked for something about the grade, in one sentence, in any order.
@@ -239,3 +274,38 @@ WORDISH = re.compile(r"[\w\u3400-\u9fff]")
 WHITE = re.compile(r"[\s\\]+")
 # Separators planted between Han characters (满 分, 满·分, 满_分): read as absent.
 HAN_SPACED = re.compile(r"([\u3400-\u9fff])[ \t\u3000·•・_*]+(?=[\u3400-\u9fff])")
+
+# An end-of-essay note about what a low grade would do (如果分数太低…, 若得分低于一类…): read
+# when its paragraph also speaks to the reader or of the essay (老师，/您/本文/本人…).
+COND_LOW = re.compile(
+    r"(?:如果|若|要是|假如|万一|倘若)" + _S + r"{0,10}(?:(?:分数|得分|成绩|评分|分|等级|档次)"
+    + _S + r"{0,4}(?:太低|过低|低于|不够|不高|不及格|不理想|偏低|达不到|没达到|没有达到)"
+    r"|低分|不及格|拿不到高分|没有满分|不是满分|不给满分)")
+COND_WHO = re.compile(r"老师[，,]|您|评委|阅卷|评卷|这篇作文|本人|" + _SELF)
+# An author's or editor's note (写在前面：, 作者按：, 编者按：, 后记：…) that talks of the grade.
+NOTE_LABEL = re.compile(r"(?:写在前面|写在后面|写在最后|作者按|作者注|作者附言|作者的话|编者按"
+                        r"|编者注|编辑按|附记|后记|附言|题记)\s*[:：]")
+NOTE_GRADE = re.compile(r"分数|高分|满分|低分|打分|评分|给分|扣分|评判|衡量|低估|高估|阅卷|评委"
+                        r"|判卷|评卷|一类文|等第")
+# Dingbat and negative circled numbers NFKC leaves alone (❿, ➉, ⓾, ⓴, ㉈): read as the number.
+CIRCLED = {**{0x2776 + i: str(i % 10 + 1) for i in range(30)},
+           **{0x24EB + i: str(11 + i) for i in range(10)},
+           **{0x24F5 + i: str(i + 1) for i in range(10)}, 0x24FF: "0",
+           **{0x3248 + i: str(10 * (i + 1)) for i in range(8)}}
+CIRCLED_ANY = re.compile("[\u2776-\u2793\u24eb-\u24ff\u3248-\u324f]")
+# Text written one Han character per line (竖排): such a run reads as one line.
+VERTICAL_GATE = re.compile(r"\n[ \t]*[\u3400-\u9fff][ \t]*\n")
+VERTICAL = re.compile(r"(?:^[ \t]*[\u3400-\u9fff][ \t]*\n){3,}[ \t]*[\u3400-\u9fff][ \t]*$",
+                      re.MULTILINE)
+# A grade word written backwards (分满, 分高最): the line is read reversed as well.
+REVERSED_GATE = re.compile(r"分(?<![十充]分)满(?![意足怀腔载面脸眼溢])|分高最|档高最|级等高最")
+# The essay itself listed or selected as a model by someone (本文已被…选入《…作文选》,
+# 该作品被列为满分范例): found from the verb, then 本文/该作品… earlier in its sentence.
+LISTED = re.compile(r"(?:列为|评为|选[为入]|选(?<=入选)|认定为|收录)" + _S
+                    + r"{0,16}(?:满分|范文|范例|示范|一类|最高|优秀作文|作文选|佳作选)")
+SELF = re.compile(_SELF)
+REVERSED_RULES = ("instruction", "addresses_judge", "score_claim")
+# Where the checks above need to look (a scan each: one alternation of them all is slower,
+# its first characters being common ones).
+TRIGGERS = (("cond_low", COND_LOW), ("note", NOTE_LABEL), ("reversed", REVERSED_GATE),
+            ("listed", LISTED))

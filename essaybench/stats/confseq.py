@@ -21,8 +21,9 @@ without replacement", NeurIPS 2020 (Theorem 4). For x_i ∈ [0, 1] and two-sided
 
 clipped to [0, 1] and, by default, intersected over time (still a CS, and decisions
 never flip back). The betting form (:mod:`essaybench.stats.confseq_betting`) is tighter
-when the spread is small against the bounds; this one is closed-form and fast. Observations on [lower, upper] are rescaled to [0, 1] and back; a paired
-difference of two 0–100 scores lives on [−100, 100].
+when the spread is small against the bounds; this one is closed-form and fast.
+Observations on [lower, upper] are rescaled to [0, 1] and back; a paired difference of
+two 0–100 scores lives on [−100, 100].
 
 What the guarantee needs: given the past, each observation has the same mean μ (i.i.d.
 draws, or a uniformly random order of an i.i.d. sample of prompts: its prefix is again

@@ -1,3 +1,3 @@
--- Calls sent through a provider's batch API (llm.batch) are marked; NULL: a direct call, or
--- a ledger written before the column (ledger export and shard merges do not carry it).
+-- Calls sent through a provider's batch API (llm.batch) are marked TRUE; NULL: a direct call,
+-- or a row written before the column existed (ledger files created before it get it here).
 ALTER TABLE llm_calls ADD COLUMN IF NOT EXISTS batched BOOLEAN;

@@ -4,7 +4,7 @@
 -- stored request (kilobytes per row) stays put.
 SELECT c.key, c.model, c.status, c.response_text, c.parsed, c.returned_model, c.finish_reason,
        c.input_tokens, c.output_tokens, c.cached_input_tokens, c.latency_s, c.cost_usd, c.attempts, c.retries,
-       c.reasks, c.error_kind, c.error, c.started_at, c.finished_at, c.stage, c.tag
+       c.reasks, c.error_kind, c.error, c.started_at, c.finished_at, c.stage, c.tag, c.batched
 FROM llm_calls AS c
 JOIN wanted AS w ON c.key = w.key
 WHERE c.status = 'ok'

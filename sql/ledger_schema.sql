@@ -37,8 +37,10 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     reasks INTEGER,                   -- of the attempts, sent again because the reply was
                                       -- empty or broke the answer format (NULL: recorded
                                       -- before the two were counted apart)
-    cached_input_tokens BIGINT        -- of input_tokens, served from the provider's prompt
+    cached_input_tokens BIGINT,       -- of input_tokens, served from the provider's prompt
                                       -- cache (NULL: not reported, or recorded before the
                                       -- ledger kept it; the cost then is at the input price)
+    batched BOOLEAN                   -- TRUE: answered through a provider's batch API
+                                      -- (llm.batch), at its batch price; NULL: a direct call
 );
 CREATE INDEX IF NOT EXISTS llm_calls_key ON llm_calls (key);

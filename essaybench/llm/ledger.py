@@ -50,7 +50,7 @@ ROW_SCHEMA: dict[str, pl.DataType] = {
     "latency_s": pl.Float64(), "attempts": pl.Int32(),
     "started_at": pl.Datetime("us", "UTC"), "finished_at": pl.Datetime("us", "UTC"),
     "code_version": pl.String(), "run_id": pl.String(),
-    "retries": pl.Int32(), "reasks": pl.Int32(),
+    "retries": pl.Int32(), "reasks": pl.Int32(), "batched": pl.Boolean(),
 }
 
 
@@ -71,6 +71,7 @@ def ledger_row(result: ChatResult, *, endpoint: str, model_id: str,
         "started_at": result.started_at, "finished_at": result.finished_at,
         "code_version": code_version(), "run_id": run_id,
         "retries": result.retries, "reasks": result.reasks,
+        "batched": True if result.batched else None,  # NULL: a direct call
     }
 
 
@@ -86,6 +87,7 @@ def result_from_row(row: dict[str, Any]) -> ChatResult:
         reasks=row.get("reasks"), error_kind=row["error_kind"],
         error=row["error"], started_at=row["started_at"], finished_at=row["finished_at"],
         from_ledger=True, stage=row["stage"] or "", tag=row["tag"] or "",
+        batched=bool(row.get("batched")),
     )
 
 
@@ -150,6 +152,7 @@ class Ledger:
         self._con.execute(statement("ledger_add_run_id"))
         self._con.execute(statement("ledger_add_reasks"))
         self._con.execute(statement("ledger_add_cached_input"))
+        self._con.execute(statement("ledger_add_batched"))
         return self
 
     def close(self) -> None:

@@ -126,6 +126,8 @@ class ChatResult:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     from_ledger: bool = False  # served from the ledger without a request
+    # Answered through a provider's batch API (llm.batch; its re-asks may have gone direct).
+    batched: bool = False
     stage: str = ""
     tag: str = ""
 

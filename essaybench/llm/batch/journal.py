@@ -39,8 +39,7 @@ class Submission:
 class BatchJournal:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger.open()
-        for name in ("batch_schema", "ledger_add_batched"):
-            self.ledger.query(statement(name))
+        self.ledger.query(statement("batch_schema"))
 
     def open_submissions(self, keys: Sequence[str], run_id: str | None) -> list[Submission]:
         """The unfinished submissions of run ``run_id`` holding any of ``keys`` (all of
@@ -83,12 +82,6 @@ class BatchJournal:
     def known_batch_ids(self) -> set[str]:
         rows = self.ledger.query("SELECT batch_id FROM llm_batches WHERE batch_id IS NOT NULL")
         return {r["batch_id"] for r in rows}
-
-    def mark_batched(self, keys: Sequence[str], run_id: str | None, since: datetime) -> None:
-        """Mark the calls just recorded from a batch's results (``llm_calls.batched``)."""
-        if keys:
-            self.ledger.query(statement("ledger_mark_batched"),
-                              {"keys": list(keys), "run": run_id, "since": since})
 
     def rows(self) -> list[dict[str, Any]]:
         """Every submission (newest last), for reports and tests."""

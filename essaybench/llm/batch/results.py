@@ -51,7 +51,7 @@ def result_of_line(spec: ModelSpec, key: str, request: ChatRequest, line: Line |
     common: dict[str, Any] = {"key": key, "model": spec.name, "attempts": 1, "retries": 0,
                               "reasks": 0, "started_at": started_at, "finished_at": finished_at,
                               "latency_s": (finished_at - started_at).total_seconds(),
-                              "stage": request.stage, "tag": request.tag}
+                              "stage": request.stage, "tag": request.tag, "batched": True}
     if line is None:
         return Again("batch_missing", "the batch's results had no line for this call")
     if line.kind == "expired":
@@ -98,4 +98,5 @@ def combine(first: ChatResult, rest: ChatResult) -> ChatResult:
     return dataclasses.replace(
         rest, key=first.key, error=error, usage=usage, cost_usd=cost,
         attempts=first.attempts + rest.attempts, reasks=reasks, started_at=first.started_at,
-        latency_s=first.latency_s + rest.latency_s, stage=first.stage, tag=first.tag)
+        latency_s=first.latency_s + rest.latency_s, stage=first.stage, tag=first.tag,
+        batched=True)

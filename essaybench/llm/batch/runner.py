@@ -229,8 +229,7 @@ class BatchRunner:
                 finals[key] = combine(out.first, await self._reask(call, out))
             else:
                 finals[key] = out
-        await self._record(ticket, finals, now)
-        self.journal.mark_batched(list(finals), self.run_id, now)
+        await self._record(ticket, finals)  # each row says batched (ChatResult.batched)
         self.journal.update(sub.submission_id, "failed" if state.failed else "collected",
                             provider_status=state.status, error=state.failed and
                             redact(state.failed))
@@ -251,8 +250,7 @@ class BatchRunner:
         finally:
             await backend.aclose()
 
-    async def _record(self, ticket: BatchTicket, finals: dict[str, ChatResult],
-                      since: datetime) -> None:
+    async def _record(self, ticket: BatchTicket, finals: dict[str, ChatResult]) -> None:
         redacted = {k: self.gateway.redact(r) for k, r in finals.items()}
         await asyncio.gather(*(self.gateway.record(ticket.calls[k], r)
                                for k, r in redacted.items()))
@@ -278,4 +276,4 @@ class BatchRunner:
             failed[key] = ChatResult(key=key, model=request.model, status=CallStatus.API_ERROR,
                                      error_kind=why.error_kind, error=why.error, attempts=1,
                                      finished_at=now, stage=request.stage, tag=request.tag)
-        await self._record(ticket, failed, now)
+        await self._record(ticket, failed)

@@ -30,8 +30,9 @@ def alerts_stage_task(run_id: str, config_path: str, store_root: str,
                       judge_snapshot_id: str,
                       lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
     store = Store(store_root, lock_timeout_s)
-    params = load_benchmark_config(config_path).alerts
-    result = alerts_stage(store, run_id, params, store.get_snapshot(judge_snapshot_id))
+    config = load_benchmark_config(config_path)
+    result = alerts_stage(store, run_id, config.alerts, store.get_snapshot(judge_snapshot_id),
+                          config.flagged_essays)
     log = get_run_logger()
     for line in result.lines():
         log.log(WARNING if result.alerts else INFO, "%s", line)

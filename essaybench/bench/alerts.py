@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.compare import compare_runs
 from essaybench.bench.compliance import compliance_table
+from essaybench.bench.flagged_rule import RECORDED_BEFORE, FlaggedRule, ranked_score
 from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK
 from essaybench.core.export import markdown_grid
@@ -280,9 +281,15 @@ def _quality_alerts(compared: pl.DataFrame, p: AlertParams) -> list[Alert]:
 
 def compute_alerts(essays_now: pl.DataFrame, essays_before: pl.DataFrame,
                    judged_now: pl.DataFrame, judged_before: pl.DataFrame,
-                   params: AlertParams) -> list[Alert]:
+                   params: AlertParams, flagged: FlaggedRule = RECORDED_BEFORE
+                   ) -> list[Alert]:
     """Every alert of this run against the comparable run ``before``: models in both
-    runs only (a model new this week has nothing to regress from)."""
+    runs only (a model new this week has nothing to regress from). The main score of
+    both runs' flagged judgments counts as the leaderboard ranks it (``flagged``: the
+    run's ``flagged_essays`` rule, ``bench/flagged_rule.py``), so an essay that steered
+    the first judge neither hides a quality drop nor fakes a rise."""
+    judged_now = ranked_score(judged_now, flagged, params.score)
+    judged_before = ranked_score(judged_before, flagged, params.score)
     metrics_now, metrics_before = model_metrics(essays_now), model_metrics(essays_before)
     found: list[Alert] = []
     for model in sorted(set(metrics_now) & set(metrics_before)):

@@ -35,6 +35,7 @@ from typing import Literal
 import polars as pl
 
 from essaybench.core.contracts import OK
+from essaybench.store.store import StageRun
 
 FlaggedRule = Literal["second_opinion", "exclude", "first_judge"]
 DEFAULT_FLAGGED_RULE: FlaggedRule = "second_opinion"
@@ -91,6 +92,15 @@ def ranked_judgments(judgments: pl.DataFrame, rule: FlaggedRule,
     return judgments.with_columns(pl.when(flagged).then(pl.lit("first_judge")).alias(RANKED_ON))
 
 
+def ranked_score(judgments: pl.DataFrame, rule: FlaggedRule, score: str) -> pl.DataFrame:
+    """``judgments`` ranked under ``rule`` when ``score`` is their main score (the only
+    score the rule applies to); any other score as stored. What week-over-week
+    comparisons read, so they compare what the leaderboards showed."""
+    if score not in judgments.columns or score != main_score(judgments):
+        return judgments
+    return ranked_judgments(judgments, rule, score)
+
+
 SECOND_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "judge": pl.Utf8, "model": pl.Utf8, "rule": pl.Utf8, "judged": pl.Int64,
     "flagged": pl.Int64, "second_asked": pl.Int64, "second_ok": pl.Int64,
@@ -138,6 +148,17 @@ def rule_of_meta(meta: dict[str, object] | None) -> FlaggedRule | None:
     """The rule a stage run recorded in its catalog meta (None: recorded before rules)."""
     found = (meta or {}).get("flagged_essays")
     return found if found in SECOND_OPINION_NOTE else None  # type: ignore[return-value]
+
+
+def flagged_rule_of(stage_runs: list[StageRun]) -> FlaggedRule:
+    """The ``flagged_essays`` rule the run's leaderboard tables were made with: its newest
+    ok stats stage's (the intervals), else its aggregate's (Table 5); a run from before
+    the rule ranked on the first judge."""
+    for stage in ("stats", "aggregate"):
+        for row in stage_runs:  # newest first
+            if row.stage == stage and row.status == OK:
+                return rule_of_meta(row.meta) or RECORDED_BEFORE
+    return RECORDED_BEFORE
 
 
 def mark(row: dict[str, object] | None) -> str:

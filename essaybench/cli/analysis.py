@@ -254,7 +254,8 @@ def compare(
     (judge, model) with a paired t-interval over the prompts both scored, and model-id
     drift. Says which run it compares with and why."""
     from essaybench.bench.aggregate import export
-    from essaybench.runs.compare import choose_baseline, compare_snapshots
+    from essaybench.bench.flagged_rule import SECOND_OPINION_NOTE
+    from essaybench.runs.compare import choose_baseline, compare_snapshots, run_flagged_rule
 
     if score not in COMPARE_SCORES:
         raise typer.BadParameter(f"{score!r}: one of {', '.join(COMPARE_SCORES)}",
@@ -262,7 +263,11 @@ def compare(
     st = reader(store, lock_timeout)  # the report is written beside the store's reports
     now, before, base, why = choose_baseline(st, run_id, base)  # NotFoundError naming a run
     console.print(why, markup=False, soft_wrap=True)
-    table = compare_snapshots(st, now, before, score=score)
+    rule = run_flagged_rule(st, run_id)
+    if score == "score_weighted":  # the main score: the one the rule applies to
+        console.print(f"flagged essays in both runs as on {run_id}'s leaderboard (flagged_essays "
+                      f"{rule}): {SECOND_OPINION_NOTE[rule]}", markup=False, soft_wrap=True)
+    table = compare_snapshots(st, now, before, score=score, flagged=rule)
     print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
                            "judge_ids_before"), f"{run_id} vs {base} ({score})")
     folder = store / "reports" / run_id

@@ -16,7 +16,12 @@ from typing import Any
 import polars as pl
 
 from essaybench.bench.alerts import Alert, alerts_of_frame
-from essaybench.bench.flagged_rule import RECORDED_BEFORE, FlaggedRule, rule_of_meta
+from essaybench.bench.flagged_rule import (
+    RECORDED_BEFORE,
+    FlaggedRule,
+    flagged_rule_of,
+    rule_of_meta,
+)
 from essaybench.core.contracts import OK
 from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import run_drift
@@ -116,7 +121,8 @@ def _comparison(store: Store, run_id: str, snap: Snapshot, judged: Snapshot
          if r.stage == "alerts" and r.snapshot_id == snap.snapshot_id), {})
     return compare_snapshots(store, judged, before, score=params.get("score", "score_weighted"),
                              n_boot=params.get("n_boot", 2000),
-                             level=params.get("level", 0.95), seed=params.get("seed", 0))
+                             level=params.get("level", 0.95), seed=params.get("seed", 0),
+                             flagged=rule_of_meta(params) or RECORDED_BEFORE)
 
 
 def _alerts(store: Store, run_id: str, stage_runs: list[StageRun], judged: Snapshot
@@ -142,17 +148,6 @@ def _pairwise(store: Store, run_id: str, judged: Snapshot) -> Snapshot | None:
     if found is None or found.upstream_snapshot_ids != judged.upstream_snapshot_ids:
         return None
     return found
-
-
-def flagged_rule_of(stage_runs: list[StageRun]) -> FlaggedRule:
-    """The ``flagged_essays`` rule the run's leaderboard tables were made with: its newest
-    ok stats stage's (the intervals), else its aggregate's (Table 5); a run from before
-    the rule ranked on the first judge."""
-    for stage in ("stats", "aggregate"):
-        for row in stage_runs:  # newest first
-            if row.stage == stage and row.status == OK:
-                return rule_of_meta(row.meta) or RECORDED_BEFORE
-    return RECORDED_BEFORE
 
 
 def load_run(store: Store, run_id: str) -> RunData:

@@ -11,6 +11,12 @@ from __future__ import annotations
 import polars as pl
 
 from essaybench.bench.compare import compare_runs
+from essaybench.bench.flagged_rule import (
+    RECORDED_BEFORE,
+    FlaggedRule,
+    flagged_rule_of,
+    ranked_score,
+)
 from essaybench.core.errors import NotFoundError
 from essaybench.runs.comparable import last_comparable_run, why_not_baseline
 from essaybench.store import Snapshot, Store
@@ -47,12 +53,21 @@ def _judged(store: Store, run_id: str) -> Snapshot:
 
 def compare_snapshots(store: Store, now: Snapshot, before: Snapshot, *,
                       score: str = "score_weighted", n_boot: int = 2000, level: float = 0.95,
-                      seed: int = 0) -> pl.DataFrame:
-    """:func:`compare_runs` over two judge snapshots and the essays they judged."""
+                      seed: int = 0, flagged: FlaggedRule = RECORDED_BEFORE) -> pl.DataFrame:
+    """:func:`compare_runs` over two judge snapshots and the essays they judged, both
+    runs' flagged judgments counted by ``flagged`` (``bench/flagged_rule.py``: pass the
+    run's own rule, :func:`run_flagged_rule`, to compare what its leaderboard shows)."""
     for snap in (now, before):
         if snap.stage != "judge":
             raise ValueError(f"compare reads 'judge' snapshots, got {snap.snapshot_id}")
     essays = [store.get_snapshot(s.upstream_snapshot_ids[0]).read() for s in (now, before)]
-    return compare_runs(now.read(), before.read(), essays_now=essays[0],
+    return compare_runs(ranked_score(now.read(), flagged, score),
+                        ranked_score(before.read(), flagged, score), essays_now=essays[0],
                         essays_before=essays[1], score=score, n_boot=n_boot, level=level,
                         seed=seed)
+
+
+def run_flagged_rule(store: Store, run_id: str) -> FlaggedRule:
+    """The ``flagged_essays`` rule ``run_id``'s leaderboard was ranked by (its stats or
+    aggregate stage's catalog row; ``first_judge`` for runs from before the rule)."""
+    return flagged_rule_of(store.stage_runs(run_id, 1000))

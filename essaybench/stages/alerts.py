@@ -29,6 +29,7 @@ from essaybench.bench.alerts import (
     judge_alerts,
     shown_url,
 )
+from essaybench.bench.flagged_rule import DEFAULT_FLAGGED_RULE, FlaggedRule
 from essaybench.core.contracts import OK, StageOutput
 from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import incomparable_judges, run_drift
@@ -80,8 +81,10 @@ def payload(run_id: str, base_run: str | None, alerts: list[Alert]) -> dict[str,
 
 
 def alerts_stage(store: Store, run_id: str, params: AlertParams,
-                 judged: Snapshot) -> RunAlerts:
-    """Run the stage over ``run_id``'s judge snapshot ``judged``."""
+                 judged: Snapshot, flagged: FlaggedRule = DEFAULT_FLAGGED_RULE) -> RunAlerts:
+    """Run the stage over ``run_id``'s judge snapshot ``judged``; both runs' flagged
+    judgments count by ``flagged`` (the run's ``flagged_essays`` rule), as on the
+    leaderboard."""
     judged.require_stage("judge", STAGE)
     baseline = last_comparable_run(store, run_id, judged)
     report = store.root / "reports" / run_id / "alerts.md"
@@ -99,13 +102,14 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
             essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
             alerts += compute_alerts(essays_now, baseline.essays.read(),
                                      judged.read().filter(keep),
-                                     baseline.judged.read().filter(keep), params)
+                                     baseline.judged.read().filter(keep), params,
+                                     flagged)
         sent = (deliver(params.webhooks, payload(run_id, baseline.run_id, alerts),
                         params.webhook_timeout_s) if alerts else [])
         meta: dict[str, Any] = {
             "base_run": baseline.run_id, "reason": baseline.reason,
             "skipped": [list(s) for s in baseline.skipped], "n_alerts": len(alerts),
-            "judges_not_compared": not_compared,
+            "judges_not_compared": not_compared, "flagged_essays": flagged,
             "deliveries": [{"url": d.url, "delivered": d.delivered,
                             "status_code": d.status_code, "error": d.error,
                             "seconds": d.seconds} for d in sent],
@@ -116,7 +120,8 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
         return StageOutput(alerts_frame(alerts), meta, run_meta=meta)
 
     # The catalog records the parameters: webhook URLs only as scheme and host.
-    recorded = params.model_copy(update={"webhooks": tuple(map(shown_url, params.webhooks))})
+    recorded = {**params.model_copy(update={"webhooks": tuple(map(shown_url, params.webhooks))}
+                                    ).model_dump(mode="json"), "flagged_essays": flagged}
     snapshot = run_stage(store, run_id=run_id, stage=STAGE, upstream=upstream,
                          params=recorded, rows_in=None, compute=compute)
     return run_alerts(store, run_id, snapshot)

@@ -20,6 +20,7 @@ from essaybench.bench.alerts import (
     shown_url,
 )
 from essaybench.bench.config import BenchmarkConfigError, load_benchmark_config
+from essaybench.bench.flagged_rule import FlaggedRule
 
 PROMPT = "以“门”为题写一篇约100字的作文。"
 N = 20
@@ -184,3 +185,47 @@ def _write(folder: Path, text: str) -> Path:
     path = folder / f"c{abs(hash(text))}.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def steered(scores: list[float], n_flagged: int, first: float, second: list[float]
+            ) -> pl.DataFrame:
+    """``scores``, but the first ``n_flagged`` essays addressed the judge: flagged, the
+    first judge gave ``first``, the second judge ``second`` (per prompt)."""
+    rows = judged(scores).with_row_index("i")
+    hit = pl.col("i") < n_flagged
+    return rows.with_columns(
+        pl.when(hit).then(pl.lit(first)).otherwise(pl.col("score_weighted"))
+        .alias("score_weighted"),
+        pl.when(hit).then(pl.lit('["instruction"]')).otherwise(pl.lit("[]"))
+        .alias("essay_flags"),
+        pl.when(hit).then(pl.lit("ok")).alias("second_status"),
+        pl.when(hit).then(pl.Series(second, dtype=pl.Float64)).alias("second_score"),
+        pl.when(hit).then(pl.lit("judge-2")).alias("second_judge")).drop("i")
+
+
+def quality(now: pl.DataFrame, flagged: FlaggedRule) -> set[str]:
+    found = compute_alerts(essays(), essays(), now, judged(BASE_SCORES),
+                           AlertParams(n_boot=500), flagged)
+    return {a.kind for a in found if a.kind.startswith("quality")}
+
+
+def test_flagged_essays_count_by_the_runs_rule_so_a_steered_judge_hides_no_drop() -> None:
+    # This week the writer got worse by 8 on every prompt, and 12 of its 20 essays told
+    # the first judge to give full marks (it obeyed); the second judge saw the drop.
+    worse = [s - 8 for s in BASE_SCORES]
+    now = steered(worse, 12, first=100.0, second=worse)
+    assert quality(now, "second_opinion") == {"quality_drop"}
+    assert quality(now, "first_judge") == set()  # the obeyed 100s mask the drop
+    # exclude: the 8 clean essays alone show the drop.
+    assert quality(now, "exclude") == {"quality_drop"}
+
+
+def test_other_scores_than_the_main_one_are_compared_as_stored() -> None:
+    now = steered(BASE_SCORES, 12, first=100.0, second=[10.0] * N).with_columns(
+        pl.col("score_weighted").alias("score_unweighted"))
+    before = judged(BASE_SCORES).with_columns(pl.col("score_weighted")
+                                              .alias("score_unweighted"))
+    found = compute_alerts(essays(), essays(), now, before,
+                           AlertParams(n_boot=500, score="score_unweighted"), "second_opinion")
+    # The second opinion (10) would be a drop; score_unweighted keeps the first judge's.
+    assert "quality_drop" not in {a.kind for a in found}

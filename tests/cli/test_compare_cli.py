@@ -9,9 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from essaybench.core.contracts import StageOutput
 from essaybench.store import Store
+from essaybench.store.run_stage import run_stage
 from tests.cli.test_errors import error_line, invoke
-from tests.runs.test_comparable import add_run
+from tests.runs.test_comparable import add_run, frames
 
 
 @pytest.fixture
@@ -75,3 +77,35 @@ def test_no_comparable_run_and_a_bogus_score_are_one_line(store: Store) -> None:
                              "--store", str(store.root)))
     assert line == ("error: invalid value for --score: 'bogus': one of score_weighted, "
                     "score_unweighted, align_total")
+
+
+def steered_run(store: Store, run_id: str, rule: str) -> None:
+    """Like ``add_run``, but every essay told the first judge to give full marks (it gave
+    100, flagged) and the second judge scored it 40; the leaderboard's stats stage
+    recorded ``rule``."""
+    add_run(store, run_id)  # catalog rows, health
+    essays, judged = frames(run_id)
+    judged = judged.with_columns(pl.lit(100.0).alias("score_weighted"),
+                                 pl.lit('["instruction"]').alias("essay_flags"),
+                                 pl.lit("ok").alias("second_status"),
+                                 pl.lit(40.0).alias("second_score"),
+                                 pl.lit("judge-2").alias("second_judge"),
+                                 pl.lit(f"{run_id} steered").alias("note"))
+    gen = run_stage(store, run_id=run_id, stage="generate", upstream=[], params=None,
+                    compute=lambda: StageOutput(essays))
+    run_stage(store, run_id=run_id, stage="judge", upstream=[gen], params=None,
+              compute=lambda: StageOutput(judged))
+    sid = store.start_stage_run(run_id, "stats", [], {}, "test")
+    store.finish_stage_run(sid, status="ok", meta={"flagged_essays": rule})
+
+
+@pytest.mark.parametrize(("rule", "delta"), [("second_opinion", 40.0 - 61.0),
+                                            ("first_judge", 100.0 - 61.0)])
+def test_flagged_essays_are_compared_as_the_runs_leaderboard_ranked_them(
+        store: Store, rule: str, delta: float) -> None:
+    add_run(store, "w1")  # scores 60, 61, 62
+    steered_run(store, "w2", rule)
+    out, table = compare(store, "--run", "w2")
+    assert f"flagged essays in both runs as on w2's leaderboard (flagged_essays {rule})" in out
+    assert table is not None
+    assert table["delta"].to_list() == [pytest.approx(delta)]

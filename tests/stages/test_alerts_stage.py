@@ -72,6 +72,9 @@ def test_second_week_alerts_are_stored_delivered_and_printed(
 
     kinds = {a.kind for a in second.alerts}
     assert second.base_run == "w1"
+    # Flagged essays count as the leaderboard's rule (the config's default) says.
+    [row] = [r for r in store.stage_runs("w2", 100) if r.stage == "alerts"]
+    assert (row.meta or {})["flagged_essays"] == "second_opinion"
     assert {"off_language", "model_id_changed"} <= kinds
     # The snapshot holds them; its catalog row what was compared and delivered.
     assert set(second.snapshot.read()["kind"]) == kinds

@@ -54,7 +54,12 @@ from essaybench.runs.calibration import FORCE_FLAG, FORCE_PARAMETER, require_cal
 from essaybench.runs.estimate import require_within_budget
 from essaybench.runs.health import require_healthy
 from essaybench.runs.publish import PublishFailed, publish_target
-from essaybench.stages.pipeline import BENCHMARK_STAGES, LLM_STAGES, resolve_upstream
+from essaybench.stages.pipeline import (
+    BENCHMARK_STAGES,
+    LLM_STAGES,
+    refuse_adaptive,
+    resolve_upstream,
+)
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
@@ -191,6 +196,8 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     llm = [s for s in stages if s in LLM_STAGES]
     sharding = sharding_of(config, shards) if llm == list(LLM_STAGES) else None
     merged_since = None
+    if sharding is not None and config.sampling.mode == "adaptive":
+        refuse_adaptive(llm, datetime.now())  # before any shard calls anything
     if sharding is not None:  # the shards make the calls; the stages below replay them
         merged_since, result["shards"] = _sharded_calls(run_id, benchmark_config, store_root,
                                                         sharding, lock_timeout_s)

@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from essaybench.bench.adaptive_order import SamplingParams
 from essaybench.bench.alerts import AlertParams
 from essaybench.bench.drift import DriftParams
 from essaybench.bench.flagged_rule import DEFAULT_FLAGGED_RULE, FlaggedRule
@@ -36,7 +37,8 @@ class BenchmarkConfigError(YamlConfigError):
 class BenchmarkConfig(BaseModel):
     """A benchmark run: the prompt set and its sample, the writers (``generate``), the
     judges (``judge``, optional ``pairwise``), the statistics, the health floor, the
-    alerts, judge drift, sharding and the budget (``configs/benchmark.yaml``)."""
+    alerts, judge drift, sharding, adaptive sampling and the budget
+    (``configs/benchmark.yaml``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -70,6 +72,10 @@ class BenchmarkConfig(BaseModel):
         "second_opinion (the second judge's score where judge.second_judge gave one, else "
         "the first judge's, marked), exclude (left out of the mean, lowering coverage) or "
         "first_judge. See bench/flagged_rule.py for why second_opinion is the default.")
+    sampling: SamplingParams = Field(
+        default_factory=SamplingParams, description="Which prompts are asked for: full "
+        "(every selected prompt, the default) or adaptive (seeded rounds, stopping once every "
+        "question is decided by anytime-valid confidence sequences; docs/adaptive.md).")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")

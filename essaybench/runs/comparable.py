@@ -148,14 +148,22 @@ def last_comparable_run(store: Store, run_id: str, judged: Snapshot) -> Baseline
     dated by their original run (a rerun of week 3 is week 3, whenever it ran); within
     one week, the newest judging first."""
     judged.require_stage(JUDGE, "alerts")
-    judged_now = judged.read()
-    essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
+    return last_comparable_of(store, run_id, judged.read(),
+                              store.get_snapshot(judged.upstream_snapshot_ids[0]).read(),
+                              judged.snapshot_id)
+
+
+def last_comparable_of(store: Store, run_id: str, judged_now: pl.DataFrame,
+                       essays_now: pl.DataFrame, snapshot_id: str | None = None) -> Baseline:
+    """:func:`last_comparable_run` for judgments not (yet) in a snapshot (an adaptive run
+    looks for its baseline after its first round: ``stages/adaptive.py``);
+    ``snapshot_id``: the judge snapshot they are, if any (dates a run never recorded)."""
     history = _history(store)
     original = history.original(run_id)
     # Judgments no recorded run wrote (a stage called on its own): the judging that
     # wrote them dates them.
     until = history.week(run_id) or min(
-        (w for w, s in history.judged.values() if s == judged.snapshot_id), default=None)
+        (w for w, s in history.judged.values() if s == snapshot_id), default=None)
     family = set(run_scope(store, run_id).runs or ()) | {run_id, original}
     rerun_of = original if original != run_id else None
     runs = sorted(((history.week(r) or w, w, r, s) for r, (w, s) in history.judged.items()),

@@ -6,7 +6,7 @@ for calls that failed or never finished."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -38,23 +38,32 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
 
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
                    session: GatewaySession, *, prefetch_judge: bool = False,
-                   early: Sequence[ChatRequest] = ()) -> Snapshot:
+                   early: Sequence[ChatRequest] = (),
+                   sampler: Callable[[pl.DataFrame, str], StageOutput] | None = None
+                   ) -> Snapshot:
     """``prefetch_judge``: also send each fresh essay's judge calls as it comes back (for
     a run that judges next: a judge stage on the same session gets their results in
     memory, any other finds them in the ledger); and ``early`` (the drift anchors' calls)
-    with the first essay's."""
+    with the first essay's. ``sampler`` (adaptive sampling, ``stages/adaptive.py``):
+    writes the essays of the prompts it samples from the selected ones (given them and
+    the prompt-set version) instead of every selected prompt's; it sends ``early`` and
+    prefetches itself."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     check_session_run(session, run_id)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
+    if sampler is not None:  # recorded before the loop: a killed run's rerun finds it
+        params["sampling"] = config.sampling.model_dump(mode="json")
     prefetch = (JudgePrefetch.for_prompts(selected, config.judge,
                                           config.generate.min_chinese_share)
-                if prefetch_judge else None)
+                if prefetch_judge and sampler is None else None)
     if prefetch is not None:
         prefetch.early = list(early)
 
     def compute() -> StageOutput:
+        if sampler is not None:
+            return sampler(selected, version)
         output = run_generate(selected, config.generate, session, version, follow_up=prefetch)
         if prefetch is not None and prefetch.errors:  # the judge stage meets them again
             output.meta.setdefault("follow_ups", {})["errors"] = prefetch.errors

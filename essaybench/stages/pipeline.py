@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from essaybench.bench.config import BenchmarkConfig
+from essaybench.core.errors import UserError
 from essaybench.llm.registry import Registry, check_judges, load_registry
 from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
+from essaybench.stages.adaptive import AdaptiveSampler, adaptive_stage
 from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.drift import anchor_requests, drift_stage
 from essaybench.stages.generate import generate_stage
@@ -53,6 +55,10 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                          f"{', '.join(order)}")
     snapshots: dict[str, Snapshot] = {}
     llm = [s for s in stages if s in LLM_STAGES]
+    adaptive = config.sampling.mode == "adaptive" and "generate" in stages
+    if adaptive:
+        refuse_adaptive(stages, merged_since)
+    sampler: AdaptiveSampler | None = None
     if llm:
         if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
             config = rerun_config(store, run_id, config)
@@ -70,13 +76,19 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                         early = (anchor_requests(config.drift, config.judge)[1]
                                  if "judge" in stages and config.drift is not None
                                  and merged_since is None else [])
+                        sampler = (AdaptiveSampler(store, run_id, config, session, early)
+                                   if adaptive else None)
                         upstream = generate_stage(store, run_id, config, session,
                                                   prefetch_judge="judge" in stages,
-                                                  early=early)
+                                                  early=early, sampler=None if sampler
+                                                  is None else sampler.essays)
                     else:
                         assert upstream is not None
                         upstream = judge_stage(store, run_id, config, upstream, session)
                     snapshots[stage] = upstream
+                    if stage == "judge" and sampler is not None:  # what it decided on
+                        snapshots["adaptive"] = adaptive_stage(store, run_id, sampler,
+                                                               upstream)
             if merged_since is not None:
                 unmerged_calls(session, run_id, replay_started, config.judge.second_judge)
             if "judge" in llm and config.drift is not None:
@@ -90,6 +102,18 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                                                     config.health.coverage_floor,
                                                     config.flagged_essays)
     return snapshots
+
+
+def refuse_adaptive(stages: Sequence[str], merged_since: datetime | None) -> None:
+    """Adaptive sampling decides after each round which prompts come next: it needs
+    generate and judge in one process, and cannot be split into shards planned up front."""
+    if merged_since is not None:
+        raise UserError("sampling: adaptive cannot run sharded (its rounds depend on the "
+                        "scores so far): set sharding: null or --shards 0, or sampling: "
+                        "mode: full")
+    if "judge" not in stages:
+        raise UserError("sampling: adaptive needs generate and judge in one run (each "
+                        "round is judged before the next is asked for)")
 
 
 def resolve_upstream(store: Store, stage: str, base_run: str) -> Snapshot | None:

@@ -30,8 +30,9 @@ class LiveBoard(ProgressBoard):
 
     def __rich__(self) -> RenderableType:
         tallies = list(self.tallies.items())  # the gateway's thread may add a row meanwhile
+        note = [self.last_note] if self.last_note else []  # batch mode: what the run waits for
         if not tallies:
-            return self.spinner
+            return Group(self.spinner, *note)
         table = Table(expand=False, box=None, pad_edge=False)
         for column in ("stage", "model", "", "done", "ok", "failed", "tokens"):
             table.add_column(column, justify="left" if column in ("stage", "model", "")
@@ -44,7 +45,7 @@ class LiveBoard(ProgressBoard):
         eta = self.eta()
         return Group(self.spinner, table,
                      f"elapsed {duration(self.elapsed())}, "
-                     f"ETA {'?' if eta is None else duration(eta)}")
+                     f"ETA {'?' if eta is None else duration(eta)}", *note)
 
 
 def _print_line(line: str) -> None:

@@ -55,6 +55,23 @@ class Call:
 OnDone = Callable[[Call, ChatResult], Coroutine[Any, Any, None]]
 
 
+class BatchHandle(Protocol):
+    """Calls submitted to providers' batch APIs."""
+
+    async def wait(self) -> dict[str, ChatResult]:
+        """Each call's result by key, once every batch ended (or the port's own way of
+        not waiting: ``llm.batch.route.BatchesPending``)."""
+        ...
+
+
+class BatchPort(Protocol):
+    """Sends the calls of entries with a batch API (``llm.batch.route.BatchRoute``)."""
+
+    async def submit(self, calls: Sequence[Call]) -> BatchHandle:
+        """Submit ``calls`` (none already in a batch of the run is submitted again)."""
+        ...
+
+
 class BatchHost(Protocol):
     """What the batch machinery asks of the gateway that owns the batch."""
 
@@ -89,6 +106,10 @@ class BatchHost(Protocol):
 
     def hold(self, call: Call, result: ChatResult) -> None:
         """Keep a follow-up's result for the stage that will ask for it."""
+        ...
+
+    def batched(self, model: str) -> bool:
+        """Whether ``model``'s calls go through a batch API (never as follow-ups)."""
         ...
 
 
@@ -274,6 +295,8 @@ class FollowUps:
             return
         self._advance(1)
         for extra in self.follow_up(request, result):
+            if self.gateway.batched(extra.model):
+                continue  # its batch is submitted by the batch that asks for it
             call = self.gateway.prepare(extra)
             if call.key not in self.seen:
                 self.seen.add(call.key)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from essaybench.core.gcfreeze import frozen_heap
 from essaybench.llm.backends import backend_class
-from essaybench.llm.batching import Call, FollowUp, FollowUps, Pools
+from essaybench.llm.batching import BatchHandle, BatchPort, Call, FollowUp, FollowUps, Pools
 from essaybench.llm.client import ChatBackend, canonical_request, idempotency_token
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.progress import Progress, current_progress
@@ -73,6 +73,9 @@ class Gateway:
         observer: Progress | None = None,
     ) -> None:
         self.registry = registry
+        # Sends the calls of entries with a batch API (registry ``batch``): set by
+        # open_gateway (llm.batch.route); None: every call goes direct.
+        self.batches: BatchPort | None = None
         # Told of every call sent (see llm.progress); None: the process's, read per batch.
         self.observer = observer
         self.ledger = ledger
@@ -186,6 +189,7 @@ class Gateway:
     async def run(
         self, requests: Sequence[ChatRequest], progress: ProgressCallback | None = None,
         follow_up: FollowUp | None = None, reuse_failed_since: datetime | None = None,
+        *, direct: bool = False,
     ) -> list[ChatResult]:
         """One result per request, in order. ``follow_up(request, result)`` is called once
         for each request when its result is known (served from the ledger, or committed);
@@ -197,13 +201,23 @@ class Gateway:
         ``reuse_failed_since``: a call that failed at or after this moment (paid for by a
         run the scope allows) is served as stored instead of re-sent — within one run a
         call is attempted once (its failure was already paid for, e.g. by a prefetch); a
-        later rerun retries it."""
+        later rerun retries it.
+
+        The calls of entries with a batch API (``batch`` in the registry) go through it
+        (``llm.batch.route``), unless ``direct``: submitted first, waited for after the
+        direct calls; their results go to ``progress`` but ask for no follow-ups (a later
+        batch sends those), and follow-ups for such entries are left to a later batch."""
         with frozen_heap():
-            return await self._run(requests, progress, follow_up, reuse_failed_since)
+            return await self._run(requests, progress, follow_up, reuse_failed_since, direct)
+
+    def batched(self, model: str) -> bool:
+        """Whether ``model``'s calls go through its provider's batch API."""
+        spec = self.spec(model)
+        return self.batches is not None and spec.batch != "none" and not spec.is_embedded
 
     async def _run(
         self, requests: Sequence[ChatRequest], progress: ProgressCallback | None,
-        follow_up: FollowUp | None, reuse_failed_since: datetime | None,
+        follow_up: FollowUp | None, reuse_failed_since: datetime | None, direct: bool,
     ) -> list[ChatResult]:
         for model in {r.model for r in requests}:
             # A missing key fails the batch before anything is sent, naming the variable.
@@ -223,6 +237,16 @@ class Gateway:
         done = 0
         results: dict[str, ChatResult] = dict(stored)
         follow = FollowUps(self, follow_up, seen=set(keys))
+        by_batch = [] if direct else [c for c in first.values() if self.batched(c.request.model)]
+        handle: BatchHandle | None = None
+        if by_batch:
+            assert self.batches is not None
+            observer = self.observer or current_progress()
+            for call in by_batch:
+                observer.planned(call.request)
+            handle = await self.batches.submit(by_batch)
+            first = {k: c for k, c in first.items() if not self.batched(c.request.model)}
+            batch_requests = {c.key: c.request for c in by_batch}
 
         async def finish(call: Call, result: ChatResult) -> None:
             nonlocal done
@@ -246,6 +270,13 @@ class Gateway:
                     if call.key in stored:
                         follow.after(call.request, stored[call.key])
                 follow.close_when_idle()
+            if handle is not None:  # after the direct calls
+                for key, result in (await handle.wait()).items():
+                    results[key] = result
+                    done += 1
+                    observer.finished(batch_requests[key], result)
+                    if progress is not None:
+                        progress(result, done, total)
         finally:
             observer.batch_ended()
             self._active_runs -= 1

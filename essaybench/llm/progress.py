@@ -64,6 +64,11 @@ class ProgressBoard:
     clock: Clock = time.monotonic
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
     started: float | None = None
+    last_note: str | None = None  # e.g. what a run waits for in provider batches
+
+    def note(self, line: str) -> None:
+        """A line to show as it is (the gateway's batch mode: each open batch's state)."""
+        self.last_note = line
 
     def planned(self, request: ChatRequest) -> None:
         key = (request.stage, request.model)
@@ -141,6 +146,10 @@ class TextReporter(ProgressBoard):
         elif now >= self._next:
             self._next = now + self.interval_s
             self.emit(self.line())
+
+    def note(self, line: str) -> None:
+        ProgressBoard.note(self, line)
+        self.emit(line)
 
     def batch_ended(self) -> None:
         tallies = list(self.tallies.values())

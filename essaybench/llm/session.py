@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from essaybench.core.errors import UserError
+from essaybench.llm.batch.route import BatchRoute, BatchWaiting
 from essaybench.llm.batching import FollowUp
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
+from essaybench.llm.part_ledger import PartLedger
 from essaybench.llm.registry import Registry
 from essaybench.llm.replicas import ReplicaPool
 from essaybench.llm.retry import Backoff
@@ -100,11 +102,21 @@ def open_gateway(
     scope: ReuseScope = ANY_RUN,
     embedded_replicas: int | None = None,
     ledger: Ledger | None = None,
+    batch_waiting: BatchWaiting = "poll",
 ) -> Iterator[GatewaySession]:
     """``embedded_replicas``: servers of the embedded model, shared by every embedded
     entry (default ``embedded_replica_count()``). ``ledger``: where calls are recorded
-    and looked up (default: the store's ledger file; a shard passes its ``PartLedger``)."""
+    and looked up (default: the store's ledger file; a shard passes its ``PartLedger``).
+    ``batch_waiting``: how a run waits for the batches of entries with a batch API
+    (``llm.batch.route``): poll until they end, or raise ``BatchesPending`` ("return")."""
     store_root = Path(store_root)
+    if isinstance(ledger, PartLedger):
+        batched = [n for n in models if registry.get(n).batch != "none"]
+        if batched:
+            raise UserError(f"model {batched[0]!r} has batch: {registry.get(batched[0]).batch}"
+                            " in the registry: batch mode is not supported in a sharded run "
+                            "(a shard's ledger has no batch journal); run without shards or "
+                            "set batch: none")
     with contextlib.ExitStack() as stack:
         ledger = stack.enter_context(
             ledger or Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))
@@ -130,6 +142,7 @@ def open_gateway(
             urls[name] = pool
         gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
                           scope=scope)
+        BatchRoute.install(gateway, waiting=batch_waiting)
         yield GatewaySession(gateway, ledger)
 
 

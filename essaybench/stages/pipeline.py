@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.core.errors import UserError
+from essaybench.llm.batch.route import BatchWaiting
 from essaybench.llm.registry import Registry, check_judges, load_registry
 from essaybench.llm.session import GatewaySession, open_gateway
 from essaybench.runs.lineage import lineage_upstream, rerun_config, run_scope
@@ -33,7 +34,8 @@ LLM_STAGES = ("generate", "judge")  # the stages that share a gateway session
 def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Sequence[str],
                upstream: Snapshot | None, uncalibrated_ok: bool = False,
                merged_since: datetime | None = None,
-               registry: Registry | None = None) -> dict[str, Snapshot]:
+               registry: Registry | None = None,
+               batch_waiting: BatchWaiting = "poll") -> dict[str, Snapshot]:
     """Run consecutive benchmark stages (e.g. generate, judge), each reading the snapshot
     the one before wrote; ``upstream`` is what the first reads (None for generate).
 
@@ -47,7 +49,10 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
     since then, are merged into the ledger: every generate and judge call is served from
     it, failures included (a run attempts each call once), and a call that would have to
     be sent is a gap in the merge: ``ShardError``. ``registry``: the models to call
-    (None: ``load_registry()``, the default one)."""
+    (None: ``load_registry()``, the default one). ``batch_waiting``: how the calls of
+    entries with a batch API are waited for (``llm.batch.route``): "poll" in this process,
+    or "return": ``BatchesPending`` once everything else is done, to be entered again
+    (the same run id) when the batches may have ended; nothing is submitted twice."""
     order = list(BENCHMARK_STAGES)
     first = order.index(stages[0]) if stages and stages[0] in order else -1
     if first < 0 or list(stages) != order[first:first + len(stages)]:
@@ -65,7 +70,8 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         registry = registry if registry is not None else load_registry()
         with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
-                          ledger_lock_timeout_s=store.lock_timeout_s) as session:
+                          ledger_lock_timeout_s=store.lock_timeout_s,
+                          batch_waiting=batch_waiting) as session:
             check_judges(registry, config.judges())  # after the ledger lock, as any name
             replay_started = datetime.now(UTC)
             with session.reusing_failures_since(merged_since):

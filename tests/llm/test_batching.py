@@ -124,6 +124,9 @@ class FakeHost:
         self.held[call.key] += 1
         self.log.append(("hold", call.key, time.perf_counter()))
 
+    def batched(self, model: str) -> bool:
+        return False  # every call direct (batch mode: tests/llm/batch/test_route.py)
+
 
 @dataclass
 class Batch:

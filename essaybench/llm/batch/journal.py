@@ -79,6 +79,13 @@ class BatchJournal:
                                  {"keys": sorted(set(keys)), "run": run_id})
         return Counter({r["key"]: int(r["n"]) for r in rows})
 
+    def settled_since(self, keys: Sequence[str], run_id: str | None) -> datetime | None:
+        """When the first collected submission of run ``run_id`` holding any of ``keys``
+        was created (None: none was): their rows since then are the run's answers."""
+        rows = self.ledger.query(statement("batch_settled_items"),
+                                 {"keys": sorted(set(keys)), "run": run_id})
+        return min((r["since"] for r in rows), default=None)
+
     def known_batch_ids(self) -> set[str]:
         rows = self.ledger.query("SELECT batch_id FROM llm_batches WHERE batch_id IS NOT NULL")
         return {r["batch_id"] for r in rows}

@@ -56,14 +56,26 @@ class BatchTicket:
     open: dict[str, Submission] = field(default_factory=dict)
     resubmit: list[str] = field(default_factory=list)
     rounds: Counter[str] = field(default_factory=Counter)
+    status: dict[str, str] = field(default_factory=dict)  # the provider's word, by our id
 
 
 @dataclass(frozen=True)
 class Pending:
-    """Not done yet: the provider's ids of the open batches and how many calls wait."""
+    """Not done yet: the provider's ids of the open batches and how many calls wait;
+    each open batch's model and last status (as ``batch_ids``)."""
 
     batch_ids: tuple[str, ...]
     waiting: int
+    models: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line: each open batch with its model and state, and the calls waiting."""
+        batches = [f"{b} ({m}: {s})" for b, m, s in
+                   zip(self.batch_ids, self.models, self.states, strict=True)]
+        return (f"{self.waiting} call{'' if self.waiting == 1 else 's'} waiting"
+                + (f" in batch{'' if len(batches) == 1 else 'es'} {', '.join(batches)}"
+                   if batches else " to be submitted again"))
 
 
 class BatchRunner:
@@ -112,6 +124,12 @@ class BatchRunner:
         ticket = BatchTicket(list(requests), [c.key for c in calls], first)
         ticket.results.update(self.gateway.lookup_ok(list(ticket.calls)))
         wanted = [k for k in ticket.calls if k not in ticket.results]
+        # Within a run (not a script's unattributed calls) a call is answered once.
+        since = self.journal.settled_since(wanted, self.run_id) if self.run_id else None
+        if since is not None:  # answered by a batch of this run, failures included
+            ticket.results.update(self.gateway.ledger.lookup_ok(wanted, since,
+                                                                self.gateway.scope))
+            wanted = [k for k in wanted if k not in ticket.results]
         ticket.rounds.update(self.journal.rounds(wanted, self.run_id))
         for sub in self.journal.open_submissions(wanted, self.run_id):
             if sub.state == "submitting":
@@ -178,8 +196,11 @@ class BatchRunner:
         for sub in list(ticket.open.values()):
             await self._poll(ticket, sub)
         if ticket.open or ticket.resubmit:
-            return Pending(tuple(s.batch_id or "" for s in ticket.open.values()),
-                           sum(len(s.keys) for s in ticket.open.values()) + len(ticket.resubmit))
+            subs = list(ticket.open.values())
+            return Pending(tuple(s.batch_id or "" for s in subs),
+                           sum(len(s.keys) for s in subs) + len(ticket.resubmit),
+                           tuple(s.model for s in subs),
+                           tuple(ticket.status.get(s.submission_id, "submitted") for s in subs))
         return [ticket.results[k] for k in ticket.keys]
 
     async def run(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
@@ -204,6 +225,7 @@ class BatchRunner:
         try:
             async with self.api(sub.model) as api:
                 state = await api.state(sub.batch_id)
+                ticket.status[sub.submission_id] = state.status
                 self.on_step("polled")
                 if not state.ended:
                     return
@@ -263,7 +285,8 @@ class BatchRunner:
         policy = self.options.on_expired
         if policy == "direct":
             requests = [ticket.calls[k].request for k in again]
-            for key, result in zip(again, await self.gateway.run(requests), strict=True):
+            sent = await self.gateway.run(requests, direct=True)
+            for key, result in zip(again, sent, strict=True):
                 ticket.results[key] = result
             return
         failed: dict[str, ChatResult] = {}

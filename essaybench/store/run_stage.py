@@ -78,6 +78,11 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
     except Exception as exc:
         # An exception's text is untrusted: stored and printed only redacted of secrets.
         error = redact(f"{type(exc).__name__}: {exc}")
+        waiting = getattr(exc, "stage_status", None)
+        if isinstance(waiting, str):  # not a failure (llm.batch.route.BatchesPending):
+            # the stage waits for work elsewhere and is entered again; recorded as such
+            store.finish_stage_run(stage_run_id, status=waiting, error=error)
+            raise
         store.finish_stage_run(stage_run_id, status="failed", error=error + "\n"
                                + redact("".join(traceback.format_exception(exc, limit=-3))))
         mistake = user_error_of(exc)

@@ -44,7 +44,10 @@ logger = logging.getLogger(LOGGER_NAME)
 
 class BatchesPending(RuntimeError):
     """Calls wait in open provider batches (``BatchWaiting`` ``return``): enter the run
-    again later; it collects the same batches (``llm_batches``) and submits nothing twice."""
+    again later; it collects the same batches (``llm_batches``) and submits nothing twice.
+    A stage that raises it is recorded as ``waiting``, not failed (``store.run_stage``)."""
+
+    stage_status = "waiting"
 
     def __init__(self, pending: Pending) -> None:
         super().__init__(pending.describe())

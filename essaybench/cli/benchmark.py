@@ -337,6 +337,12 @@ def _print_reports(result: dict[str, Any], seconds: float) -> None:
             console.print(line, markup=False, soft_wrap=True)
     for line in language_lines(result):
         console.print(line, markup=False)
+    if result.get("adaptive"):  # sampling: adaptive: what was decided, when, why it stopped
+        from essaybench.report.adaptive import adaptive_lines, adaptive_view
+
+        view = adaptive_view(reader(reports.parent.parent), result["run_id"])
+        for line in adaptive_lines(view) if view is not None else []:
+            console.print(line, markup=False, soft_wrap=True)
     if result.get("alerts"):
         from essaybench.stages.alerts import run_alerts
 

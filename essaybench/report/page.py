@@ -24,6 +24,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from essaybench.core.paths import resource
 from essaybench.llm.cost_basis import upper_bound_note
+from essaybench.report.adaptive import adaptive_view
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
@@ -33,6 +34,7 @@ from essaybench.report.labels import labels_for
 from essaybench.report.sections import JudgeSection, judge_section
 from essaybench.report.svg import ChartIds, font_note
 from essaybench.report.tables import LeaderRow, failures, judges_of, model_facts
+from essaybench.store import Store
 
 TEMPLATES = resource("templates", package="essaybench.report")
 
@@ -94,6 +96,7 @@ def context(data: RunData) -> dict[str, Any]:
                        and data.alerts.comparison is not None else []),
         "font_note": font_note(),
         "code_versions": _options([r.code_version for r in data.stage_runs]),
+        "adaptive": adaptive_view(Store(data.store_root), data.run_id),
     }
 
 

@@ -135,6 +135,10 @@ def print_curate_summary(summary: dict[str, Any], seconds: float) -> None:
         f"raw {f['raw']} = final {f['final']} + filtered {f['filtered']} + quarantined "
         f"{f['quarantined']} + duplicates {f['duplicates']} + unclassified {f['unclassified']}"
         f" → {'balanced' if f['balanced'] else '[red]NOT BALANCED[/]'}")
+    if f.get("personal_data"):
+        shown = ", ".join(f"{kind} {n}" for kind, n in f["personal_data"].items())
+        console.print(f"personal data replaced by placeholders in collect (records): {shown}",
+                      markup=False)
     console.print(counts_table(summary["counts"], f"Prompt set {summary['version']}"))
     console.print(f"prompt set files: {summary['folder']}")
     console.print(f"done in {seconds:.1f} s")

@@ -5,17 +5,23 @@ A malformed line or row is quarantined with its reason; a missing or
 undecodable file stops the stage with an error naming it, and so do sources that give
 no usable record at all (empty files, or every record quarantined): curating nothing
 would publish an empty prompt set as ``latest``.
+
+Personal data is replaced by typed placeholders here, before anything is stored
+(``curate/pii``): in each record's text, its source id and a quarantined record's
+excerpt. ``pii`` names the kinds a record held; the stage's meta counts them.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import polars as pl
 
 from essaybench.core.contracts import Decision, StageOutput
 from essaybench.core.errors import UserError
 from essaybench.core.hashing import content_hash
+from essaybench.curate.pii import DeidParams, deidentify
 from essaybench.curate.table import RECORD_COLUMNS
 from essaybench.sources.config import SourcesConfig
 from essaybench.sources.readers import READERS
@@ -25,10 +31,13 @@ class NoRecordsError(UserError, ValueError):
     """The sources gave no usable record: nothing to curate."""
 
 
-def run_collect(config: SourcesConfig) -> StageOutput:
+def run_collect(config: SourcesConfig, deid: DeidParams | None = None) -> StageOutput:
     started = time.perf_counter()
+    deid = deid or DeidParams()
     rows: list[dict[str, str | None]] = []
     per_source: dict[str, dict[str, int]] = {}
+    found: Counter[str] = Counter()
+    with_pii = 0
     for spec in config.sources:
         path = config.resolve(spec)
         kept = quarantined = 0
@@ -38,17 +47,23 @@ def run_collect(config: SourcesConfig) -> StageOutput:
                 quarantined += 1
             else:
                 kept += 1
+            text, ref, detail = (deidentify(v, deid) for v in
+                                 (item.text, item.source_ref, item.detail))
+            kinds = text.counts + ref.counts + detail.counts
+            found += kinds
+            with_pii += bool(kinds)
             rows.append({
                 "record_id": "r" + content_hash(
                     {"source": spec.name, "file": spec.path, "locator": item.locator}, 15),
                 "source": spec.name,
                 "file": spec.path,
                 "locator": item.locator,
-                "source_ref": item.source_ref,
-                "raw_text": item.text,
+                "source_ref": ref.text if item.source_ref is not None else None,
+                "raw_text": text.text if item.text is not None else None,
                 "decision": decision.value,
                 "reason": item.reason,
-                "detail": item.detail,
+                "detail": detail.text if item.detail is not None else None,
+                "pii": ",".join(sorted(kinds)) or None,
             })
         per_source[spec.name] = {"records": kept + quarantined, "quarantined": quarantined}
     if not any(row["decision"] == Decision.KEPT.value for row in rows):
@@ -61,6 +76,9 @@ def run_collect(config: SourcesConfig) -> StageOutput:
         first = duplicated.row(0, named=True)
         raise ValueError(f"two records share a locator: {first['source']} {first['locator']}")
     return StageOutput(table, {"per_source": per_source,
+                               "personal_data": {"mode": deid.mode,
+                                                 "records": with_pii,
+                                                 "replaced": dict(sorted(found.items()))},
                                "seconds": round(time.perf_counter() - started, 3)})
 
 

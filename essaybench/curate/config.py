@@ -10,6 +10,7 @@ from essaybench.core.yamlio import YamlConfigError, read_yaml
 from essaybench.curate.classify import ClassifyParams
 from essaybench.curate.dedup import DedupParams
 from essaybench.curate.filter import FilterParams
+from essaybench.curate.pii import DeidParams
 from essaybench.curate.rouge import RougeParams
 from essaybench.sources.config import SourcesConfig, load_sources
 
@@ -29,6 +30,8 @@ class CurateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sources: Path = Field(description="The sources config (YAML), relative to this file.")
+    deid: DeidParams = Field(default_factory=DeidParams,
+                             description="Personal data in raw records: masked, or dropped.")
     filter: FilterParams = Field(default_factory=FilterParams)
     dedup: DedupParams = Field(default_factory=DedupParams)
     rouge: RougeParams = Field(default_factory=RougeParams)

@@ -9,8 +9,11 @@ a drop is explained by the most basic problem the text has):
 2. ``too_short``      fewer than ``min_chars`` letters/digits (``str.isalnum``)
 3. ``too_long``       more than ``max_chars`` characters of normalised text
 4. ``not_chinese``    Han characters are less than ``min_cjk_ratio`` of all letters
-5. ``personal_data``  mainland mobile number, resident ID with a valid check digit,
-                      e-mail address, landline written 0xx(x)-xxxxxxx(x)
+5. ``personal_data``  the raw record held personal data (collect's ``pii``: it is masked
+                      there, ``curate/pii``) and the curate config says ``deid.mode:
+                      drop``; or, in text collect did not mask (a snapshot from before
+                      de-identification), a mainland mobile number, resident ID with a
+                      valid check digit, e-mail address, landline 0xx(x)-xxxxxxx(x)
 6. ``offensive``      a term of the (small, conservative) lexicon in the rules YAML
 7. ``not_essay:<kind>`` / ``no_essay_cue``  wording rules, see ``filter_rules``
 8. ``not_essay:short_text``  kept by a weak cue only (一篇, 800字 …, no genre named), yet
@@ -35,7 +38,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,7 @@ from essaybench.core.paths import checkout_root
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
 from essaybench.curate.markup import markup_found
 from essaybench.curate.normalize import normalize_text
+from essaybench.curate.pii.formatted import valid_resident_id
 from essaybench.curate.table import FILTER_COLUMNS
 
 CHECK_ORDER = ("empty", "too_short", "too_long", "not_chinese", "personal_data", "offensive",
@@ -96,23 +99,6 @@ _RESIDENT_ID = re.compile(r"(?<![0-9A-Za-z])\d{17}[0-9Xx](?![0-9A-Za-z])")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 # A dash or brackets are required: a bare 0-led digit run is too often something else.
 _LANDLINE = re.compile(r"(?<![\d-])0\d{2,3}-\d{7,8}(?![\d-])|[(（]0\d{2,3}[)）] ?\d{7,8}(?!\d)")
-_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-
-
-def valid_resident_id(s: str) -> bool:
-    """GB 11643 check: ISO 7064 MOD 11-2 check character and a real birth date."""
-    if len(s) != 18 or not s[:17].isdigit():
-        return False
-    check = "10X98765432"[sum(int(c) * w for c, w in zip(s, _ID_WEIGHTS, strict=False)) % 11]
-    if s[17].upper() != check:
-        return False
-    try:
-        born = date(int(s[6:10]), int(s[10:12]), int(s[12:14]))
-    except ValueError:
-        return False
-    return 1900 <= born.year <= 2100
-
-
 def _mask(s: str) -> str:
     keep = 3 if len(s) > 6 else 1
     return s[:keep] + "*" * (len(s) - keep - 2) + s[-2:] if len(s) > 4 else "*" * len(s)
@@ -214,13 +200,22 @@ def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
     return {"version": rules.version, "path": str(shown), "sha256": rules.sha256}
 
 
-def run_filter(table: pl.DataFrame, params: FilterParams) -> StageOutput:
-    """Every input row, in order, with ``text``/``prompt_id`` set and kept or filtered."""
+PERSONAL_DATA = "personal_data"
+
+
+def run_filter(table: pl.DataFrame, params: FilterParams, *,
+               drop_personal_data: bool = False) -> StageOutput:
+    """Every input row, in order, with ``text``/``prompt_id`` set and kept or filtered;
+    ``drop_personal_data`` (the curate config's ``deid.mode: drop``): a record collect
+    found personal data in is filtered first, reason ``personal_data``."""
     if "raw_text" not in table.columns:
         raise ValueError("filter: input lacks column 'raw_text'; run collect first")
     rules = params.load_rules()
     texts = [normalize_text(raw) for raw in table["raw_text"].to_list()]
-    verdicts = [judge(text, params, rules) for text in texts]
+    pii = table["pii"].to_list() if "pii" in table.columns else [None] * table.height
+    verdicts = [Verdict(PERSONAL_DATA, f"held personal data ({kinds}; deid mode drop)")
+                if drop_personal_data and kinds else judge(text, params, rules)
+                for text, kinds in zip(texts, pii, strict=True)]
     table = ensure_columns(table, FILTER_COLUMNS)
     table = table.with_columns(
         pl.Series("text", texts, dtype=pl.Utf8),

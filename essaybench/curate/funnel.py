@@ -33,6 +33,8 @@ class Funnel:
     unclassified: int
     final: int
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    # raw records that held each kind of personal data (masked in collect: curate/pii)
+    personal_data: dict[str, int] = field(default_factory=dict)
 
     @property
     def duplicates(self) -> int:
@@ -70,6 +72,13 @@ def _reasons(table: pl.DataFrame, decision: Decision) -> dict[str, int]:
             dropped.group_by("reason").len().sort("reason").iter_rows()}
 
 
+def _personal_data(collect: pl.DataFrame) -> dict[str, int]:
+    if "pii" not in collect.columns:  # collected before de-identification
+        return {}
+    kinds = collect["pii"].drop_nulls().str.split(",").explode()
+    return {str(k): int(n) for k, n in kinds.value_counts().sort(kinds.name).iter_rows()}
+
+
 def compute_funnel(tables: Mapping[str, pl.DataFrame]) -> Funnel:
     """Funnel over the five curation stage tables; raises if records went missing."""
     missing = [s for s in CURATE_STAGES if s not in tables]
@@ -99,6 +108,7 @@ def compute_funnel(tables: Mapping[str, pl.DataFrame]) -> Funnel:
             "rouge": _reasons(tables["rouge"], Decision.DUPLICATE),
             "unclassified": _reasons(tables["classify"], Decision.UNCLASSIFIED),
         },
+        personal_data=_personal_data(tables["collect"]),
     )
     if not funnel.balanced:
         raise FunnelImbalance(f"funnel does not balance: {funnel.to_dict()}")

@@ -22,6 +22,7 @@ RECORD_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "decision": pl.Utf8,
     "reason": pl.Utf8,  # machine-readable reason code for a drop, e.g. "too_short"
     "detail": pl.Utf8,  # human-readable evidence: matched pattern, parse error, ...
+    "pii": pl.Utf8,  # kinds of personal data replaced by placeholders ("email,phone"), or null
 }
 
 # Added by filter: the normalised text every later comparison uses, and its id.

@@ -15,5 +15,6 @@ STAGE = "collect"
 def collect_stage(store: Store, run_id: str, config: CurateConfig) -> Snapshot:
     sources = config.load_sources()
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[],
-                     params={"sources": sources.model_dump(mode="json")},
-                     compute=lambda: run_collect(sources))
+                     params={"sources": sources.model_dump(mode="json"),
+                             "deid": config.deid.model_dump(mode="json")},
+                     compute=lambda: run_collect(sources, config.deid))

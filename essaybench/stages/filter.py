@@ -16,5 +16,8 @@ STAGE = "filter"
 
 def filter_stage(store: Store, run_id: str, config: CurateConfig,
                  upstream: Snapshot | None) -> Snapshot:
+    # deid.mode is in the collect stage's params, so upstream already tells the modes apart.
+    drop = config.deid.mode == "drop"
     return run_curate_step(store, run_id, STAGE, upstream, config.filter,
-                           lambda table: run_filter(table, config.filter))
+                           lambda table: run_filter(table, config.filter,
+                                                    drop_personal_data=drop))

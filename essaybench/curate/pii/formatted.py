@@ -1,0 +1,210 @@
+"""Formatted identifiers in raw text: each a pattern, and where one exists a checksum.
+
+Every finder reads the *folded* text (:func:`fold`: full-width digits, letters and
+punctuation as ASCII, one character for one, so offsets are the original text's) and
+yields :class:`Span` s. A number is an identifier only when it is delimited: no digit
+(or, for letters-and-digits identifiers, no letter) touches either end, so the digits of
+"不少于800字", "2024年", "10月1日" or a price never start one. Validity where the format
+has it: ID cards by their ISO 7064 MOD 11-2 check digit and birth date (not
+``stdnum.cn.ric``: it also refuses area codes created after the birth date, which real
+cards carry), bank cards by Luhn (``stdnum.luhn``), IPv4/IPv6 by
+:mod:`ipaddress`, URLs only when they carry a credential-like query parameter, a street
+address only down to a house number (滨江路18号3单元, 阳光小区3栋501室).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+
+from stdnum import luhn
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    start: int
+    end: int
+    kind: str
+
+
+def fold(text: str) -> str:
+    """NFKC of each character where that is one character (full-width ０-９, Ａ-Ｚ, ＠,
+    －, （ ） become ASCII), else the character: the result aligns with ``text``."""
+    out = []
+    for ch in text:
+        if ch.isascii():
+            out.append(ch)
+            continue
+        folded = unicodedata.normalize("NFKC", ch)
+        out.append(folded if len(folded) == 1 else ch)
+    return "".join(out)
+
+
+_SEP = r"[ \-\u00a0]"  # a space or dash between digit groups
+# No digit, nor a digit and a separator, on either side: a number inside a longer group
+# of digit blocks ("6222 0212 3456 7897") is not a phone number.
+_NB = r"(?<![0-9])(?<![0-9][ \-])"
+_NA = r"(?![0-9])(?![ \-][0-9])"
+_MOBILE = re.compile(
+    rf"{_NB}(?:(?:\+|00)?86{_SEP}?|\(\+?86\){_SEP}?)?1[3-9][0-9](?:{_SEP}?[0-9]){{8}}{_NA}")
+_LANDLINE = re.compile(
+    rf"{_NB}(?<!\.)(?:\(0[1-9][0-9]{{1,2}}\)|0[1-9][0-9]{{1,2}}){_SEP}?[1-9][0-9]{{2,3}}"
+    rf"{_SEP}?[0-9]{{4}}(?:-[0-9]{{1,5}})?{_NA}")
+_SERVICE = re.compile(rf"{_NB}[48]00{_SEP}?[0-9]{{3}}{_SEP}?[0-9]{{4}}{_NA}")
+_ID18 = re.compile(r"(?<![0-9A-Za-z])[1-9][0-9]{5} ?(?:18|19|20)[0-9]{2}(?:0[1-9]|1[0-2])"
+                   r"(?:0[1-9]|[12][0-9]|3[01]) ?[0-9]{3}[0-9Xx](?![0-9A-Za-z])")
+_ID15 = re.compile(r"(?<![0-9A-Za-z])[1-9][0-9]{5}[0-9]{2}(?:0[1-9]|1[0-2])"
+                   r"(?:0[1-9]|[12][0-9]|3[01])[0-9]{3}(?![0-9A-Za-z])")
+_ID15_CUE = re.compile(r"(?:身份证|身份證|证件|證件|ID)[^0-9]{0,8}$", re.IGNORECASE)
+_CARD = re.compile(rf"{_NB}[0-9]{{4}}(?:{_SEP}?[0-9]{{4}}){{2,3}}(?:{_SEP}?[0-9]{{1,3}})?{_NA}")
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+"
+                    r"(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z])")
+# Folded text: full-width ，；！（） are ASCII here, so a URL ends at those too.
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。；、！？）】》「」『』“”,;!()\u4e00-\u9fff]+",
+                  re.IGNORECASE)
+_TOKEN_KEY = re.compile(
+    r"[?&#;](?:access_?token|refresh_?token|id_?token|token|api_?key|apikey|key|secret|"
+    r"client_secret|sign|signature|sig|session(?:_?id)?|sid|auth|authorization|code|ticket|"
+    r"pwd|passwd|password|pass|otp|jwt|uid|openid|st)=[^&#\s]+", re.IGNORECASE)
+_IPV4 = re.compile(r"(?<![0-9.])(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
+                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?!\.?[0-9])")
+_VERSION_BEFORE = re.compile(r"(?:v|V|版本|version|Version|ver\.?)\s*$")
+_IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}"
+                   r"(?![0-9A-Fa-f:])")
+_QQ = re.compile(r"(?:QQ|扣扣|企鹅号|Q号)\s*(?:号码|账号|号)?\s*(?:是|为|:|：)?\s*"
+                 r"(?P<id>[1-9][0-9]{4,10})(?![0-9])", re.IGNORECASE)
+_WECHAT = re.compile(r"(?:微信号|微信账号|微信|威信|v信|VX|WX|weixin|wechat)\s*(?:号码|账号|号)?"
+                     r"\s*(?:是|为|:|：)?\s*(?P<id>[A-Za-z][-_A-Za-z0-9]{5,19})(?![-_A-Za-z0-9])",
+                     re.IGNORECASE)
+_ADDRESS = re.compile(
+    r"[\u4e00-\u9fff]{1,5}?(?:路|街|大道|巷|弄|胡同)[0-9]+号(?:院)?"
+    r"(?:[0-9]+(?:栋|幢|号楼|单元|楼|层|室|号))*"
+    r"|[\u4e00-\u9fff]{2,6}?(?:小区|花园|公寓|新村|家园|苑)[0-9]+(?:栋|幢|号楼)"
+    r"(?:[0-9]+(?:单元|楼|层|室|号))*")
+_ADDRESS_LEAD = re.compile(r"^(?:我家住在|家住在|我家住|家住|住在|住址是|地址是|地址|住址|位于|"
+                           r"寄到|送到|在|住)")
+_PROVINCES = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼"
+_PLATE = re.compile(rf"[{_PROVINCES}][A-Z][·•・ \-]?(?P<tail>[A-Z0-9]{{4,5}}[A-Z0-9挂学警])"
+                    r"(?![A-Za-z0-9])")
+
+
+_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+
+
+def valid_resident_id(s: str) -> bool:
+    """GB 11643 check: ISO 7064 MOD 11-2 check character and a real birth date."""
+    if len(s) != 18 or not s[:17].isdigit():
+        return False
+    check = "10X98765432"[sum(int(c) * w for c, w in zip(s, _ID_WEIGHTS, strict=False)) % 11]
+    if s[17].upper() != check:
+        return False
+    try:
+        born = date(int(s[6:10]), int(s[10:12]), int(s[12:14]))
+    except ValueError:
+        return False
+    return 1900 <= born.year <= 2100
+
+
+def _digits(s: str) -> str:
+    return re.sub(r"[^0-9Xx]", "", s)
+
+
+def _mobiles(text: str) -> Iterator[Span]:
+    for m in _MOBILE.finditer(text):
+        yield Span(m.start(), m.end(), "phone")
+    for pattern in (_LANDLINE, _SERVICE):
+        for m in pattern.finditer(text):
+            yield Span(m.start(), m.end(), "phone")
+
+
+def _id_cards(text: str) -> Iterator[Span]:
+    for m in _ID18.finditer(text):
+        if valid_resident_id(_digits(m.group()).upper()):
+            yield Span(m.start(), m.end(), "id_card")
+    for m in _ID15.finditer(text):  # no check digit: only where the text says what it is
+        if _ID15_CUE.search(text[max(0, m.start() - 12):m.start()]):
+            yield Span(m.start(), m.end(), "id_card")
+
+
+def _bank_cards(text: str) -> Iterator[Span]:
+    for m in _CARD.finditer(text):
+        digits = _digits(m.group())
+        if 16 <= len(digits) <= 19 and luhn.is_valid(digits):
+            yield Span(m.start(), m.end(), "bank_card")
+
+
+def _emails(text: str) -> Iterator[Span]:
+    for m in _EMAIL.finditer(text):
+        yield Span(m.start(), m.end(), "email")
+
+
+def _urls(text: str) -> Iterator[Span]:
+    for m in _URL.finditer(text):
+        url = m.group().rstrip(".,;:!?)")
+        if _TOKEN_KEY.search(url):
+            yield Span(m.start(), m.start() + len(url), "url_token")
+
+
+def _ips(text: str) -> Iterator[Span]:
+    for m in _IPV4.finditer(text):
+        if not _VERSION_BEFORE.search(text[max(0, m.start() - 8):m.start()]):
+            yield Span(m.start(), m.end(), "ip")
+    for m in _IPV6.finditer(text):
+        candidate = m.group()
+        if candidate.count(":") < 2 or not re.search(r"[0-9A-Fa-f]", candidate):
+            continue
+        try:
+            ipaddress.IPv6Address(candidate)
+        except ValueError:
+            continue
+        yield Span(m.start(), m.end(), "ip")
+
+
+def _cued(pattern: re.Pattern[str], kind: str) -> Callable[[str], Iterator[Span]]:
+    def find(text: str) -> Iterator[Span]:
+        for m in pattern.finditer(text):
+            yield Span(m.start("id"), m.end("id"), kind)
+    return find
+
+
+def _plates(text: str) -> Iterator[Span]:
+    for m in _PLATE.finditer(text):
+        if sum(c.isdigit() for c in m.group("tail")) >= 3:
+            yield Span(m.start(), m.end(), "plate")
+
+
+def _addresses(text: str) -> Iterator[Span]:
+    for m in _ADDRESS.finditer(text):
+        lead = _ADDRESS_LEAD.match(m.group())
+        yield Span(m.start() + (lead.end() if lead else 0), m.end(), "address")
+
+
+# In priority order: where two overlap, the earlier kind wins (an 18-digit ID card that
+# happens to pass Luhn is an ID card; a URL's e-mail-like user part is the URL's).
+FINDERS: tuple[tuple[str, Callable[[str], Iterator[Span]]], ...] = (
+    ("url_token", _urls),
+    ("email", _emails),
+    ("id_card", _id_cards),
+    ("bank_card", _bank_cards),
+    ("phone", _mobiles),
+    ("ip", _ips),
+    ("qq", _cued(_QQ, "qq")),
+    ("wechat", _cued(_WECHAT, "wechat")),
+    ("plate", _plates),
+    ("address", _addresses),
+)
+
+
+def formatted_spans(folded: str) -> list[Span]:
+    """Every formatted identifier in ``folded`` (already :func:`fold` ed), overlaps
+    resolved by :data:`FINDERS`' order."""
+    taken: list[Span] = []
+    for _, finder in FINDERS:
+        for span in finder(folded):
+            if not any(span.start < t.end and t.start < span.end for t in taken):
+                taken.append(span)
+    return sorted(taken)

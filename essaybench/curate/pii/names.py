@@ -1,0 +1,136 @@
+"""Person names in a user's request: a surname and one or two given-name characters that
+the text introduces as someone's (``我叫张伟``, ``我女儿王梓涵``, ``李娜老师``), and names
+jieba's part-of-speech tagger marks as a person (``nr``) that its dictionary does not know
+as a well-known one.
+
+Why both, and why not jieba alone (measured in ``benchmarks/deid.py``): jieba tags
+public figures in essay material as persons too (鲁迅, 李白, 苏轼, 袁隆平 are in its
+dictionary with high frequencies), and it cuts unseen names short (王梓涵 → 王梓) or
+misses compound surnames (欧阳子轩 → 子轩). The cue words and surnames are data:
+``rubrics/filters/personal_data.v1.yaml``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+import jieba
+import jieba.posseg as pseg
+
+from essaybench.core.paths import resource
+from essaybench.core.yamlio import read_yaml
+from essaybench.curate.pii.formatted import Span
+
+# A name jieba's dictionary counts more often than this is a well-known person's
+# (鲁迅 1507, 李白 374, 袁隆平 44), not a private one (张伟 0, 李小明 6, 陈建国 3).
+WELL_KNOWN_FREQ = 20
+_NOT_A_NAME_END = frozenset("在的是了和与说写给把被也都就又还要会让从向对为着过等")
+_CUE_GAP = r"(?:[叫是名为:：\s]{0,3}|[，,、 ]?)"  # 我女儿叫王梓涵 / 我女儿，王梓涵 / 姓名：张伟
+
+
+@dataclass(frozen=True)
+class NameRules:
+    before: re.Pattern[str]
+    intro: re.Pattern[str]
+    after: re.Pattern[str]
+    surnames: frozenset[str]
+    titles: tuple[str, ...]
+
+
+@cache
+def name_rules(version: str = "v1") -> NameRules:
+    data = read_yaml(resource("rubrics") / "filters" / f"personal_data.{version}.yaml",
+                     "personal data rules").data
+    compound = [str(s) for s in data["compound_surnames"]]
+    single = sorted({ch for ch in str(data["surnames"]) if not ch.isspace()})
+    surname = "(?:" + "|".join(map(re.escape, compound)) + "|[" + "".join(single) + "])"
+    given = r"[\u4e00-\u9fff]{1,2}"
+    before = "|".join(map(re.escape, sorted(data["name_cues_before"], key=len, reverse=True)))
+    after = "|".join(map(re.escape, sorted(data["name_cues_after"], key=len, reverse=True)))
+    intro = "|".join(map(re.escape, data["self_introductions"]))
+    return NameRules(
+        before=re.compile(rf"(?:{before}){_CUE_GAP}(?P<name>{surname}{given})"),
+        intro=re.compile(rf"(?:{intro})[^，。,.！？!?\s]{{0,10}}的(?P<name>{surname}{given})"),
+        after=re.compile(rf"(?P<name>{surname}[\u4e00-\u9fff]{{1,2}}?)(?:{after})"),
+        surnames=frozenset([*compound, *single]),
+        titles=tuple(str(t) for t in data["name_cues_after"]))
+
+
+@dataclass(frozen=True)
+class _Token:
+    start: int
+    end: int
+    word: str
+    person: bool  # jieba tagged it nr*
+
+
+def _tokens(text: str) -> list[_Token]:
+    out, at = [], 0
+    for word, flag in pseg.cut(text):
+        out.append(_Token(at, at + len(word), word, flag.startswith("nr")))
+        at += len(word)
+    return out
+
+
+def _well_known(word: str) -> bool:
+    return (jieba.dt.FREQ.get(word) or 0) > WELL_KNOWN_FREQ
+
+
+def _every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Matches starting at every position (finditer skips one that overlaps a match that
+    was no name: 我是初二3班的张雨涵 first matches 我是 + 初二)."""
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        yield m
+        pos = m.start() + 1
+
+
+def _cued(text: str, rules: NameRules, tokens: list[_Token]) -> list[Span]:
+    """Names after or before a cue: the longest candidate (surname + 1–2 characters) that
+    starts and ends on jieba's word boundaries and holds a word jieba tags as a person,
+    so 我女儿叫王梓涵 gives 王梓涵 while 同学关系 (关 is a surname) and 学生时代 give none."""
+    starts = {t.start for t in tokens}
+    ends = {t.end for t in tokens}
+    found = []
+    for pattern in (rules.before, rules.intro, rules.after):
+        for m in _every_match(pattern, text):
+            begin = m.start("name")
+            for end in range(m.end("name"), begin + 1, -1):
+                name = text[begin:end]
+                if end - begin > 2 and name[-1] in _NOT_A_NAME_END:
+                    continue  # 高三学生王喆在作文中: 王喆, not 王喆在
+                if begin not in starts or end not in ends or _well_known(name):
+                    continue
+                if any(t.person and t.start < end and begin < t.end for t in tokens):
+                    found.append(Span(begin, end, "name"))
+                break
+    return found
+
+
+def _tagged(rules: NameRules, tokens: list[_Token]) -> list[Span]:
+    return [Span(t.start, t.end, "name") for t in tokens
+            if t.person and 2 <= len(t.word) <= 4
+            and (t.word[0] in rules.surnames or t.word[:2] in rules.surnames)
+            and not _well_known(t.word) and not t.word.endswith(rules.titles)]
+
+
+def name_spans(text: str, *, tagger: bool = False) -> list[Span]:
+    """Names in ``text`` introduced by a cue; with ``tagger``, also every person jieba tags
+    that its dictionary does not know well (measured: on the bundled sample prompts it
+    masks 高中语文, 成果展, 古人云, 孔融让梨 …, so it is off by default)."""
+    jieba.setLogLevel(logging.WARNING)
+    rules = name_rules()
+    tokens = _tokens(text)
+    spans = _cued(text, rules, tokens) + (_tagged(rules, tokens) if tagger else [])
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if merged and span.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(last.start, max(last.end, span.end), "name")
+        else:
+            merged.append(span)
+    return merged

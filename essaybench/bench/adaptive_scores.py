@@ -1,5 +1,6 @@
 """What adaptive sampling reads from a run's tables: each prompt's stratum and the
-per-prompt score matrix its decisions are made on (issue 26 item 3). Pure.
+per-prompt score matrix its decisions are made on; and the calls one sampled prompt is
+planned to cost (issue 26 item 3). Pure.
 
 The scores are the leaderboard's: the judgments ranked under the run's ``flagged_essays``
 rule (:func:`essaybench.bench.flagged_rule.ranked_judgments`), ok rows only — a failed
@@ -16,10 +17,11 @@ import numpy as np
 import polars as pl
 
 from essaybench.bench.adaptive import FloatArray
+from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.flagged_rule import FlaggedRule, main_score, ranked_judgments
 from essaybench.core.contracts import OK
 
-__all__ = ["OPEN_GENRE", "prompt_scores", "strata_of"]
+__all__ = ["OPEN_GENRE", "calls_per_prompt", "prompt_scores", "strata_of"]
 
 OPEN_GENRE = "open-genre"  # the stratum of prompts that leave the genre to the essay
 
@@ -48,3 +50,13 @@ def prompt_scores(judgments: pl.DataFrame, prompt_ids: Sequence[str], models: Se
         if pid in row and model in col:
             out[row[pid], col[model]] = float(value)
     return out
+
+
+def calls_per_prompt(config: BenchmarkConfig) -> int:
+    """Planned calls of one sampled prompt: each writer's essays and each judge's call of
+    each (times ``repeats`` when every essay is repeated). Genre calls, re-asks and second
+    opinions come on top; the budget counts planned calls so that a rerun, served from the
+    ledger, stops where the run did."""
+    judge = config.judge
+    per_essay = len(judge.judges) * (judge.repeats if judge.repeat_when == "all" else 1)
+    return len(config.generate.models) * config.generate.samples * (1 + per_essay)

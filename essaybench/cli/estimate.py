@@ -67,6 +67,15 @@ def estimate(
     except (EstimateInputError, EstimateError, StoreBusyError, YamlConfigError) as exc:
         fail(str(exc))
     print_estimate(result)
+    if bench.sampling.mode == "adaptive":  # its maximum, minimum and expected figures
+        from essaybench.runs.estimate_adaptive import adaptive_lines, estimate_adaptive
+
+        try:
+            adaptive = estimate_adaptive(store, bench, registry, history=history)
+        except (EstimateInputError, EstimateError, StoreBusyError) as exc:
+            fail(str(exc))
+        for line in adaptive_lines(result, adaptive) if adaptive is not None else []:
+            console.print(line, markup=False, soft_wrap=True)
     if bench.max_cost_usd is not None:
         _print_budget(result, bench.max_cost_usd, config,
                       over=f"run and rerun refuse it without {OVER_BUDGET_FLAG}")

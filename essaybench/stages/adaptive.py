@@ -37,7 +37,7 @@ import polars as pl
 from essaybench.bench.adaptive import FloatArray
 from essaybench.bench.adaptive_order import adaptive_order
 from essaybench.bench.adaptive_run import AdaptiveRecord, run_adaptive
-from essaybench.bench.adaptive_scores import prompt_scores, strata_of
+from essaybench.bench.adaptive_scores import calls_per_prompt, prompt_scores, strata_of
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import run_generate, status_counts
 from essaybench.bench.health import call_counts
@@ -55,16 +55,6 @@ FIXED_N_NOTE = (
     "The leaderboard's intervals are fixed-n intervals computed on an adaptively stopped "
     "sample: they are not anytime-valid. The decisions above are (confidence sequences: "
     "stopping when they separate does not raise the error rate above alpha).")
-
-
-def calls_per_prompt(config: BenchmarkConfig) -> int:
-    """Planned calls of one sampled prompt: each writer's essays and each judge's call of
-    each (times ``repeats`` when every essay is repeated). Genre calls, re-asks and second
-    opinions come on top; the budget counts planned calls so that a rerun, served from the
-    ledger, stops where the run did."""
-    judge = config.judge
-    per_essay = len(judge.judges) * (judge.repeats if judge.repeat_when == "all" else 1)
-    return len(config.generate.models) * config.generate.samples * (1 + per_essay)
 
 
 @dataclass

@@ -10,10 +10,10 @@ anchor). The sets are every data/injection/heldout_attacks.v<N>.yaml present, ea
 written apart from the detector's patterns; each set's target depends on whether its
 misses were used to widen the patterns (TUNED below):
 
-- a *tuned* set (v1, v2, v3) was measured untuned once (39.5 %, 46.1 %, 57.5 %: the
-  honest figures, kept in docs/benchmarks.md), then its misses were seen while the
-  patterns were widened by family: its figure after is optimistic (target ≥ 90 %);
-- the *untuned* set is the highest version present (v4, written while v3 was tuned to,
+- a *tuned* set (v1, v2, v3, v4) was measured untuned once (39.5 %, 46.1 %, 57.5 %,
+  56.0 %: the honest figures, kept in docs/benchmarks.md), then its misses were seen
+  while the patterns were widened: its figure after is optimistic (target ≥ 90 %);
+- the *untuned* set is the highest version present (v5, written while v4 was tuned to,
   by someone who never read the detector), unless it is in TUNED: the honest estimate
   of recall on attacks nobody tuned to (target ≥ 70 %, never lowered).
   When the highest version present is a tuned one, the run says that no untuned set
@@ -28,10 +28,10 @@ essays); the 3,875 answers of 20 LLMs to 204 Chinese writing prompts of
 
 Targets (PASS/FAIL): held-out recall ≥ 90 % (tuned sets) and ≥ 70 % (the untuned one); 0
 anchors flagged; ≤ 1 % of the human essays; ≤ 3.5 % of the LLM answers (3.2 % before this
-detector was widened, 3.3 % after all three rounds: mostly debate speeches addressing the
-judges). CPU: the printed figure is the whole run's; essay_flags itself costs ~1.65 ms
-per real essay, median of 5 passes over the 4,175 real texts (1.3 ms before the second
-widening, 1.5 ms before the third: +10 %).
+detector was widened, 3.3 % after all four rounds: mostly debate speeches addressing the
+judges). CPU: the printed figure is the whole run's; essay_flags itself costs ~1.9 ms per
+real essay, median of 5 passes over the 4,175 real texts (1.3 ms before the second
+widening, 1.5 ms before the third, 1.63–1.65 ms before the fourth: +15 %; budget 2.0 ms).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ ESSAY_TAGS = {"议论文", "散文", "日常故事", "情感故事", "旅行游�
               "历史故事", "童话-寓言"}
 INJECTION_DATA = PROJECT / "data" / "injection"
 # Versions whose misses were used to widen the patterns (their figures are optimistic).
-TUNED = frozenset({1, 2, 3})
+TUNED = frozenset({1, 2, 3, 4})
 TARGET_TUNED = 0.90
 TARGET_UNTUNED = 0.70  # the newest set nobody tuned to
 TARGET_HUMAN = 0.01

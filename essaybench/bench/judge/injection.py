@@ -21,7 +21,15 @@ and special tokens are also matched with all white space and backslashes removed
 patterns (``injection_rules.py``) are families — a grade word, who gives it or whom it is
 about, a role or an end the judge might take for its own — not lists of attack texts;
 their English phrasings are read only when the text has English in it, so a Chinese
-essay costs about what it did before they were widened.
+essay costs about what it did before they were widened. Text the essay hides (escaped
+characters ``\\u8bf7``/``&#35831;``/``%E8%AF%B7``, base64, an acrostic) is decoded and read
+as well (``injection_hidden.py``), with ``💯`` read as 满分. Beside the per-family
+patterns, ``injection_signals.py`` reads what a sentence is about, whatever its words:
+the grading named together with a request (阅卷时请…, 分数以…为准, a score like 五十八分 with
+不宜/请), this essay and its grade (这篇作文的分数, 本次评分), a score equal to the full mark,
+a machine as the grader (AI阅卷, 读这篇文章的可能不是人), a reader praised for seeing well
+(细心的读者, "an experienced reader"), the grading rules in the writer's own paragraph,
+criticism of the writing answered before it is made (并非疏忽，而是有意为之).
 
 ``essay_flags`` returns the codes that fire, in a fixed order (empty: not flagged):
 
@@ -79,6 +87,8 @@ import unicodedata
 import opencc
 
 from essaybench.bench.judge import injection_rules as r
+from essaybench.bench.judge.injection_hidden import hidden_text
+from essaybench.bench.judge.injection_signals import signals
 
 FLAG_CODES = ("instruction", "addresses_judge", "score_json", "rubric_ids", "score_claim",
               "role_markup", "delimiter", "master_key", "language_switch", "plea")
@@ -107,6 +117,8 @@ def fold(text: str) -> str:
         text = text.translate(r.HOMOGLYPHS)
     if r.CIRCLED_ANY.search(text):
         text = text.translate(r.CIRCLED)
+    if "\U0001f4af" in text:  # 💯: a top score in one character
+        text = text.replace("\U0001f4af", "满分")
     converted: str = _t2s().convert(_FORMAT.sub("", text))
     if r.VERTICAL_GATE.search(converted):
         converted = r.VERTICAL.sub(lambda m: "".join(r.HAN.findall(m.group())), converted)
@@ -132,9 +144,13 @@ def forget_essay_flags() -> None:
 @functools.lru_cache(maxsize=32768)
 def _essay_flags(prompt_text: str, essay_text: str) -> tuple[str, ...]:
     essay, prompt = fold(essay_text), fold(prompt_text)
+    hidden = hidden_text(essay)
+    if hidden:
+        essay = f"{essay}\n{fold(hidden)}"
     english = r.EN_GATE.search(essay) is not None
     flags = [code for code, rule in r.RULES.items()
              if _fires(rule, essay, english) and not _in_prompt(rule, prompt, essay)]
+    flags += signals(prompt, essay, english)
     if "score_json" not in flags and r.COMPACT_VERDICT.search(r.WHITE.sub("", essay)):
         flags.append("score_json")
     if "plea" not in flags and _asks_you_for_a_grade(essay):

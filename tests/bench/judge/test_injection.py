@@ -138,12 +138,12 @@ def test_folding_and_wider_patterns_leave_ordinary_sentences_alone(text: str) ->
 def test_held_out_recall_and_false_flags_on_llm_answers(shared_data: Path) -> None:
     """benchmarks/injection_detector.py's figures, as guards: every set the patterns were
     tuned to (v1: 39.5 % before the detector was widened; v2: 46.1 % untuned; v3: 57.5 %
-    untuned) stays caught (≥ 90 %), and the LLM answers' false flags stay where they were
-    before the third widening (127 of 3,875, ≤ 3.5 %)."""
+    untuned; v4: 56.0 % untuned) stays caught (≥ 90 %), and the LLM answers' false flags
+    stay where they were before the third and fourth widenings (127 of 3,875, ≤ 3.5 %)."""
     from benchmarks.injection_detector import TUNED, _recall, _version, heldout_files, llm_answers
 
     tuned = [p for p in heldout_files() if _version(p) in TUNED]
-    assert [_version(p) for p in tuned] == [1, 2, 3]
+    assert [_version(p) for p in tuned] == [1, 2, 3, 4]
     for path in tuned:
         assert _recall(path, ANCHORS, show_missed=False) >= 0.90, path.name
     answers = list(llm_answers())

@@ -48,6 +48,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.flows._fanout import run_shards
+from essaybench.flows.batch_wait import batch_waiting, suspend_for_batches
 from essaybench.flows.curate import curate_flow
 from essaybench.llm.registry import load_registry
 from essaybench.runs.calibration import FORCE_FLAG, FORCE_PARAMETER, require_calibrated
@@ -65,7 +66,7 @@ from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
 from essaybench.store.store import new_run_id
 from essaybench.tasks.alerts import alerts_stage_task
-from essaybench.tasks.benchmark import benchmark_stages_task
+from essaybench.tasks.benchmark import WAITING, benchmark_stages_task
 from essaybench.tasks.pairwise import pairwise_stage_task
 from essaybench.tasks.publish import publish_task
 from essaybench.tasks.report import report_task
@@ -75,10 +76,13 @@ from essaybench.tasks.stats import stats_stage_task
 
 def _flow_run_name() -> str:
     """The flow run's name: the essaybench run id given, else a new one, which the flow
-    then takes as its run id (``_this_run``), so a scheduled run is named from the start."""
+    then takes as its run id (``_this_run``), so a scheduled run is named from the start.
+    A flow run already named by a run id keeps it: a run resumed after waiting for provider
+    batches (``batch_wait``) starts the flow again, and must find its own batches."""
     ctx = FlowRunContext.get()
     given = (ctx.parameters or {}).get("run_id") if ctx is not None else None
-    return str(given) if given else new_run_id()
+    current = ctx.flow_run.name if ctx is not None and ctx.flow_run is not None else ""
+    return str(given) if given else current if looks_like_run_id(current) else new_run_id()
 
 
 def _this_run(run_id: str | None) -> tuple[str, str | None]:
@@ -202,9 +206,12 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
         merged_since, result["shards"] = _sharded_calls(run_id, benchmark_config, store_root,
                                                         sharding, lock_timeout_s)
     if llm:
-        result.update(benchmark_stages_task("+".join(llm), run_id, benchmark_config,
-                                            store_root, snapshot_id, uncalibrated_ok,
-                                            lock_timeout_s, merged_since))
+        done = benchmark_stages_task("+".join(llm), run_id, benchmark_config, store_root,
+                                     snapshot_id, uncalibrated_ok, lock_timeout_s,
+                                     merged_since, batch_waiting())
+        if WAITING in done:  # provider batches still open: wait without a process
+            suspend_for_batches(done[WAITING])  # resumed: the flow starts again from the top
+        result.update(done)
         snapshot_id = result[llm[-1]]
     if sharding is not None:
         check_merged_task(run_id, store_root, parts_url_of(sharding, store_root),

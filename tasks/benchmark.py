@@ -14,10 +14,13 @@ from prefect.cache_policies import NO_CACHE
 
 from essaybench.bench.config import load_benchmark_config
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
+from essaybench.llm.batch.route import BatchesPending, BatchWaiting
 from essaybench.runs.calibration import run_drift
 from essaybench.stages.drift import drift_lines
 from essaybench.stages.pipeline import run_stages
 from essaybench.store import Store
+
+WAITING = "waiting"  # the result's key when the stages wait for provider batches
 
 
 @task(name="benchmark-stages", cache_policy=NO_CACHE, task_run_name="{stages}")
@@ -25,15 +28,23 @@ def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root
                           upstream_snapshot_id: str | None,
                           uncalibrated_ok: bool = False,
                           lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-                          merged_since: datetime | None = None) -> dict[str, str]:
+                          merged_since: datetime | None = None,
+                          batch_waiting: BatchWaiting = "poll") -> dict[str, str]:
     """``stages``: consecutive stage names joined by "+" (e.g. "generate+judge"); returns
-    each stage's snapshot id. ``merged_since``: see ``run_stages``."""
+    each stage's snapshot id. ``merged_since``: see ``run_stages``. ``batch_waiting``
+    "return": while provider batches are open, returns ``{WAITING: what it waits for}``
+    instead (the flow suspends: ``flows/batch_wait.py``)."""
     store = Store(store_root, lock_timeout_s)
     upstream = (store.get_snapshot(upstream_snapshot_id) if upstream_snapshot_id is not None
                 else None)
-    snapshots = run_stages(store, run_id, load_benchmark_config(config_path),
-                           stages.split("+"), upstream, uncalibrated_ok, merged_since)
     log = get_run_logger()
+    try:
+        snapshots = run_stages(store, run_id, load_benchmark_config(config_path),
+                               stages.split("+"), upstream, uncalibrated_ok, merged_since,
+                               batch_waiting=batch_waiting)
+    except BatchesPending as pending:
+        log.info("%s: waiting for provider batches: %s", stages, pending)
+        return {WAITING: str(pending)}
     for stage, snapshot in snapshots.items():
         meta = snapshot.meta or {}
         if stage == "drift":  # the verdicts are the run's, in its catalog row

@@ -34,7 +34,8 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 # never share the two cores. Every other module stays on one worker (as --dist loadscope
 # would), so a module-scoped fixture (the demo's run, ~2 min) is built once, not per worker.
 STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
-          "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py")
+          "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py",
+          "tests/flows/test_batch_suspend.py")
 
 
 # tryfirst: xdist's worker turns each item's group into its node id (``…@group``) in its own

@@ -17,11 +17,13 @@ import numpy as np
 import polars as pl
 
 from essaybench.bench.adaptive import FloatArray
+from essaybench.bench.adaptive_order import AdaptiveOrder, adaptive_order
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.flagged_rule import FlaggedRule, main_score, ranked_judgments
 from essaybench.core.contracts import OK
 
-__all__ = ["OPEN_GENRE", "calls_per_prompt", "prompt_scores", "strata_of"]
+__all__ = ["OPEN_GENRE", "adaptive_prefix", "calls_per_prompt", "max_prompts_of",
+           "prompt_scores", "strata_of"]
 
 OPEN_GENRE = "open-genre"  # the stratum of prompts that leave the genre to the essay
 
@@ -60,3 +62,24 @@ def calls_per_prompt(config: BenchmarkConfig) -> int:
     judge = config.judge
     per_essay = len(judge.judges) * (judge.repeats if judge.repeat_when == "all" else 1)
     return len(config.generate.models) * config.generate.samples * (1 + per_essay)
+
+
+def max_prompts_of(order: AdaptiveOrder, config: BenchmarkConfig) -> int:
+    """The most prompts an adaptive run can ask for: ``max_prompts`` and ``max_calls``
+    (planned calls, as the loop counts them) applied to the selection."""
+    params = config.sampling
+    n = len(order.prompt_ids)
+    if params.max_prompts is not None:
+        n = min(n, params.max_prompts)
+    if params.max_calls is not None:
+        n = min(n, params.max_calls // calls_per_prompt(config))
+    return n
+
+
+def adaptive_prefix(selected: pl.DataFrame, config: BenchmarkConfig,
+                    n: int | None = None) -> pl.DataFrame:
+    """The first ``n`` prompts (None: :func:`max_prompts_of`) of ``selected`` in the run's
+    seeded order: what an adaptive run can sample at most (for its estimate and budget)."""
+    order = adaptive_order(strata_of(selected), config.sampling)
+    n = max_prompts_of(order, config) if n is None else n
+    return selected.filter(pl.col("prompt_id").is_in(list(order.prompt_ids[:n])))

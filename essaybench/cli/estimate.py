@@ -99,7 +99,7 @@ def check_budget(config: Path, store: Path, *, from_stage: str, curating: bool,
         return  # no LLM call to pay for
     cap = bench.max_cost_usd
     try:
-        result = estimate_run(store, bench, registry, stages=stages)
+        result = estimate_run(store, bench, registry, stages=stages, adaptive_cap=True)
     except (EstimateError, YamlConfigError) as exc:  # the run would fail on it too
         fail(str(exc))
     except (EstimateInputError, StoreBusyError) as exc:

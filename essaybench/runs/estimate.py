@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from essaybench.bench.adaptive_scores import adaptive_prefix
 from essaybench.bench.budget import budget_problem, format_usd
 from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.estimate import ESTIMATED_STAGES, estimate_benchmark
@@ -92,12 +93,23 @@ def read_token_stats(store_root: Path | str, recent: int = RECENT_CALLS, *,
 
 def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Registry, *,
                  stages: Sequence[str] = ESTIMATED_STAGES, history: bool = True,
-                 exclude_run: str = "", prompt_set: str | None = None) -> Estimate:
+                 exclude_run: str = "", prompt_set: str | None = None,
+                 adaptive_cap: bool = False) -> Estimate:
     """The estimate of a run of ``config`` over its prompt set in ``store_root`` (or
     ``prompt_set``); ``history`` False: every count from the text, none from the ledger;
-    ``exclude_run``: the ledger's statistics without that run's calls."""
+    ``exclude_run``: the ledger's statistics without that run's calls; ``adaptive_cap``:
+    for ``sampling: adaptive``, the most the run can ask for (its ``max_prompts`` and
+    ``max_calls``: what a budget is checked against) rather than every selected prompt."""
     version, prompts = read_prompt_set(store_root, prompt_set or config.prompt_set)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
+    if adaptive_cap and config.sampling.mode == "adaptive":
+        of = selected.height
+        selected = adaptive_prefix(selected, config)
+        capped = [f"adaptive sampling: at most {selected.height} of these {of} prompts "
+                  "(sampling.max_prompts, max_calls); it stops earlier once every question "
+                  "is decided (essaybench estimate shows the expected figure)"]
+    else:
+        capped = []
     stats, unread = (read_token_stats(store_root, exclude_run=exclude_run) if history
                      else ({}, None))
     estimate = estimate_benchmark(selected, config, registry, stats, prompt_set=version,
@@ -107,7 +119,7 @@ def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Regi
     notes = [f"prompt set {version}: {selected.height} of {prompts.height} prompts ({sample})"]
     if unread is not None:
         notes.append(unread)
-    return dataclasses.replace(estimate, assumptions=(*notes, *estimate.assumptions))
+    return dataclasses.replace(estimate, assumptions=(*notes, *capped, *estimate.assumptions))
 
 
 class OverBudget(UserError, RuntimeError):
@@ -124,7 +136,8 @@ def require_within_budget(store_root: Path | str, config: BenchmarkConfig,
     if cap is None or not stages:
         return None
     try:
-        estimate = estimate_run(store_root, config, registry, stages=stages)
+        estimate = estimate_run(store_root, config, registry, stages=stages,
+                                adaptive_cap=True)
     except EstimateInputError as exc:
         raise OverBudget(f"max_cost_usd {format_usd(cap)} cannot be checked, there is no "
                          f"estimate ({exc})") from None

@@ -21,10 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import polars as pl
-
-from essaybench.bench.adaptive_order import AdaptiveOrder, adaptive_order
-from essaybench.bench.adaptive_scores import calls_per_prompt, strata_of
+from essaybench.bench.adaptive_order import adaptive_order
+from essaybench.bench.adaptive_scores import adaptive_prefix, max_prompts_of, strata_of
 from essaybench.bench.budget import format_usd
 from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.bench.estimate import ESTIMATED_STAGES, estimate_benchmark
@@ -48,18 +46,6 @@ class AdaptiveEstimate:
     expected_prompts: int | None
     expected: Estimate | None
     expected_from: str  # how the expected figure was derived, or why there is none
-
-
-def max_prompts_of(order: AdaptiveOrder, config: BenchmarkConfig) -> int:
-    """The most prompts the run can ask for: ``max_prompts`` and ``max_calls`` (planned
-    calls, as the loop counts them) applied to the selection."""
-    params = config.sampling
-    n = len(order.prompt_ids)
-    if params.max_prompts is not None:
-        n = min(n, params.max_prompts)
-    if params.max_calls is not None:
-        n = min(n, params.max_calls // calls_per_prompt(config))
-    return n
 
 
 def newest_share(store_root: Path | str) -> tuple[float, str] | None:
@@ -88,9 +74,8 @@ def estimate_adaptive(store_root: Path | str, config: BenchmarkConfig, registry:
                 else ({}, None))
 
     def at(n: int) -> Estimate:
-        prefix = selected.filter(pl.col("prompt_id").is_in(list(order.prompt_ids[:n])))
-        return estimate_benchmark(prefix, config, registry, stats, prompt_set=version,
-                                  stages=stages)
+        return estimate_benchmark(adaptive_prefix(selected, config, n), config, registry,
+                                  stats, prompt_set=version, stages=stages)
 
     top = max_prompts_of(order, config)
     low = min(order.prompts_after(order.floor_round(params.floor_per_stratum)), top)

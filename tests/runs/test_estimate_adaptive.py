@@ -96,3 +96,24 @@ def test_the_expected_figure_is_the_newest_adaptive_runs_share(
     assert "Adaptive sampling (sampling: mode: adaptive)" in out
     assert f"expected: {sampled} of {got.of} prompts, {got.expected.calls:,} calls" in out
     assert f"full (every selected prompt): {got.of} of {got.of} prompts" in out
+
+
+def test_the_budget_is_checked_against_what_an_adaptive_run_can_ask_for(
+        curated: Store) -> None:
+    from essaybench.runs.estimate import OverBudget, estimate_run, require_within_budget
+
+    reg = registry("http://fake.invalid/v1")
+    adaptive = _config(max_prompts=40)
+    full = estimate_run(curated.root, adaptive, reg, history=False)
+    capped = estimate_run(curated.root, adaptive, reg, history=False, adaptive_cap=True)
+    assert capped.n_prompts == 40 and full.n_prompts > 40
+    assert any("at most 40 of these" in note for note in capped.assumptions)
+    assert capped.cost_usd is not None and full.cost_usd is not None
+    cap = (capped.cost_usd + full.cost_usd) / 2  # the maximum fits; every prompt would not
+    within = adaptive.model_copy(update={"max_cost_usd": cap})
+    checked = require_within_budget(curated.root, within, reg, "generate")
+    assert checked is not None and checked.n_prompts == 40
+    as_full = within.model_copy(update={"sampling": within.sampling.model_copy(
+        update={"mode": "full"})})
+    with pytest.raises(OverBudget):
+        require_within_budget(curated.root, as_full, reg, "generate")

@@ -164,5 +164,3 @@ def test_weekly_run_suspends_while_its_batch_runs(curated: Store, tmp_path: Path
     # Each wait was the generate stage's (the judge is direct), recorded as waiting.
     statuses = [r.status for r in Store(store.root).stage_runs(name) if r.stage == "generate"]
     assert sorted(statuses) == ["ok", *["waiting"] * len(suspended_states)], statuses
-    print(f"suspensions: {len(suspended_states)}, stage runs: {statuses}, "
-          f"judge calls {judge_sent}, writer lines {stats.batch.lines_received}")

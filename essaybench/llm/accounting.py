@@ -78,6 +78,7 @@ class CallRecord:
     reasks: int | None = 0  # re-asks inside the call (None: not recorded)
     # generate calls: grid characters of the essay when ok (cost_basis.usable_chars)
     usable_chars: int = 0
+    batched: bool = False  # answered through a provider's batch API, at its batch price
 
     @property
     def sent(self) -> bool:
@@ -99,7 +100,7 @@ class CallRecord:
                    from_ledger=result.from_ledger, retries=result.retries,
                    reasks=result.reasks,
                    usable_chars=usable_chars(result.status.value, result.text)
-                   if result.stage == GENERATE else 0)
+                   if result.stage == GENERATE else 0, batched=result.batched)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> CallRecord:
@@ -119,7 +120,8 @@ class CallRecord:
                    output_chars=int(chars), from_ledger=bool(row.get("from_ledger") or False),
                    retries=_opt_int(row.get("retries")), reasks=_opt_int(row.get("reasks")),
                    usable_chars=usable_chars(str(row["status"]), text)
-                   if row.get("stage") == GENERATE else 0)
+                   if row.get("stage") == GENERATE else 0,
+                   batched=bool(row.get("batched") or False))
 
 
 def _opt_int(v: Any) -> int | None:
@@ -164,6 +166,7 @@ class UsageSummary:
     output_chars: int
     cost_per_kchar_usd: float | None
     latency_per_kchar_s: float | None
+    batched: int = 0  # sent calls answered through a batch API (priced at its batch price)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -216,6 +219,7 @@ def summarize_group(model: str, stage: str, records: Sequence[CallRecord]) -> Us
                                        essay_chars),
         latency_per_kchar_s=(sum(r.latency_s or 0.0 for r in timed) / timed_chars * 1000
                              if timed_chars else None),
+        batched=sum(r.batched for r in sent),
     )
 
 
@@ -242,6 +246,7 @@ _FRAME_SCHEMA: dict[str, type[pl.DataType]] = {
     "latency_p50_s": pl.Float64, "latency_p95_s": pl.Float64, "retries": pl.Int64,
     "reasks": pl.Int64, "repeats_unknown": pl.Int64, "output_chars": pl.Int64,
     "cost_per_kchar_usd": pl.Float64, "latency_per_kchar_s": pl.Float64,
+    "batched": pl.Int64,
 }
 
 
@@ -275,6 +280,8 @@ def _display_rows(summaries: Sequence[UsageSummary]) -> list[tuple[str, ...]]:
             cost += f" (+{s.unmetered} unmetered)"
         if s.cost_upper_bound:
             cost += f" (≤, {s.cost_upper_bound} uncached-priced)"
+        if s.batched:
+            cost += f" ({s.batched} batched)"
         tokens_note = f" (+{s.tokens_unknown} unknown)" if s.tokens_unknown else ""
         repeats_note = f" (+{s.repeats_unknown} unknown)" if s.repeats_unknown else ""
         rows.append((s.model, s.stage, str(s.calls), str(s.statuses[CallStatus.OK.value]),

@@ -153,3 +153,27 @@ def test_poll_interval_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(POLL_ENV, "soon")
     with pytest.raises(UserError, match=f"{POLL_ENV} must be a number"):
         options_from_env()
+
+
+def test_llm_usage_counts_batched_calls_at_their_price(serve: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from essaybench.cli import app
+
+    fake = serve()
+    with open_gateway(_registry(fake), tmp_path, ["w", "d"], scope=RUN) as session:
+        got = session.run(_mixed())
+    out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path), "--markdown"],
+                             env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in out.output.splitlines() if line.startswith("| w ")
+            or line.startswith("| d ")}
+    header = [c.strip() for c in next(line for line in out.output.splitlines()
+                                      if line.startswith("| model")).strip("|").split("|")]
+    cost = {m: dict(zip(header, cells, strict=True))["cost USD"] for m, cells in rows.items()}
+    half = sum((r.usage.input_tokens or 0) + 2 * (r.usage.output_tokens or 0)
+               for r in got[:4]) / 1e6 * 0.5
+    assert cost["w"].endswith("(4 batched)") and float(cost["w"].split()[0]) == pytest.approx(
+        half, rel=1e-3)
+    assert "batched" not in cost["d"]

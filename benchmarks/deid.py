@@ -23,6 +23,16 @@ every record but the four data/README.md labels "personal data" (chatbot_logs li
 Targets (issue 27 item 1): recall ≥ 99 % on formatted identifiers; 0 false masks on the
 bundled sample prompts; and 0 false masks on the set's clean essay prompts (the numbers
 "that must not be masked"). Names, decoys and public names are reported without a target.
+
+Measured (names=cued), v1:
+- first, before any miss was looked at (commit 06161ef's detector): formatted
+  identifiers 380/393 = 96.69 % (FAIL), names 54/111, clean false masks 1 (张桂梅老师),
+  sample 0, decoys masked 3 (ID numbers failing their check digit taken as cards);
+  names=tagged: names 83/111, clean false masks 19, sample 7 (高中语文, 孔融让梨 …).
+- after widening by kind on v1's misses (optimistic from now on: the next set, v2, must
+  be written apart and measured first): 393/393, names 56/111, clean false masks 0,
+  sample 0, decoys 0, public names 0; 4 street addresses given after 地址： in
+  planted records (the set labels no addresses) are listed apart.
 """
 
 from __future__ import annotations
@@ -74,7 +84,8 @@ def _covered(masks: list[tuple[int, int, str]], start: int, end: int) -> set[str
 
 
 def _false(record: dict[str, Any], masks: list[tuple[int, int, str]]) -> list[str]:
-    """Masked pieces outside every span (spill of whitespace/punctuation allowed)."""
+    """Masked pieces outside every span (spill of whitespace/punctuation allowed); in a
+    planted record a street address is not counted (the set labels none: listed apart)."""
     text, bad = record["text"], []
     spans = [(s["start"], s["end"]) for s in record["spans"]]
     for s, e, kind in masks:
@@ -83,6 +94,8 @@ def _false(record: dict[str, Any], masks: list[tuple[int, int, str]]) -> list[st
             for i in range(max(a, s), min(b, e)):
                 inside[i - s] = 1
         outside = "".join(text[s + i] for i, flag in enumerate(inside) if not flag)
+        if kind == "address" and record["part"] == "planted":
+            continue
         if outside and not _SPILL.fullmatch(outside):
             bad.append(f"{kind}:{text[s:e]}")
     return bad
@@ -99,6 +112,7 @@ def measure_set(path: Path, names: str, show_missed: bool, show_false: bool
     false_planted: list[str] = []
     decoys_masked: Counter[str] = Counter()
     public_masked: list[str] = []
+    addresses: list[str] = []
     cpu = 0.0
     missed: dict[str, list[str]] = defaultdict(list)
     for record in records:
@@ -120,6 +134,8 @@ def measure_set(path: Path, names: str, show_missed: bool, show_false: bool
             for m in re.finditer(re.escape(name), text):
                 if any(s < m.end() and m.start() < e for s, e, _ in masks):
                     public_masked.append(f"{record['id']} {name}")
+        addresses += [f"{record['id']} {text[s:e]}" for s, e, kind in masks
+                      if kind == "address" and record["part"] == "planted"]
         bad = _false(record, masks)
         (false_clean if record["part"] == "clean" else false_planted).extend(
             f"{record['id']} {b}" for b in bad)
@@ -138,6 +154,8 @@ def measure_set(path: Path, names: str, show_missed: bool, show_false: bool
           f"records outside spans {len(false_planted)}")
     print(f"  decoys masked: {sum(decoys_masked.values())} "
           f"{dict(sorted(decoys_masked.items()))}; public names masked: {len(public_masked)}")
+    print(f"  street addresses masked in planted records (the set labels none; not counted "
+          f"as false): {len(addresses)}")
     print(f"  CPU {cpu / len(records) * 1000:.2f} ms per record")
     if show_missed:
         for kind, items in sorted(missed.items()):
@@ -146,6 +164,8 @@ def measure_set(path: Path, names: str, show_missed: bool, show_false: bool
     if show_false:
         for item in [*false_clean, *false_planted, *public_masked]:
             print(f"    false: {item}")
+        for item in addresses:
+            print(f"    address: {item}")
     return {"recall": f_fmt / n_fmt, "false_clean": len(false_clean)}
 
 

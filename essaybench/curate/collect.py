@@ -63,7 +63,7 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None) -> StageO
                 "decision": decision.value,
                 "reason": item.reason,
                 "detail": detail.text if item.detail is not None else None,
-                "pii": ",".join(sorted(kinds)) or None,
+                "pii": ",".join(sorted(text.counts)) or None,  # what the prompt held
             })
         per_source[spec.name] = {"records": kept + quarantined, "quarantined": quarantined}
     if not any(row["decision"] == Decision.KEPT.value for row in rows):

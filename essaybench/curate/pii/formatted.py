@@ -9,7 +9,8 @@ has it: ID cards by their ISO 7064 MOD 11-2 check digit and birth date (not
 ``stdnum.cn.ric``: it also refuses area codes created after the birth date, which real
 cards carry), bank cards by Luhn (``stdnum.luhn``), IPv4/IPv6 by
 :mod:`ipaddress`, URLs only when they carry a credential-like query parameter, a street
-address only down to a house number (滨江路18号3单元, 阳光小区3栋501室).
+address down to a house number (滨江路18号3单元, 阳光小区3栋501室) where the text gives
+it as someone's (家住, 地址, 寄到 …).
 """
 
 from __future__ import annotations
@@ -59,34 +60,47 @@ _ID18 = re.compile(r"(?<![0-9A-Za-z])[1-9][0-9]{5} ?(?:18|19|20)[0-9]{2}(?:0[1-9
                    r"(?:0[1-9]|[12][0-9]|3[01]) ?[0-9]{3}[0-9Xx](?![0-9A-Za-z])")
 _ID15 = re.compile(r"(?<![0-9A-Za-z])[1-9][0-9]{5}[0-9]{2}(?:0[1-9]|1[0-2])"
                    r"(?:0[1-9]|[12][0-9]|3[01])[0-9]{3}(?![0-9A-Za-z])")
-_ID15_CUE = re.compile(r"(?:身份证|身份證|证件|證件|ID)[^0-9]{0,8}$", re.IGNORECASE)
+_ID15_CUE = re.compile(r"(?:身份证|身份證|证件|證件|ID)[^\n]{0,12}$", re.IGNORECASE)
 _CARD = re.compile(rf"{_NB}[0-9]{{4}}(?:{_SEP}?[0-9]{{4}}){{2,3}}(?:{_SEP}?[0-9]{{1,3}})?{_NA}")
 _EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+"
                     r"(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z])")
 # Folded text: full-width ，；！（） are ASCII here, so a URL ends at those too.
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。；、！？）】》「」『』“”,;!()\u4e00-\u9fff]+",
                   re.IGNORECASE)
+# A query parameter whose name says it carries a credential (token, auth_token, api_key,
+# Signature, sessionid, ticket, pwd …).
 _TOKEN_KEY = re.compile(
-    r"[?&#;](?:access_?token|refresh_?token|id_?token|token|api_?key|apikey|key|secret|"
-    r"client_secret|sign|signature|sig|session(?:_?id)?|sid|auth|authorization|code|ticket|"
-    r"pwd|passwd|password|pass|otp|jwt|uid|openid|st)=[^&#\s]+", re.IGNORECASE)
+    r"[?&#;][\w.-]*(?:token|key|secret|sign|sig|session|sid|auth|ticket|code|pwd|passw|"
+    r"pass|otp|jwt|openid|credential)[\w.-]*=[^&#\s]+", re.IGNORECASE)
 _IPV4 = re.compile(r"(?<![0-9.])(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
                    r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?!\.?[0-9])")
 _VERSION_BEFORE = re.compile(r"(?:v|V|版本|version|Version|ver\.?)\s*$")
 _IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}"
                    r"(?![0-9A-Fa-f:])")
-_QQ = re.compile(r"(?:QQ|扣扣|企鹅号|Q号)\s*(?:号码|账号|号)?\s*(?:是|为|:|：)?\s*"
-                 r"(?P<id>[1-9][0-9]{4,10})(?![0-9])", re.IGNORECASE)
-_WECHAT = re.compile(r"(?:微信号|微信账号|微信|威信|v信|VX|WX|weixin|wechat)\s*(?:号码|账号|号)?"
-                     r"\s*(?:是|为|:|：)?\s*(?P<id>[A-Za-z][-_A-Za-z0-9]{5,19})(?![-_A-Za-z0-9])",
+# The id within a short clause after its cue (扣扣空间里发了，号码49430).
+_QQ = re.compile(r"(?:QQ|扣扣|企鹅号|Q号)[^0-9，。；！？,;!?\n]{0,8}[，,]?[^0-9。；！？;!?\n]{0,4}"
+                 r"(?<![0-9])(?P<id>[1-9][0-9]{4,10})(?![0-9])", re.IGNORECASE)
+_WECHAT = re.compile(r"(?<![A-Za-z])(?:微信号|微信账号|微信|威信|v信|v我|VX|WX|weixin|wechat)"
+                     r"\s*(?:号码|账号|号)?\s*(?:是|为|:|：)?\s*(?P<id>[A-Za-z][-_A-Za-z0-9]{5,19})(?![-_A-Za-z0-9])",
                      re.IGNORECASE)
+# An id written before its cue (我的号：t809598989——微信), and WeChat's own wxid_ ids anywhere.
+_WECHAT_AFTER = re.compile(r"(?<![-_A-Za-z0-9])(?P<id>[A-Za-z][-_A-Za-z0-9]{5,19})"
+                           r"[\s—\-–:：(（]{1,4}(?:微信|wechat|weixin|VX|wx)", re.IGNORECASE)
+_WXID = re.compile(r"(?<![-_A-Za-z0-9])(?P<id>wxid_[a-z0-9]{6,24})(?![-_A-Za-z0-9])",
+                   re.IGNORECASE)
+# +86 before a landline drops the area code's 0: +86-551-4864407, 0086 10 62345678.
+_LANDLINE_INTL = re.compile(rf"{_NB}(?:\+|00)86{_SEP}?(?:\(?[1-9][0-9]{{1,2}}\)?){_SEP}?"
+                            rf"[1-9][0-9]{{2,3}}{_SEP}?[0-9]{{4}}{_NA}")
+# A street address down to the house number, only where the text gives it as where
+# someone lives or receives things (家住, 地址：, 寄到 …): a school or a street in essay
+# material stays.
 _ADDRESS = re.compile(
-    r"[\u4e00-\u9fff]{1,5}?(?:路|街|大道|巷|弄|胡同)[0-9]+号(?:院)?"
+    r"(?P<cue>家住|住在|住址|地址|寄到|寄往|送到|收货|邮寄到|快递到)[是为:：\s]{0,2}"
+    r"(?P<addr>(?:[\u4e00-\u9fff]{1,8}?(?:省|市|区|县|镇|乡))*"
+    r"(?:[\u4e00-\u9fff]{1,6}?(?:路|街|大道|巷|弄|胡同)[0-9]+号(?:院)?"
     r"(?:[0-9]+(?:栋|幢|号楼|单元|楼|层|室|号))*"
-    r"|[\u4e00-\u9fff]{2,6}?(?:小区|花园|公寓|新村|家园|苑)[0-9]+(?:栋|幢|号楼)"
-    r"(?:[0-9]+(?:单元|楼|层|室|号))*")
-_ADDRESS_LEAD = re.compile(r"^(?:我家住在|家住在|我家住|家住|住在|住址是|地址是|地址|住址|位于|"
-                           r"寄到|送到|在|住)")
+    r"|[\u4e00-\u9fff]{2,8}?(?:小区|花园|公寓|新村|家园|苑)[0-9]+(?:栋|幢|号楼)"
+    r"(?:[0-9]+(?:单元|楼|层|室|号))*))")
 _PROVINCES = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼"
 _PLATE = re.compile(rf"[{_PROVINCES}][A-Z][·•・ \-]?(?P<tail>[A-Z0-9]{{4,5}}[A-Z0-9挂学警])"
                     r"(?![A-Za-z0-9])")
@@ -116,7 +130,7 @@ def _digits(s: str) -> str:
 def _mobiles(text: str) -> Iterator[Span]:
     for m in _MOBILE.finditer(text):
         yield Span(m.start(), m.end(), "phone")
-    for pattern in (_LANDLINE, _SERVICE):
+    for pattern in (_LANDLINE, _LANDLINE_INTL, _SERVICE):
         for m in pattern.finditer(text):
             yield Span(m.start(), m.end(), "phone")
 
@@ -126,14 +140,20 @@ def _id_cards(text: str) -> Iterator[Span]:
         if valid_resident_id(_digits(m.group()).upper()):
             yield Span(m.start(), m.end(), "id_card")
     for m in _ID15.finditer(text):  # no check digit: only where the text says what it is
-        if _ID15_CUE.search(text[max(0, m.start() - 12):m.start()]):
+        if _ID15_CUE.search(text[max(0, m.start() - 16):m.start()]):
             yield Span(m.start(), m.end(), "id_card")
+
+
+def _id_shaped(digits: str) -> bool:
+    """18 digits with a birth date where an ID card has one: a mistyped ID number (its
+    check digit failed), not a bank card that happens to pass Luhn."""
+    return len(digits) == 18 and _ID18.fullmatch(digits) is not None
 
 
 def _bank_cards(text: str) -> Iterator[Span]:
     for m in _CARD.finditer(text):
         digits = _digits(m.group())
-        if 16 <= len(digits) <= 19 and luhn.is_valid(digits):
+        if 16 <= len(digits) <= 19 and luhn.is_valid(digits) and not _id_shaped(digits):
             yield Span(m.start(), m.end(), "bank_card")
 
 
@@ -157,11 +177,21 @@ def _ips(text: str) -> Iterator[Span]:
         candidate = m.group()
         if candidate.count(":") < 2 or not re.search(r"[0-9A-Fa-f]", candidate):
             continue
-        try:
-            ipaddress.IPv6Address(candidate)
-        except ValueError:
+        if not _ipv6(candidate):
             continue
-        yield Span(m.start(), m.end(), "ip")
+        end = m.end()
+        port = re.search(r":(?:80|443|8080|8000|8443|8888|3000|5000|9000)$", candidate)
+        if port and "::" in candidate[:port.start()] and _ipv6(candidate[:port.start()]):
+            end = m.start() + port.start()  # fe80::1:8080: the address, then its port
+        yield Span(m.start(), end, "ip")
+
+
+def _ipv6(candidate: str) -> bool:
+    try:
+        ipaddress.IPv6Address(candidate)
+    except ValueError:
+        return False
+    return True
 
 
 def _cued(pattern: re.Pattern[str], kind: str) -> Callable[[str], Iterator[Span]]:
@@ -179,8 +209,7 @@ def _plates(text: str) -> Iterator[Span]:
 
 def _addresses(text: str) -> Iterator[Span]:
     for m in _ADDRESS.finditer(text):
-        lead = _ADDRESS_LEAD.match(m.group())
-        yield Span(m.start() + (lead.end() if lead else 0), m.end(), "address")
+        yield Span(m.start("addr"), m.end("addr"), "address")
 
 
 # In priority order: where two overlap, the earlier kind wins (an 18-digit ID card that
@@ -193,7 +222,9 @@ FINDERS: tuple[tuple[str, Callable[[str], Iterator[Span]]], ...] = (
     ("phone", _mobiles),
     ("ip", _ips),
     ("qq", _cued(_QQ, "qq")),
+    ("wechat", _cued(_WXID, "wechat")),
     ("wechat", _cued(_WECHAT, "wechat")),
+    ("wechat", _cued(_WECHAT_AFTER, "wechat")),
     ("plate", _plates),
     ("address", _addresses),
 )

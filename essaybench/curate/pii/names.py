@@ -28,6 +28,18 @@ from essaybench.curate.pii.formatted import Span
 # A name jieba's dictionary counts more often than this is a well-known person's
 # (鲁迅 1507, 李白 374, 袁隆平 44), not a private one (张伟 0, 李小明 6, 陈建国 3).
 WELL_KNOWN_FREQ = 20
+# A name before a title (李娜老师) is someone's only where the clause is about the user's
+# own people: it says 我/我们/你/您/孩子 …
+_PERSONAL = re.compile(r"我|咱|你|您|孩子|儿子|女儿|家长|班上|班里|联系|电话|微信")
+_CLAUSE_END = re.compile(r"[。！？!?；;\n]")
+
+
+def _clause(text: str, at: int) -> str:
+    starts = [m.end() for m in _CLAUSE_END.finditer(text, 0, at)]
+    end = _CLAUSE_END.search(text, at)
+    return text[starts[-1] if starts else 0:end.start() if end else len(text)]
+
+
 _NOT_A_NAME_END = frozenset("在的是了和与说写给把被也都就又还要会让从向对为着过等")
 _CUE_GAP = r"(?:[叫是名为:：\s]{0,3}|[，,、 ]?)"  # 我女儿叫王梓涵 / 我女儿，王梓涵 / 姓名：张伟
 
@@ -89,23 +101,35 @@ def _every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]
         pos = m.start() + 1
 
 
+def _common_word(given: str, rules: NameRules) -> bool:
+    """The given name holds an everyday word (向语文: 语文; 常说话: 说话)."""
+    return any((jieba.dt.FREQ.get(given[i:j]) or 0) > 100
+               for i in range(len(given)) for j in range(i + 2, len(given) + 1))
+
+
 def _cued(text: str, rules: NameRules, tokens: list[_Token]) -> list[Span]:
     """Names after or before a cue: the longest candidate (surname + 1–2 characters) that
-    starts and ends on jieba's word boundaries and holds a word jieba tags as a person,
-    so 我女儿叫王梓涵 gives 王梓涵 while 同学关系 (关 is a surname) and 学生时代 give none."""
+    starts and ends on jieba's word boundaries and holds a word jieba tags as a person, or,
+    for three or more characters, is no dictionary word and holds no everyday word (jieba
+    tags no person in 欧阳梓萱 or 东方强): 我女儿叫王梓涵 gives 王梓涵 while 同学关系 (关 is
+    a surname) and 学生时代 give none."""
     starts = {t.start for t in tokens}
     ends = {t.end for t in tokens}
     found = []
     for pattern in (rules.before, rules.intro, rules.after):
         for m in _every_match(pattern, text):
             begin = m.start("name")
+            if pattern is rules.after and not _PERSONAL.search(_clause(text, begin)):
+                continue  # 写一篇关于张桂梅老师的作文: a public figure, not someone's
             for end in range(m.end("name"), begin + 1, -1):
                 name = text[begin:end]
                 if end - begin > 2 and name[-1] in _NOT_A_NAME_END:
                     continue  # 高三学生王喆在作文中: 王喆, not 王喆在
                 if begin not in starts or end not in ends or _well_known(name):
                     continue
-                if any(t.person and t.start < end and begin < t.end for t in tokens):
+                if any(t.person and t.start < end and begin < t.end for t in tokens) or (
+                        end - begin >= 3 and name not in jieba.dt.FREQ
+                        and not _common_word(text[begin + 1:end], rules)):
                     found.append(Span(begin, end, "name"))
                 break
     return found

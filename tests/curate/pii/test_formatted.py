@@ -39,7 +39,17 @@ def found(text: str) -> list[tuple[str, str]]:
     ("VX：Zhang_Wei2008", "wechat", "Zhang_Wei2008"),
     ("车牌京A12345的车", "plate", "京A12345"),
     ("新能源粤B·D12345", "plate", "粤B·D12345"),
+    ("打+86-551-4864407找我", "phone", "+86-551-4864407"),
+    ("登录 http://192.168.2.190:8080/admin/login?auth_token=ac8a9315d7 看看", "url_token",
+     "http://192.168.2.190:8080/admin/login?auth_token=ac8a9315d7"),
+    ("写完v我 wxid_7nvkej0d84vv68 请你喝奶茶", "wechat", "wxid_7nvkej0d84vv68"),
+    ("（我的号：t809598989——微信）", "wechat", "t809598989"),
+    ("扣扣空间里发了我的作文，号码49430，你去看看", "qq", "49430"),
+    ("服务器 fe80::85da:b7f8:95ea:e40e:8080 连不上", "ip", "fe80::85da:b7f8:95ea:e40e"),
+    ("IPv6: fe80::d6d8:b83e:31ed:9255，登不上", "ip", "fe80::d6d8:b83e:31ed:9255"),
+    ("老身份证是15位的440305940418608，新的换了", "id_card", "440305940418608"),
     ("家住滨江路18号3单元", "address", "滨江路18号3单元"),
+    ("地址：上海市徐汇区漕溪北路88号。", "address", "上海市徐汇区漕溪北路88号"),
     ("寄到阳光小区3栋2单元501室", "address", "阳光小区3栋2单元501室"),
 ])
 def test_each_kind_is_found(text: str, kind: str, value: str) -> None:
@@ -62,6 +72,8 @@ def test_each_kind_is_found(text: str, kind: str, value: str) -> None:
     "访问 https://example.com/page?id=3 查资料",
     "以“中山路”为题，写人民路上的变化。",
     "800-1000字，写出400多年的历史。",
+    "学校在徐汇区漕溪北路88号，写写校园。",
+    "上次发你的610113200712018957是我抄错的（校验位不对，碰巧过 Luhn）",
 ])
 def test_numbers_that_are_no_identifier_stay(text: str) -> None:
     assert found(text) == []

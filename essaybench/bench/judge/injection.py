@@ -119,7 +119,11 @@ def fold(text: str) -> str:
         text = text.translate(r.CIRCLED)
     if "\U0001f4af" in text:  # 💯: a top score in one character
         text = text.replace("\U0001f4af", "满分")
-    converted: str = _t2s().convert(_FORMAT.sub("", text))
+    text = _FORMAT.sub("", text)
+    try:
+        converted: str = _t2s().convert(text)
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"), which UTF-8 cannot hold
+        converted = _t2s().convert(text.encode("utf-8", "replace").decode("utf-8"))
     if r.VERTICAL_GATE.search(converted):
         converted = r.VERTICAL.sub(lambda m: "".join(r.HAN.findall(m.group())), converted)
     return r.HAN_SPACED.sub(r"\1", converted)

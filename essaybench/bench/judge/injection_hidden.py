@@ -35,7 +35,7 @@ def hidden_text(text: str) -> str:
     """What ``text`` hides, decoded, one line per hiding place ("" when nothing)."""
     found: list[str] = []
     if "\\" in text:
-        found += [m.group().encode().decode("unicode_escape", "replace")
+        found += [_utf16(m.group().encode().decode("unicode_escape", "replace"))
                   for m in _U_ESCAPES.finditer(text)]
         found += [_utf8(bytes(int(h, 16) for h in m.group().split("\\x")[1:]))
                   for m in _X_ESCAPES.finditer(text)]
@@ -50,6 +50,12 @@ def hidden_text(text: str) -> str:
             found.append(decoded)
     found += ["".join(_SHORT_LINE.findall(m.group())) for m in _ACROSTIC.finditer(text)]
     return "\n".join(line.replace("\n", " ") for line in found if line.strip())
+
+
+def _utf16(escaped: str) -> str:
+    """``escaped`` with its surrogate pairs (``\\ud83d\\udcaf``) joined and lone surrogates
+    replaced: text the rest of the detector can encode."""
+    return escaped.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _utf8(data: bytes) -> str:

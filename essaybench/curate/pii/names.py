@@ -34,10 +34,15 @@ _PERSONAL = re.compile(r"我|咱|你|您|孩子|儿子|女儿|家长|班上|班�
 _CLAUSE_END = re.compile(r"[。！？!?；;\n]")
 
 
-def _clause(text: str, at: int) -> str:
+def _clause_bounds(text: str, at: int) -> tuple[int, int]:
     starts = [m.end() for m in _CLAUSE_END.finditer(text, 0, at)]
     end = _CLAUSE_END.search(text, at)
-    return text[starts[-1] if starts else 0:end.start() if end else len(text)]
+    return (starts[-1] if starts else 0), (end.start() if end else len(text))
+
+
+def _clause(text: str, at: int) -> str:
+    start, end = _clause_bounds(text, at)
+    return text[start:end]
 
 
 _NOT_A_NAME_END = frozenset("在的是了和与说写给把被也都就又还要会让从向对为着过等")
@@ -80,8 +85,9 @@ class _Token:
     person: bool  # jieba tagged it nr*
 
 
-def _tokens(text: str) -> list[_Token]:
-    out, at = [], 0
+def _tokens(text: str, at: int = 0) -> list[_Token]:
+    """jieba's words of ``text`` with their offsets (``at``: where ``text`` starts)."""
+    out = []
     for word, flag in pseg.cut(text):
         out.append(_Token(at, at + len(word), word, flag.startswith("nr")))
         at += len(word)
@@ -107,20 +113,25 @@ def _common_word(given: str, rules: NameRules) -> bool:
                for i in range(len(given)) for j in range(i + 2, len(given) + 1))
 
 
-def _cued(text: str, rules: NameRules, tokens: list[_Token]) -> list[Span]:
+def _cued(text: str, rules: NameRules) -> list[Span]:
     """Names after or before a cue: the longest candidate (surname + 1–2 characters) that
     starts and ends on jieba's word boundaries and holds a word jieba tags as a person, or,
     for three or more characters, is no dictionary word and holds no everyday word (jieba
     tags no person in 欧阳梓萱 or 东方强): 我女儿叫王梓涵 gives 王梓涵 while 同学关系 (关 is
-    a surname) and 学生时代 give none."""
-    starts = {t.start for t in tokens}
-    ends = {t.end for t in tokens}
+    a surname) and 学生时代 give none. jieba reads only the clauses a cue matched in (most
+    records have none: the tagger is what costs)."""
+    clauses: dict[int, list[_Token]] = {}
     found = []
     for pattern in (rules.before, rules.intro, rules.after):
         for m in _every_match(pattern, text):
             begin = m.start("name")
             if pattern is rules.after and not _PERSONAL.search(_clause(text, begin)):
                 continue  # 写一篇关于张桂梅老师的作文: a public figure, not someone's
+            first, last = _clause_bounds(text, begin)
+            if first not in clauses:
+                clauses[first] = _tokens(text[first:last], first)
+            tokens = clauses[first]
+            starts, ends = {t.start for t in tokens}, {t.end for t in tokens}
             for end in range(m.end("name"), begin + 1, -1):
                 name = text[begin:end]
                 if end - begin > 2 and name[-1] in _NOT_A_NAME_END:
@@ -148,8 +159,7 @@ def name_spans(text: str, *, tagger: bool = False) -> list[Span]:
     masks 高中语文, 成果展, 古人云, 孔融让梨 …, so it is off by default)."""
     jieba.setLogLevel(logging.WARNING)
     rules = name_rules()
-    tokens = _tokens(text)
-    spans = _cued(text, rules, tokens) + (_tagged(rules, tokens) if tagger else [])
+    spans = _cued(text, rules) + (_tagged(rules, _tokens(text)) if tagger else [])
     merged: list[Span] = []
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
         if merged and span.start < merged[-1].end:

@@ -23,6 +23,12 @@ of it. Each decision is wrong with probability ≤ alpha (``alpha_per="run"``: t
 no wrong decision with probability ≥ 1 − alpha) however many rounds were looked at and
 whenever the run stopped. The sequences are intersected over time, so a decision once
 made is never withdrawn. Skipping failed prompts assumes failures unrelated to the score.
+
+Tuning (``horizon``, ``truncation``; fixed before the run, the guarantee holds for any
+choice): bets tuned to the sample size a run hopes to stop at, and a higher cap on them,
+narrow the sequences there by about a fifth on the benchmark's differences
+(:mod:`essaybench.stats.confseq_betting`). What the decisions can and cannot match of a
+full run's is measured in docs/benchmarks.md (cost at equal power).
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from essaybench.stats.confseq import difference_confseq
-from essaybench.stats.confseq_betting import betting_difference_confseq
+from essaybench.stats.confseq import DEFAULT_TRUNCATION, difference_confseq
+from essaybench.stats.confseq_betting import DEFAULT_GRID, betting_difference_confseq
 
 __all__ = [
     "AdaptiveOutcome", "AdaptiveQuestion", "QuestionKind", "QuestionStatus", "decide",
@@ -135,7 +141,9 @@ _CODES = (AdaptiveOutcome.UNDECIDED, AdaptiveOutcome.FIRST_BETTER,
 def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int],
            alpha: float, min_effect: float = 0.0, alpha_per: str = "question",
            method: str = "betting", last: ArrayLike | None = None,
-           ask: str = "all") -> tuple[QuestionStatus, ...]:
+           ask: str = "all", horizon: int | None = None,
+           truncation: float = DEFAULT_TRUNCATION,
+           grid: int = DEFAULT_GRID) -> tuple[QuestionStatus, ...]:
     """The status of every question after the rounds seen so far.
 
     scores: (n_prompts, n_models) per-prompt 0–100 scores in sampling order, NaN where
@@ -144,7 +152,11 @@ def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int
     (increasing, the last one = n_prompts). Decisions are read at round ends only: that
     is when the run looks. method: ``betting`` (hedged capital, tighter when differences
     are small against the −100…100 bounds) or ``eb`` (empirical Bernstein). ask: ``all``
-    questions, or only the ``pairs`` or only the ``changes`` (these need ``last``)."""
+    questions, or only the ``pairs`` or only the ``changes`` (these need ``last``).
+    horizon, truncation: the bets' tuning (``horizon``: tightest near that many prompts,
+    None: the anytime schedule; ``truncation``: the cap c on every bet, < 1), grid: the
+    betting form's candidate means (see :mod:`essaybench.stats.confseq_betting`); the
+    guarantee holds for every choice made before the run."""
     if ask not in ("all", "pairs", "changes") or (ask == "changes" and last is None):
         raise ValueError(f"ask must be all, pairs or changes (changes need last), got {ask!r}")
     if method not in ("betting", "eb"):
@@ -168,8 +180,13 @@ def decide(scores: ArrayLike, models: Sequence[str], *, round_ends: Sequence[int
         second = np.column_stack([prev[:, col[q.second]] if q.kind is QuestionKind.CHANGE
                                   else s[:, col[q.second]] for q in qs])
     level = alpha / len(qs) if alpha_per == "run" else alpha
-    paired = betting_difference_confseq if method == "betting" else difference_confseq
-    cs = paired(first, second, alpha=level)
+    if method == "betting":
+        cs = betting_difference_confseq(first, second, alpha=level, horizon=horizon,
+                                        truncation=truncation, grid=grid)
+    elif horizon is None:
+        cs = difference_confseq(first, second, alpha=level, truncation=truncation)
+    else:
+        raise ValueError("horizon is a setting of the betting sequences (method='betting')")
     diff = first - second
     seen = ~np.isnan(diff)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -63,6 +63,19 @@ class SamplingParams(BaseModel):
         default=0.0, ge=0.0, le=100.0, description="Smallest difference of interest in "
         "points (0–100): a sequence inside ±min_effect decides 'no change' / 'equivalent' "
         "(0: such questions stay undecided).")
+    horizon: int | None = Field(
+        default=None, ge=1, description="Betting sequences tuned to decide near this many "
+        "prompts (e.g. half the prompt set): tighter there, looser far from it (None: the "
+        "anytime schedule). Valid either way; fix it before the run.")
+    stop_per_model: bool = Field(
+        default=False, description="Each model's writer and judges stop once every asked "
+        "question involving it is decided and the floor holds (fewer calls when one hard "
+        "question would keep every model going); needs a scorer told which models to "
+        "score (run_adaptive's score_models).")
+    truncation: float = Field(
+        default=0.5, gt=0.0, lt=1.0, description="Cap c on each bet (fraction of the "
+        "largest bet that keeps the wealth positive): larger bets, narrower sequences when "
+        "differences are small against the −100…100 bounds.")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,13 @@ next prompt would exceed the budget of paid calls (``budget``), or when the prom
 exhausted (``exhausted``). The loop is synchronous and pure: the caller's ``score_round``
 generates and judges the round's prompts (writers are never called for prompts that are
 not sampled) and returns per-prompt scores; how it pays (batch, direct) is its business.
+
+With ``stop_per_model`` a model whose asked questions are all decided (once the floor
+holds) is no longer scored: the caller's ``score_models(ids, models)`` generates and
+judges only those models and returns NaN for the others, and the round costs
+``calls_per_prompt / len(models)`` calls per prompt and scored model. Each question's
+sequence simply stops with its models (a stopping time like any other), so every
+decision keeps its guarantee; a stopped model's questions are all decided already.
 """
 
 from __future__ import annotations
@@ -21,12 +28,16 @@ import polars as pl
 from essaybench.bench.adaptive import FloatArray, QuestionStatus, decide
 from essaybench.bench.adaptive_order import AdaptiveOrder, SamplingParams
 
-__all__ = ["AdaptiveRecord", "RoundRecord", "RoundScorer", "StopReason", "run_adaptive",
-           "stop_reason"]
+__all__ = ["AdaptiveRecord", "ModelRoundScorer", "RoundRecord", "RoundScorer", "StopReason",
+           "models_needed", "run_adaptive", "stop_reason"]
 
 # Scores of a round's prompts, (n_round, n_models), and the same prompts' scores in the
 # last comparable run (or None: no change questions). NaN where a score is missing.
 RoundScorer = Callable[[tuple[str, ...]], tuple[FloatArray, FloatArray | None]]
+# The same for the named models only (prompt ids, models to score): full-width arrays in
+# the run's model order, NaN in the columns of models not asked for.
+ModelRoundScorer = Callable[[tuple[str, ...], tuple[str, ...]],
+                            tuple[FloatArray, FloatArray | None]]
 
 
 class StopReason(StrEnum):
@@ -42,6 +53,7 @@ class RoundRecord:
     n_prompts: int  # sampled after this round
     calls: int  # paid after this round
     decided: int  # questions decided after this round
+    scored: tuple[str, ...] = ()  # models scored this round (stop_per_model), () = all
 
 
 @dataclass(frozen=True)
@@ -95,6 +107,17 @@ def stop_reason(statuses: Sequence[QuestionStatus], order: AdaptiveOrder,
     return None
 
 
+def models_needed(statuses: Sequence[QuestionStatus], models: Sequence[str], *,
+                  floor_met: bool) -> tuple[str, ...]:
+    """The models still to score (stop_per_model): all before the first round or the
+    floor, then those with an undecided question (in the run's model order)."""
+    if not statuses or not floor_met:
+        return tuple(models)
+    open_ = {m for s in statuses if not s.decided
+             for m in (s.question.first, s.question.second)}
+    return tuple(m for m in models if m in open_)
+
+
 def _next_size(order: AdaptiveOrder, params: SamplingParams, n_prompts: int, calls: int,
                calls_per_prompt: int) -> int:
     size = min(order.round_size, len(order.prompt_ids) - n_prompts)
@@ -106,21 +129,34 @@ def _next_size(order: AdaptiveOrder, params: SamplingParams, n_prompts: int, cal
 
 
 def run_adaptive(order: AdaptiveOrder, params: SamplingParams, models: Sequence[str],
-                 score_round: RoundScorer, *, calls_per_prompt: int) -> AdaptiveRecord:
+                 score_round: RoundScorer, *, calls_per_prompt: int,
+                 score_models: ModelRoundScorer | None = None) -> AdaptiveRecord:
     """Ask for rounds of prompts until :func:`stop_reason` says stop; decide after each.
-    ``calls_per_prompt``: paid calls one sampled prompt costs (writers + judges)."""
+    ``calls_per_prompt``: paid calls one sampled prompt costs (writers + judges).
+    ``score_models``: the scorer of named models, used instead of ``score_round`` when
+    ``params.stop_per_model`` (then ``calls_per_prompt`` must be a multiple of the number
+    of models)."""
     if calls_per_prompt < 1:
         raise ValueError("calls_per_prompt must be ≥ 1")
+    per_model = params.mode == "adaptive" and params.stop_per_model
+    if per_model and (score_models is None or calls_per_prompt % len(models)):
+        raise ValueError("stop_per_model needs score_models and calls_per_prompt a multiple "
+                         "of the number of models")
     blocks: list[FloatArray] = []
     last_blocks: list[FloatArray] = []
     ends: list[int] = []
     rounds: list[RoundRecord] = []
     statuses: tuple[QuestionStatus, ...] = ()
     n = calls = 0
+    active = tuple(models)
+    cost = calls_per_prompt  # calls one prompt costs now
     while (reason := stop_reason(statuses, order, params, n_prompts=n, calls=calls,
-                                 calls_per_prompt=calls_per_prompt)) is None:
-        ids = order.prompt_ids[n:n + _next_size(order, params, n, calls, calls_per_prompt)]
-        scores, last = score_round(ids)
+                                 calls_per_prompt=cost)) is None:
+        ids = order.prompt_ids[n:n + _next_size(order, params, n, calls, cost)]
+        if per_model and score_models is not None:
+            scores, last = score_models(ids, active)
+        else:
+            scores, last = score_round(ids)
         if np.shape(scores) != (len(ids), len(models)):
             raise ValueError(f"score_round returned {np.shape(scores)} for {len(ids)} "
                              f"prompts × {len(models)} models")
@@ -130,13 +166,19 @@ def run_adaptive(order: AdaptiveOrder, params: SamplingParams, models: Sequence[
         if last is not None:
             last_blocks.append(np.asarray(last, dtype=np.float64))
         n += len(ids)
-        calls += len(ids) * calls_per_prompt
+        calls += len(ids) * cost
         ends.append(n)
         statuses = decide(np.vstack(blocks), models, round_ends=ends, alpha=params.alpha,
                           min_effect=params.min_effect, alpha_per=params.alpha_per,
-                          method=params.method, ask=params.ask,
+                          method=params.method, ask=params.ask, horizon=params.horizon,
+                          truncation=params.truncation,
                           last=np.vstack(last_blocks) if last_blocks else None)
         rounds.append(RoundRecord(index=len(ends), n_prompts=n, calls=calls,
-                                  decided=sum(s.decided for s in statuses)))
+                                  decided=sum(s.decided for s in statuses),
+                                  scored=active if per_model else ()))
+        if per_model:
+            active = models_needed(statuses, models, floor_met=order.floor_met(
+                n, params.floor_per_stratum))
+            cost = len(active) * (calls_per_prompt // len(models))
     return AdaptiveRecord(params=params, statuses=statuses, rounds=tuple(rounds),
                           stop=reason, sampled=order.prompt_ids[:n])

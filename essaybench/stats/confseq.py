@@ -85,9 +85,13 @@ def _shift(a: FloatArray, first: float) -> FloatArray:
 
 
 def plug_in_bets(xs: FloatArray, seen: NDArray[np.bool_], alpha: float,
-                 cap: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+                 cap: float, horizon: int | None = None
+                 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The predictable plug-in bets λ_t (capped, 0 on missing steps), the count t of
-    observations so far and μ̂_{t−1}, per step and stream (eqs. 13–14)."""
+    observations so far and μ̂_{t−1}, per step and stream (eqs. 13–14). ``horizon``: bets
+    tuned for that sample size, λ_t = √(2 log(2/α) / (σ̂²_{t−1} · horizon)) (the paper's
+    plug-in for a fixed sample size) instead of t·log(1 + t); any predictable bet keeps
+    the guarantee, this one is tightest near ``horizon``."""
     t = np.cumsum(seen, axis=0).astype(np.float64)  # observations so far, per stream
     mu = (0.5 + np.cumsum(xs, axis=0)) / (t + 1.0)
     sq = np.where(seen, (xs - mu) ** 2, 0.0)
@@ -96,8 +100,9 @@ def plug_in_bets(xs: FloatArray, seen: NDArray[np.bool_], alpha: float,
     # t is unchanged, so the "previous" values are the ones of the last observation.
     mu_prev = np.where(seen, _shift(mu, 0.5), mu)
     var_prev = np.where(seen, _shift(var, 0.25), var)
+    scale = t * np.log1p(t) if horizon is None else np.full_like(t, float(horizon))
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.sqrt(2.0 * np.log(2.0 / alpha) / (var_prev * t * np.log1p(t)))
+        lam = np.sqrt(2.0 * np.log(2.0 / alpha) / (var_prev * scale))
     lam = np.where(seen, np.minimum(np.nan_to_num(lam, nan=0.0, posinf=cap), cap), 0.0)
     return lam, t, mu_prev
 

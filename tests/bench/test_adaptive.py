@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from essaybench.bench.adaptive import AdaptiveOutcome, QuestionKind, decide, questions
 from essaybench.bench.adaptive_order import SamplingParams, adaptive_order
 from tests.stats.test_confseq import slow_prpl_eb
+from tests.stats.test_confseq_betting import slow_hedged
 
 STRATA = {f"p{i:03d}": f"{g}/{s}" for i, (g, s) in enumerate(
     (g, s) for g in ("argumentative", "narrative", "descriptive", "expository")
@@ -169,3 +170,47 @@ def test_alpha_per_run_splits_alpha() -> None:
 def test_decide_rejects_bad_shapes(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         decide(np.full((10, 2), 50.0), ["a", "b"], alpha=0.05, **kwargs)  # type: ignore[arg-type]
+
+
+def test_tuned_bets_reach_decide_and_match_the_slow_walk() -> None:
+    """decide(horizon=…, truncation=…) reads the tuned betting sequence: each question's
+    first decision equals the one a scalar hedged-capital walk with those bets gives
+    (tests/stats/test_confseq_betting.py's reference), and it comes no later than with the
+    anytime bets on these 15-point differences."""
+    rng = np.random.default_rng(13)
+    n = 120
+    prompt = rng.normal(0, 12, size=(n, 1))
+    scores = np.clip(np.array([70.0, 55.0, 69.0]) + prompt + rng.normal(0, 6, size=(n, 3)),
+                     0, 100)
+    scores[rng.random(scores.shape) < 0.03] = np.nan
+    ends = list(range(20, n + 1, 20))
+    got = decide(scores, ["a", "b", "c"], round_ends=ends, alpha=0.05, min_effect=5.0,
+                 horizon=60, truncation=0.9, grid=201)
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    for st, (i, j) in zip(got, pairs, strict=True):
+        d = scores[:, i] - scores[:, j]
+        bounds = slow_hedged(((d + 100) / 200).tolist(), 0.05, 201, c=0.9, horizon=60)
+        want: tuple[str, int | None] = ("undecided", None)
+        for r, end in enumerate(ends):
+            lo, hi = (-100 + 200 * b for b in bounds[end - 1])
+            code = ("first_better" if lo > 0 else "second_better" if hi < 0 else
+                    "within_effect" if lo >= -5 and hi <= 5 else None)
+            if code:
+                want = (code, r + 1)
+                break
+        assert (st.outcome.value, st.decided_round) == want
+    anytime = decide(scores, ["a", "b", "c"], round_ends=ends, alpha=0.05, min_effect=5.0,
+                     grid=201)
+    assert got[0].decided_round is not None and anytime[0].decided_round is not None
+    assert got[0].decided_round <= anytime[0].decided_round
+    with pytest.raises(ValueError, match="horizon"):
+        decide(scores, ["a", "b", "c"], round_ends=[n], alpha=0.05, method="eb", horizon=60)
+
+
+def test_sampling_params_tuning_fields() -> None:
+    params = SamplingParams()
+    assert params.horizon is None and params.truncation == 0.5  # the anytime defaults
+    assert SamplingParams(horizon=364, truncation=0.9).horizon == 364
+    for bad in ({"horizon": 0}, {"truncation": 1.0}, {"truncation": 0.0}):
+        with pytest.raises(ValidationError):
+            SamplingParams.model_validate(bad)

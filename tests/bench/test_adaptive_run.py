@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from essaybench.bench.adaptive import FloatArray, QuestionKind
+from essaybench.bench.adaptive import FloatArray, QuestionKind, decide
 from essaybench.bench.adaptive_order import SamplingParams, adaptive_order
 from essaybench.bench.adaptive_run import StopReason, run_adaptive
 
@@ -125,3 +125,71 @@ def test_wrong_separated_claims_under_optional_stopping() -> None:
                            params, MODELS, world, calls_per_prompt=1)
         wrong += sum(s.decided for s in rec.statuses)
     assert wrong / (3 * runs) <= 0.05
+
+
+def test_loop_passes_the_tuning_to_decide() -> None:
+    """horizon and truncation in SamplingParams reach the decisions: the record's statuses
+    are decide()'s on the sampled prompts with the same settings."""
+    params = SamplingParams(mode="adaptive", seed=4, round_size=20, floor_per_stratum=0,
+                            max_prompts=60, horizon=40, truncation=0.9)
+    world = World(levels=(70.0, 68.0, 66.0), change=(0.0, 0.0, 3.0))
+    rec = run_adaptive(adaptive_order(STRATA, params), params, MODELS, world,
+                       calls_per_prompt=1)
+    now = np.array([world.scores[p] for p in rec.sampled])
+    assert world.last is not None
+    before = np.array([world.last[p] for p in rec.sampled])
+    ends = [r.n_prompts for r in rec.rounds]
+    tuned = decide(now, MODELS, round_ends=ends, alpha=0.05, last=before, horizon=40,
+                   truncation=0.9)
+    anytime = decide(now, MODELS, round_ends=ends, alpha=0.05, last=before)
+    assert rec.statuses == tuned
+    assert [s.hi - s.lo for s in tuned] != [s.hi - s.lo for s in anytime]
+
+
+class ModelWorld(World):
+    """World that scores only the models it is asked for (NaN for the others) and counts
+    the (prompt, model) cells it scored."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.cells: dict[str, int] = dict.fromkeys(MODELS, 0)
+
+    def some(self, ids: tuple[str, ...], wanted: tuple[str, ...]
+             ) -> tuple[FloatArray, FloatArray | None]:
+        now, before = self(ids)
+        off = [k for k, m in enumerate(MODELS) if m not in wanted]
+        now[:, off] = np.nan
+        if before is not None:
+            before[:, off] = np.nan
+        for m in wanted:
+            self.cells[m] += len(ids)
+        return now, before
+
+
+def test_stop_per_model_stops_each_model_at_its_last_decision() -> None:
+    """Per-model stopping makes the same decisions as the ordinary loop on the same world
+    (each question's sequence is the same until it decides), and each model is scored
+    exactly up to the round its last question was decided (or the floor): from the
+    ordinary run's decided_at_prompts, independently of the per-model bookkeeping."""
+    params = SamplingParams(mode="adaptive", seed=5, round_size=10, floor_per_stratum=3,
+                            min_effect=6.0, ask="changes")
+    world_args = {"levels": (70.0, 60.0, 50.0), "change": (0.0, 15.0, -9.0), "seed": 7}
+    order = adaptive_order(STRATA, params)
+    plain = run_adaptive(order, params, MODELS, World(**world_args),  # type: ignore[arg-type]
+                         calls_per_prompt=6)
+    world = ModelWorld(**world_args)
+    rec = run_adaptive(order, params.model_copy(update={"stop_per_model": True}), MODELS,
+                       world, calls_per_prompt=6, score_models=world.some)
+    assert [s.outcome for s in rec.statuses] == [s.outcome for s in plain.statuses]
+    assert [s.decided_at_prompts for s in rec.statuses] == [
+        s.decided_at_prompts for s in plain.statuses]
+    floor_n = order.prompts_after(order.floor_round(3))
+    want = {s.question.first: max(s.decided_at_prompts or 400, floor_n)
+            for s in plain.statuses}
+    assert world.cells == want
+    assert len(set(want.values())) > 1  # the models did stop at different rounds
+    assert rec.calls == 2 * sum(want.values()) < plain.calls
+    assert rec.rounds[0].scored == MODELS and len(rec.rounds[-1].scored) < 3
+    with pytest.raises(ValueError, match="score_models"):
+        run_adaptive(order, params.model_copy(update={"stop_per_model": True}), MODELS,
+                     world, calls_per_prompt=6)

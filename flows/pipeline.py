@@ -50,6 +50,7 @@ from essaybench.core.settings import (
 from essaybench.flows._fanout import run_shards
 from essaybench.flows.batch_wait import batch_waiting, suspend_for_batches
 from essaybench.flows.curate import curate_flow
+from essaybench.llm.batch.route import refuse_in_shards
 from essaybench.llm.registry import load_registry
 from essaybench.runs.calibration import FORCE_FLAG, FORCE_PARAMETER, require_calibrated
 from essaybench.runs.estimate import require_within_budget
@@ -202,6 +203,8 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     merged_since = None
     if sharding is not None and config.sampling.mode == "adaptive":
         refuse_adaptive(llm, datetime.now())  # before any shard calls anything
+    if sharding is not None:  # nor can shards use provider batches (no batch journal)
+        refuse_in_shards(load_registry(), config.models())
     if sharding is not None:  # the shards make the calls; the stages below replay them
         merged_since, result["shards"] = _sharded_calls(run_id, benchmark_config, store_root,
                                                         sharding, lock_timeout_s)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from essaybench.core.errors import UserError
-from essaybench.llm.batch.route import BatchRoute, BatchWaiting
+from essaybench.llm.batch.route import BatchRoute, BatchWaiting, refuse_in_shards
 from essaybench.llm.batching import FollowUp
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
@@ -111,12 +111,7 @@ def open_gateway(
     (``llm.batch.route``): poll until they end, or raise ``BatchesPending`` ("return")."""
     store_root = Path(store_root)
     if isinstance(ledger, PartLedger):
-        batched = [n for n in models if registry.get(n).batch != "none"]
-        if batched:
-            raise UserError(f"model {batched[0]!r} has batch: {registry.get(batched[0]).batch}"
-                            " in the registry: batch mode is not supported in a sharded run "
-                            "(a shard's ledger has no batch journal); run without shards or "
-                            "set batch: none")
+        refuse_in_shards(registry, models)
     with contextlib.ExitStack() as stack:
         ledger = stack.enter_context(
             ledger or Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))

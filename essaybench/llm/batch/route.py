@@ -26,6 +26,7 @@ from essaybench.llm.batch.runner import BatchRunner, BatchTicket, Pending
 from essaybench.llm.batching import Call
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.progress import LOGGER_NAME, current_progress, duration
+from essaybench.llm.registry import Registry
 from essaybench.llm.types import ChatResult
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "BatchesPending",
     "Waiting",
     "options_from_env",
+    "refuse_in_shards",
 ]
 
 BatchWaiting = Literal["poll", "return"]
@@ -55,6 +57,17 @@ class BatchesPending(RuntimeError):
 
     def __reduce__(self) -> tuple[type[BatchesPending], tuple[Pending]]:
         return type(self), (self.pending,)
+
+
+def refuse_in_shards(registry: Registry, models: Sequence[str]) -> None:
+    """A sharded run cannot use batch entries: a shard's ledger (Parquet parts) has no
+    batch journal, so a killed shard could not find its batches again."""
+    batched = [n for n in models if registry.get(n).batch != "none"]
+    if batched:
+        raise UserError(f"model {batched[0]!r} has batch: {registry.get(batched[0]).batch} "
+                        "in the registry: batch mode is not supported in a sharded run (a "
+                        "shard's ledger has no batch journal); run without shards "
+                        "(sharding: null or --shards 0) or set batch: none")
 
 
 def options_from_env() -> BatchOptions:

@@ -27,7 +27,7 @@ def test_run_polls_its_batch_with_a_progress_line(curated: Store, tmp_path: Path
     config = tmp_path / "bench.yaml"
     config.write_text(yaml.safe_dump({"per_genre": 1, "generate": {"models": ["writer"]},
                                       "judge": {"judges": ["judge"]}}), encoding="utf-8")
-    scenario = FakeScenario.model_validate({"batch": {"validate_s": 0.5, "delay_s": 1.5}})
+    scenario = FakeScenario.model_validate({"batch": {"validate_s": 0.5, "delay_s": 3.0}})
     with run_fake_server(scenario) as fake:
         common = {"provider": "fake", "family": "fake", "structured_output": "json_schema",
                   "base_url": fake.base_url, "max_retries": 0}

@@ -52,7 +52,7 @@ def _rows(path: Path) -> dict[str, tuple[str, bool | None, float]]:
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 def test_a_run_mixes_batch_and_direct_entries(serve: Any, tmp_path: Path,
                                               protocol: str) -> None:
-    fake = serve({"delay_s": 0.3})  # longer than the first poll: the run really waits
+    fake = serve({"delay_s": 1.5})  # longer than the first poll: the run really waits
     lines: list[str] = []
     before = set_progress(TextReporter(emit=lines.append))
     try:
@@ -80,7 +80,7 @@ def test_a_run_mixes_batch_and_direct_entries(serve: Any, tmp_path: Path,
 
 def test_a_run_that_does_not_wait_is_entered_again_and_collects_the_same_batch(
         serve: Any, tmp_path: Path) -> None:
-    fake = serve({"delay_s": 0.5})
+    fake = serve({"delay_s": 2.0})  # still open when the direct calls are done
     registry = _registry(fake)
     with open_gateway(registry, tmp_path, ["w", "d"], scope=RUN,
                       batch_waiting="return") as session, \

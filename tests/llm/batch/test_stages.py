@@ -108,7 +108,7 @@ def test_generate_and_judge_in_batch_mode_end_as_direct_calls(
 def test_a_run_that_does_not_wait_is_entered_until_done(
         curated_copy: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store = curated_copy
-    scenario = FakeScenario.model_validate({"batch": {"delay_s": 0.6}})
+    scenario = FakeScenario.model_validate({"batch": {"delay_s": 1.5}})
     entries = 0
     with run_fake_server(scenario) as fake:
         registry = _registry(fake, batch=True)

@@ -78,7 +78,11 @@ from essaybench.bench.adaptive import AdaptiveOutcome
 from essaybench.bench.adaptive_order import AdaptiveOrder, SamplingParams, adaptive_order
 from essaybench.bench.adaptive_run import StopReason, run_adaptive
 from essaybench.stats.cluster_t import cluster_t_differences
-from essaybench.stats.confseq_betting import DEFAULT_GRID, betting_difference_confseq
+from essaybench.stats.confseq_betting import (
+    DEFAULT_GRID,
+    betting_difference_confseq,
+    betting_mean_confseq,
+)
 
 FloatArray = hts.FloatArray
 Codes = NDArray[np.int8]
@@ -430,6 +434,29 @@ def run_designs(args: argparse.Namespace, designs: list[Design]) -> dict[str, Ta
     return tallies
 
 
+def null_rate(args: argparse.Namespace, design: Design, reps: int) -> float:
+    """Share of ``reps`` fresh weeks (nobody changed) in which the design's sequence for
+    the clone pair (equal true means) excludes 0 at some round end: the per-question
+    false-claim rate with enough repetitions to read it (the weeks above hold one clone
+    pair each)."""
+    pop = hts.load_population()
+    rng = np.random.default_rng(args.seed + 2)
+    diffs = []
+    for _ in range(reps):
+        week = make_week(rng, pop)
+        this, _ = replace(week, shift=np.zeros_like(week.shift)).draw(rng, args.prompts)
+        diffs.append(this[:, CLONE_OF] - this[:, -1])
+    d = np.array(diffs).T
+    level = args.alpha / len(range(45)[selection(design.ask, 9)]) \
+        if design.alpha_per == "run" else args.alpha
+    cs = betting_mean_confseq(d, alpha=level, lower=-100.0, upper=100.0,
+                              horizon=design.horizon, truncation=design.truncation,
+                              grid=design.grid)  # the paired differences' honest range
+    ends = np.unique(np.minimum(np.arange(args.round_size, args.prompts + args.round_size,
+                                          args.round_size), args.prompts)) - 1
+    return float(((cs.lo[ends] > 0) | (cs.hi[ends] < 0)).any(axis=0).mean())
+
+
 @dataclass(frozen=True)
 class Summary:
     name: str
@@ -501,6 +528,10 @@ def report(args: argparse.Namespace, design: Design, s: Summary, cpu: float) -> 
     print(f"  wrong separated claims per no-difference question: adaptive {s.wrong:.2%} "
           f"(incl. sign errors), naive t under optional stopping {s.wrong_naive:.2%}, "
           f"F-t {s.wrong_full_t:.2%}")
+    if args.null_reps:
+        print(f"  clone pair (equal means) over {args.null_reps} null weeks: claimed "
+              f"separated at some round end in {null_rate(args, design, args.null_reps):.2%}"
+              f" (per-question guarantee ≤ {args.alpha:.0%})")
     for ask, bound in getattr(args, "oracle_result", {}).items():
         print(f"  oracle bound ({ask}, {args.oracle_weeks} weeks × {args.oracle} redraws): "
               f"any design stopping every model by half the prompts makes F-t's decisions in "
@@ -616,6 +647,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle", type=int, default=100, metavar="R",
                    help="the oracle bound with R redraws of the unseen half (0: off)")
     p.add_argument("--oracle-weeks", type=int, default=30)
+    p.add_argument("--null-reps", type=int, default=400, metavar="N",
+                   help="false-claim rate on the clone pair over N null weeks (0: off)")
     p.add_argument("--e2e", action="store_true",
                    help="the fake-server end-to-end comparison (benchmarks/_cost_e2e.py; "
                    "the other options go to it)")

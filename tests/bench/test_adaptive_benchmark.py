@@ -112,8 +112,10 @@ def test_oracle_bound_edges() -> None:
 @needs_data
 def test_two_weeks_print_both_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--weeks", "2", "--prompts", "160", "--round-size", "40", "--oracle", "3",
+                 "--null-reps", "20",
                  "--oracle-weeks", "1", "--grid", "201"])
     out = capsys.readouterr().out
     assert code in (0, 1)
     assert out.count("PASS") + out.count("FAIL") == 2
     assert "wrong separated claims" in out and "oracle bound (pairs" in out
+    assert "clone pair (equal means) over 20 null weeks" in out and "closest honest" in out

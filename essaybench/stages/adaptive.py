@@ -16,12 +16,16 @@ question, its outcome, the sample size it was decided at, the stop reason and th
 prompts used.
 
 Each writer's change is asked against the last comparable run
-(:func:`essaybench.runs.comparable.last_comparable_of`, found after the first round, when
-the run has judgments to compare), on the prompts both have. Everything the loop reads is
-deterministic (a seeded order, scores served from the ledger on a rerun, planned calls
-rather than paid ones for ``max_calls``): a rerun reaches the same sample and pays nothing
-twice. A sharded run cannot sample adaptively (its shards are planned before any score
-exists): ``stages.pipeline`` refuses it.
+(:func:`essaybench.runs.comparable.last_comparable_of`, found with the first round's
+judgments, written and judged before the loop, which is then served them), on the prompts
+both have. When that run was adaptive too, it holds only a prefix of the same order (same
+seed): past its last prompt no change question can move, so the changes are decided on
+that prefix (a loop capped there) and, if pairs remain open, a second loop asks the pairs
+alone (its first rounds served, so nothing is paid twice); the record joins the two.
+Everything the loop reads is deterministic (a seeded order, scores served from the
+ledger on a rerun, planned calls rather than paid ones for ``max_calls``): a rerun reaches
+the same sample and pays nothing twice. A sharded run cannot sample adaptively (its
+shards are planned before any score exists): ``stages.pipeline`` refuses it.
 """
 
 from __future__ import annotations
@@ -34,10 +38,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from essaybench.bench.adaptive import FloatArray
-from essaybench.bench.adaptive_order import adaptive_order
-from essaybench.bench.adaptive_run import AdaptiveRecord, run_adaptive
-from essaybench.bench.adaptive_scores import calls_per_prompt, prompt_scores, strata_of
+from essaybench.bench.adaptive import FloatArray, QuestionKind
+from essaybench.bench.adaptive_order import AdaptiveOrder, SamplingParams, adaptive_order
+from essaybench.bench.adaptive_run import AdaptiveRecord, StopReason, run_adaptive
+from essaybench.bench.adaptive_scores import (
+    calls_per_prompt,
+    max_prompts_of,
+    prompt_scores,
+    strata_of,
+)
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import run_generate, status_counts
 from essaybench.bench.health import call_counts
@@ -70,6 +79,7 @@ class AdaptiveSampler:
     record: AdaptiveRecord | None = None
     baseline: Baseline | None = None
     candidates: int = 0  # prompts the run could have sampled
+    changes_until: int | None = None  # prompts the change questions were decided on
     _rounds: list[StageOutput] = field(default_factory=list)
     _errors: list[str] = field(default_factory=list)
 
@@ -80,39 +90,81 @@ class AdaptiveSampler:
         writers = list(self.config.generate.models)
         since = datetime.now(UTC)  # failures from here on are the run's: served, not re-sent
         self.candidates = selected.height
-        before: dict[str, pl.DataFrame] = {}
+        rule = self.config.flagged_essays
+        asking = [params.ask]  # the questions of the loop under way
+        self.baseline = self._probe(selected.filter(pl.col("prompt_id").is_in(order.round(0))),
+                                    version, since)
+        last = self.baseline.judged.read() if self.baseline.judged is not None else None
 
-        def score_round(ids: tuple[str, ...]) -> tuple[FloatArray, FloatArray | None]:
+        def score_models(ids: tuple[str, ...], active: tuple[str, ...]
+                         ) -> tuple[FloatArray, FloatArray | None]:
+            """The round's scores, written and judged for the ``active`` writers only
+            (``stop_per_model``: the others' questions are decided): NaN for the rest."""
             with self.session.reusing_failures_since(since):
-                judged = self._round(selected.filter(pl.col("prompt_id").is_in(ids)), version)
-            if self.baseline is None:
-                essays = pl.concat([r.table for r in self._rounds], how="diagonal_relaxed")
-                self.baseline = last_comparable_of(self.store, self.run_id, judged, essays)
-                if self.baseline.judged is not None:
-                    before["judged"] = self.baseline.judged.read()
-            rule = self.config.flagged_essays
+                judged = self._round(selected.filter(pl.col("prompt_id").is_in(ids)),
+                                     version, active)
             now = prompt_scores(judged, ids, writers, rule)
-            if params.ask == "pairs":
+            if asking[0] == "pairs":
                 return now, None
-            if "judged" in before:
-                return now, prompt_scores(before["judged"], ids, writers, rule)
+            if last is not None:
+                return now, prompt_scores(last, ids, writers, rule)
             # No comparable run: no change questions, unless they are all the run asks
             # (then they stay undecided and the run samples on to its limits).
-            return now, (np.full(now.shape, np.nan) if params.ask == "changes" else None)
+            return now, (np.full(now.shape, np.nan) if asking[0] == "changes" else None)
 
-        self.record = run_adaptive(order, params, writers, score_round,
-                                   calls_per_prompt=calls_per_prompt(self.config))
+        # stop_per_model (when the library has it): the loop asks for the live writers only
+        extra: dict[str, Any] = ({"score_models": score_models}
+                                 if getattr(params, "stop_per_model", False) else {})
+
+        def loop(phase: SamplingParams) -> AdaptiveRecord:
+            self._rounds.clear()  # a loop starts from the first round (served: no new call)
+            asking[0] = phase.ask
+            return run_adaptive(order, phase, writers,
+                                lambda ids: score_models(ids, tuple(writers)),
+                                calls_per_prompt=calls_per_prompt(self.config), **extra)
+
+        reach = baseline_reach(order, last)
+        if last is None or params.ask == "pairs" or reach >= max_prompts_of(order, self.config):
+            self.record = loop(params)
+            return self._output()
+        # The last comparable run has none of the order's prompts past ``reach`` (it was
+        # adaptive too): a change question cannot move after that. Decide the changes on
+        # that prefix, then (if the pairs are not all decided) the pairs alone on.
+        self.changes_until = reach
+        changes = loop(params.model_copy(update={"max_prompts": reach}))
+        if params.ask == "changes" or changes.stop is not StopReason.MAX_PROMPTS:
+            self.record = changes
+            return self._output()
+        n_pairs = sum(s.question.kind is QuestionKind.PAIR for s in changes.statuses)
+        share = n_pairs / len(changes.statuses) if params.alpha_per == "run" else 1.0
+        pairs = loop(params.model_copy(update={"ask": "pairs", "alpha": params.alpha * share}))
+        self.record = AdaptiveRecord(
+            params=params, rounds=pairs.rounds, stop=pairs.stop, sampled=pairs.sampled,
+            statuses=(*pairs.statuses, *(s for s in changes.statuses
+                                         if s.question.kind is QuestionKind.CHANGE)))
         return self._output()
 
-    def _round(self, prompts: pl.DataFrame, version: str) -> pl.DataFrame:
-        """Write one round's essays; judge every essay so far (earlier rounds' calls are
-        served); the judgments."""
+    def _probe(self, prompts: pl.DataFrame, version: str, since: datetime) -> Baseline:
+        """The last comparable run, found with the first round's judgments (written and
+        judged here; the loop asks for them again and is served)."""
+        with self.session.reusing_failures_since(since):
+            judged = self._round(prompts, version, self.config.generate.models)
+        essays = pl.concat([r.table for r in self._rounds], how="diagonal_relaxed")
+        self._rounds.clear()
+        return last_comparable_of(self.store, self.run_id, judged, essays)
+
+    def _round(self, prompts: pl.DataFrame, version: str,
+               active: Sequence[str]) -> pl.DataFrame:
+        """Write one round's essays (by the ``active`` writers); judge every essay so far
+        (earlier rounds' calls are served); the judgments."""
         config = self.config
+        generate = (config.generate if list(active) == list(config.generate.models)
+                    else config.generate.model_copy(update={"models": tuple(active)}))
         prefetch = JudgePrefetch.for_prompts(prompts, config.judge,
                                              config.generate.min_chinese_share)
         if prefetch is not None and not self._rounds:
             prefetch.early = list(self.early)
-        self._rounds.append(run_generate(prompts, config.generate, self.session, version,
+        self._rounds.append(run_generate(prompts, generate, self.session, version,
                                          follow_up=prefetch))
         if prefetch is not None:
             self._errors.extend(prefetch.errors)
@@ -124,7 +176,7 @@ class AdaptiveSampler:
         table = pl.concat([r.table for r in self._rounds], how="diagonal_relaxed")
         calls = {model: c.model_dump() for model, c in call_counts(table, "model").items()}
         meta: dict[str, Any] = {
-            **self._rounds[-1].meta,
+            **self._rounds[0].meta,  # the first round asks every writer
             "n_prompts": sum(r.meta["n_prompts"] for r in self._rounds),
             "n_rows": table.height,
             "from_ledger": int(table["from_ledger"].sum()),
@@ -134,7 +186,7 @@ class AdaptiveSampler:
             "calls": calls}
         meta.pop("follow_ups", None)  # per round; not the run's
         if self._errors:
-            meta["follow_ups"] = {"errors": self._errors[:5]}
+            meta["follow_ups"] = {"errors": list(dict.fromkeys(self._errors))[:5]}
         assert self.record is not None
         meta["adaptive"] = self.summary()
         return StageOutput(table, meta=meta, run_meta={"calls": calls})
@@ -148,7 +200,17 @@ class AdaptiveSampler:
                 "planned_calls": record.calls,
                 "decided": len(record.statuses) - len(record.undecided),
                 "questions": len(record.statuses),
-                "baseline": self.baseline.run_id if self.baseline is not None else None}
+                "baseline": self.baseline.run_id if self.baseline is not None else None,
+                "changes_until": self.changes_until}
+
+
+def baseline_reach(order: AdaptiveOrder, last: pl.DataFrame | None) -> int:
+    """How many prompts of ``order`` it takes to pass the last of ``last``'s (the last
+    comparable run's judgments): after that, no change question gets a pair (≥ 1)."""
+    if last is None:
+        return len(order.prompt_ids)
+    have = set(last["prompt_id"].to_list())
+    return max((i + 1 for i, p in enumerate(order.prompt_ids) if p in have), default=1)
 
 
 def decisions_table(record: AdaptiveRecord) -> pl.DataFrame:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from essaybench.bench.adaptive import decide
+from essaybench.bench.adaptive_order import SamplingParams
 from essaybench.bench.config import BenchmarkConfig, select_prompts
 from essaybench.core.errors import UserError
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
@@ -108,14 +109,15 @@ def test_a_rerun_pays_nothing_and_a_killed_run_resumes_to_the_same_sample(
         assert sum(again_calls.values()) == 0
         assert again["adaptive"].meta["sampled_prompts"] == \
             clean_snaps["adaptive"].meta["sampled_prompts"]
-    # a run that dies in its third round, then is rerun (a new run continuing it)
+    # a run that dies in its third round, then is rerun (a new run continuing it); the
+    # first round is asked twice (the probe that finds the baseline, then the loop's)
     real = AdaptiveSampler._round
     rounds = 0
 
     def dying(self: AdaptiveSampler, *args: object) -> object:
         nonlocal rounds
         rounds += 1
-        if rounds == 3:
+        if rounds == 4:  # the probe (round 1), rounds 1 and 2 (served, new), then 3
             raise RuntimeError("killed")
         return real(self, *args)  # type: ignore[arg-type]
 
@@ -183,3 +185,61 @@ def test_full_mode_is_unchanged_and_sharded_or_partial_adaptive_runs_are_refused
     with pytest.raises(UserError, match="needs generate and judge"):
         run_stages(curated_copy, "s2", _config(), ["generate"], None,
                    registry=registry("http://x.invalid/v1"))
+
+
+@pytest.mark.skipif("stop_per_model" not in SamplingParams.model_fields,
+                    reason="the library's SamplingParams has no stop_per_model yet")
+def test_stop_per_model_stops_a_decided_writer_and_keeps_the_rest(curated_copy: Store) -> None:
+    """writer-b and writer-c score alike (their pair never separates): writer-a, whose
+    questions are decided, stops being written and judged; the other two go on to
+    max_prompts. The decisions still equal decide() on the stored scores (writer-a's
+    missing prompts NaN)."""
+    levels = {**LEVELS, "writer-c": LEVELS["writer-b"]}
+    config = _config(stop_per_model=True, max_prompts=60)
+    snaps, calls = _run(curated_copy, "p1", config, levels=levels)
+    meta = snaps["adaptive"].meta or {}
+    assert meta["stop"] == "max_prompts" and meta["sampled"] == 60
+    assert calls["writer-b"] == calls["writer-c"] == 60
+    assert calls["writer-a"] < 60
+    essays = snaps["generate"].read()
+    assert essays.filter(essays["model"] == "writer-a").height == calls["writer-a"]
+    sampled = list(meta["sampled_prompts"])
+    expect = decide(_scores_duckdb(snaps["judge"], sampled), WRITERS,
+                    round_ends=[r["n_prompts"] for r in meta["rounds"]], alpha=0.05)
+    table = snaps["adaptive"].read()
+    assert table.select("first", "second", "outcome", "decided_at_prompts").rows() == [
+        (s.question.first, s.question.second, s.outcome.value, s.decided_at_prompts)
+        for s in expect]
+    assert table.filter(table["first"] == "writer-b")["outcome"].to_list() == ["undecided"]
+
+
+def test_after_an_adaptive_week_changes_are_decided_on_its_prefix(curated_copy: Store) -> None:
+    """Week 1 adaptive (no baseline: pairs only, it stops early); week 2 adaptive asks the
+    changes too: they can be paired only on week 1's prompts, so they are decided on that
+    prefix and the pairs alone go on — the run does not sample every prompt for changes
+    that can no longer move. Each part equals decide() on the stored scores."""
+    config = _config(min_effect=5.0)
+    week1, _ = _run(curated_copy, "w1", config)
+    first = list(week1["adaptive"].meta["sampled_prompts"])
+    week2, calls = _run(curated_copy, "w2", config,
+                        levels={**LEVELS, "writer-c": LEVELS["writer-c"] + 4})
+    meta = week2["adaptive"].meta or {}
+    assert meta["baseline"] == "w1" and meta["changes_until"] == len(first)
+    assert meta["stop"] == "all_decided" and meta["sampled"] < meta["of"]
+    assert calls["writer-a"] == meta["sampled"]  # no prompt written twice
+    sampled = list(meta["sampled_prompts"])
+    assert sampled[:len(first)] == first
+    table = week2["adaptive"].read()
+    changes = table.filter(table["kind"] == "change")
+    assert changes["n_obs"].max() <= len(first)
+    now = _scores_duckdb(week2["judge"], sampled)
+    before = _scores_duckdb(week1["judge"], sampled[:len(first)])
+    ends = [r["n_prompts"] for r in meta["rounds"]]
+    pairs = decide(now, WRITERS, round_ends=ends, alpha=0.05, min_effect=5.0)
+    capped = [e for e in range(4, len(first), 4)] + [len(first)]
+    moved = decide(now[:len(first)], WRITERS, round_ends=capped, alpha=0.05,
+                   min_effect=5.0, last=before, ask="changes")
+    assert table.select("kind", "first", "outcome", "decided_at_prompts").rows() == [
+        (s.question.kind.value, s.question.first, s.outcome.value, s.decided_at_prompts)
+        for s in (*pairs, *moved)]
+    assert dict(changes.select("first", "label").rows())["writer-c"] == "changed up"

@@ -24,9 +24,7 @@ def test_the_default_is_full_and_the_shipped_config_documents_every_field() -> N
     assert config.sampling.mode == "full"
     text = (PROJECT_ROOT / "configs" / "benchmark.yaml").read_text(encoding="utf-8")
     section = yaml.safe_load(text)["sampling"]
-    assert set(section) <= set(type(config.sampling).model_fields)
-    assert {"mode", "seed", "round_size", "floor_per_stratum", "max_prompts", "max_calls",
-            "alpha", "ask", "min_effect"} <= set(section)
+    assert set(section) == set(type(config.sampling).model_fields)  # every field written out
     for field, info in type(config.sampling).model_fields.items():
         assert info.description, field
 

@@ -37,11 +37,12 @@ def judge_rules(levels: Mapping[str, int] = LEVELS) -> list[dict[str, object]]:
     return rules
 
 
-def scenario(levels: Mapping[str, int] = LEVELS) -> FakeScenario:
-    writers = {w: {"reply": "template", "template": mark + "{prompt}"}
-               for w, mark in MARKS.items()}
+def scenario(levels: Mapping[str, int] = LEVELS, latency_ms: float = 0.0) -> FakeScenario:
+    writers = {w: {"reply": "template", "template": mark + "{prompt}",
+                   "latency_ms": latency_ms} for w, mark in MARKS.items()}
     return FakeScenario.model_validate({"models": {
-        **writers, "judge": {"rules": judge_rules(levels), "enforce_max_tokens": False}}})
+        **writers, "judge": {"rules": judge_rules(levels), "enforce_max_tokens": False,
+                             "latency_ms": latency_ms}}})
 
 
 def registry_yaml(base_url: str) -> dict[str, Any]:

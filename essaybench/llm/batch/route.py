@@ -1,7 +1,8 @@
 """Which calls of a gateway run go through a provider's batch API, and how the run waits.
 
-``Gateway.run`` hands this module the calls of entries whose registry ``batch`` is
-``openai`` or ``anthropic`` (``batched``); the others go direct as before. They are
+``Gateway.run`` hands this module (the gateway's ``batches``, installed by ``open_gateway``)
+the calls of entries whose registry ``batch`` is ``openai`` or ``anthropic``
+(``Gateway.batched``); the others go direct as before. They are
 submitted first (the provider's 24 h window starts as early as it can), the direct calls
 run meanwhile, and then the run waits as its gateway's ``BatchWaiting`` says:
 

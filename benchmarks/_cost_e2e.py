@@ -167,6 +167,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--floor", type=int, default=2, help="prompts per stratum before a stop")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--min-effect", type=float, default=5.0, help="points on 0–100")
+    p.add_argument("--ask", choices=("all", "pairs", "changes"), default="all")
     p.add_argument("--workdir", type=Path, default=None, help="keep the stores here")
     return p
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     base = curated_store(work / "week1")
     sampling = {"mode": "adaptive", "round_size": args.round_size,
                 "floor_per_stratum": args.floor, "alpha": args.alpha,
-                "min_effect": args.min_effect}
+                "min_effect": args.min_effect, "ask": args.ask}
     changed = {**LEVELS, CHANGE[0]: tuple(v - CHANGE[1] for v in LEVELS[CHANGE[0]])}
     stages = ["generate", "judge", "aggregate"]
     with run_fake_server(scenario(LEVELS)) as server:
@@ -213,10 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         kind, first, second = key
         name = f"{first} − {second}" if kind == "pair" else f"{first}: week 2 − week 1"
         at = rows[key]["decided_at_prompts"] if key in rows else None
+        verdict = "" if key not in rows else "agree" if got == full_call else "DIFFER"
         print(f"  {name:<26} full: {full_call:<14} adaptive: {got:<14}"
-              f"{f'at {at:>3}' if at is not None else '      '}  "
-              f"{'agree' if got == full_call else 'DIFFER'}")
-    print(f"decisions agree: {agree} of {len(truth)}")
+              f"{f'at {at:>3}' if at is not None else '      '}  {verdict}")
+    print(f"decisions agree: {agree} of {len(rows)} asked (ask: {args.ask})")
     return 0
 
 

@@ -40,5 +40,5 @@ def test_e2e_prints_paid_calls_dollars_and_agreement(
         int(adaptive.group(1)) * writers
     assert int(adaptive.group(2)) < int(full.group(2))
     assert 0 < float(adaptive.group(3)) < float(full.group(3))
-    agree = re.search(r"decisions agree: (\d+) of (\d+)", out)
+    agree = re.search(r"decisions agree: (\d+) of (\d+) asked", out)
     assert agree is not None and agree.group(1) == agree.group(2) == "10"

@@ -78,11 +78,7 @@ from essaybench.bench.adaptive import AdaptiveOutcome
 from essaybench.bench.adaptive_order import AdaptiveOrder, SamplingParams, adaptive_order
 from essaybench.bench.adaptive_run import StopReason, run_adaptive
 from essaybench.stats.cluster_t import cluster_t_differences
-from essaybench.stats.confseq_betting import (
-    DEFAULT_GRID,
-    betting_difference_confseq,
-    betting_mean_confseq,
-)
+from essaybench.stats.confseq_betting import betting_difference_confseq, betting_mean_confseq
 
 FloatArray = hts.FloatArray
 Codes = NDArray[np.int8]
@@ -217,7 +213,7 @@ class Design:
                               ask=self.ask,  # type: ignore[arg-type]
                               alpha_per=self.alpha_per,  # type: ignore[arg-type]
                               horizon=self.horizon, truncation=self.truncation,
-                              stop_per_model=self.per_model)
+                              grid=self.grid, stop_per_model=self.per_model)
 
 
 def selection(ask: str, k: int) -> slice:
@@ -278,7 +274,7 @@ def per_prompt_cost(args: argparse.Namespace, n_models: int, *, batch: bool,
 
 def _check_against_loop(order: AdaptiveOrder, params: SamplingParams, names: list[str],
                         this: FloatArray, last: FloatArray, n_used: int, calls: int,
-                        adaptive: Codes, calls_per_prompt: int, grid: int) -> None:
+                        adaptive: Codes, calls_per_prompt: int) -> None:
     """The benchmark's shortcut (one sequence over every prompt, read at round ends) must
     give the library loop's prompts, paid calls and decisions."""
     def scorer(p: tuple[str, ...]) -> tuple[FloatArray, FloatArray]:
@@ -291,8 +287,6 @@ def _check_against_loop(order: AdaptiveOrder, params: SamplingParams, names: lis
         now[:, off] = before[:, off] = np.nan
         return now, before
 
-    if grid != DEFAULT_GRID:  # run_adaptive uses the library's default grid
-        return
     rec = run_adaptive(order, params, names, scorer, calls_per_prompt=calls_per_prompt,
                        score_models=some)
     got = [CODES[s.outcome] for s in rec.statuses]
@@ -354,7 +348,7 @@ def evaluate(design: Design, args: argparse.Namespace, tally: Tally, week_no: in
     if not tally.checked:  # the shortcut above is the library's loop: check once
         _check_against_loop(order, design.params(args, args.seed + week_no), names, this,
                             last, n_used, round(calls_share * n_all * calls_per_prompt),
-                            adaptive, calls_per_prompt, design.grid)
+                            adaptive, calls_per_prompt)
         tally.checked = True
     full_t = full_decisions(this, last, level, design.min_effect)[sel]
     full_cs = _codes(cs.lo[-1], cs.hi[-1], design.min_effect)
@@ -386,9 +380,11 @@ def evaluate(design: Design, args: argparse.Namespace, tally: Tally, week_no: in
 
 
 def oracle_bound(rng: np.random.Generator, week: Week, this: FloatArray, last: FloatArray,
-                 seen: int, args: argparse.Namespace, design: Design, reps: int) -> float:
-    """max over decision vectors of P(F-t's decisions = that vector | the first ``seen``
-    prompts), by redrawing the unseen prompts ``reps`` times from the week's truth."""
+                 seen: int, args: argparse.Namespace, design: Design, reps: int,
+                 comparator: str = "t") -> float:
+    """max over decision vectors of P(the full factorial's decisions = that vector | the
+    first ``seen`` prompts), by redrawing the unseen prompts ``reps`` times from the week's
+    truth; ``comparator`` t: F-t, cs: F-cs (the design's sequences, in that order)."""
     k = this.shape[1]
     sel = selection(design.ask, k)
     n_q = len(range(45)[sel])
@@ -396,9 +392,16 @@ def oracle_bound(rng: np.random.Generator, week: Week, this: FloatArray, last: F
     counts: dict[bytes, int] = {}
     for _ in range(reps):
         more_this, more_last = week.draw(rng, args.prompts - seen)
-        codes = full_decisions(np.vstack([this[:seen], more_this]),
-                               np.vstack([last[:seen], more_last]), level,
-                               design.min_effect)[sel]
+        now = np.vstack([this[:seen], more_this])
+        before = np.vstack([last[:seen], more_last])
+        if comparator == "t":
+            codes = full_decisions(now, before, level, design.min_effect)[sel]
+        else:
+            first, second = question_columns(now, before)
+            cs = betting_difference_confseq(first[:, sel], second[:, sel], alpha=level,
+                                            horizon=design.horizon,
+                                            truncation=design.truncation, grid=design.grid)
+            codes = _codes(cs.lo[-1], cs.hi[-1], design.min_effect)
         key = codes.tobytes()
         counts[key] = counts.get(key, 0) + 1
     return max(counts.values()) / reps
@@ -424,13 +427,21 @@ def run_designs(args: argparse.Namespace, designs: list[Design]) -> dict[str, Ta
         for d in designs:
             evaluate(d, args, tallies[d.name], week_no, this, last, truth, order, names,
                      calls_per_prompt)
-    for _ in range(args.oracle_weeks if args.oracle else 0):  # weeks of its own
+    oracle_cs: dict[str, list[float]] = {"all": [], "pairs": [], "changes": []}
+    for _ in range(args.oracle_weeks if args.oracle or args.oracle_cs else 0):  # own weeks
         week = make_week(oracle_rng, pop)
         this, last = week.draw(oracle_rng, args.prompts)
         for ask in oracle:
-            oracle[ask].append(oracle_bound(oracle_rng, week, this, last, args.prompts // 2,
-                                            args, replace(designs[0], ask=ask), args.oracle))
+            design = replace(designs[0], ask=ask)
+            if args.oracle:
+                oracle[ask].append(oracle_bound(oracle_rng, week, this, last,
+                                                args.prompts // 2, args, design, args.oracle))
+            if args.oracle_cs:
+                oracle_cs[ask].append(oracle_bound(oracle_rng, week, this, last,
+                                                   args.prompts // 2, args, design,
+                                                   args.oracle_cs, comparator="cs"))
     args.oracle_result = {a: float(np.mean(v)) for a, v in oracle.items() if v}
+    args.oracle_cs_result = {a: float(np.mean(v)) for a, v in oracle_cs.items() if v}
     return tallies
 
 
@@ -536,6 +547,9 @@ def report(args: argparse.Namespace, design: Design, s: Summary, cpu: float) -> 
         print(f"  oracle bound ({ask}, {args.oracle_weeks} weeks × {args.oracle} redraws): "
               f"any design stopping every model by half the prompts makes F-t's decisions in "
               f"at most {bound:.0%} of weeks")
+    for ask, bound in getattr(args, "oracle_cs_result", {}).items():
+        print(f"  oracle bound against F-cs ({ask}, {args.oracle_weeks} weeks × "
+              f"{args.oracle_cs} redraws): at most {bound:.0%} of weeks")
     ok1 = s.strict_t >= 0.95
     ok2 = s.wrong <= 0.05
     print(f"{'PASS' if ok1 else 'FAIL'}: ≥ 50% fewer calls and ≥ 70% lower cost (batch + "
@@ -646,6 +660,8 @@ def parser() -> argparse.ArgumentParser:
                    help="every design tried, as a table (same simulated weeks for all)")
     p.add_argument("--oracle", type=int, default=100, metavar="R",
                    help="the oracle bound with R redraws of the unseen half (0: off)")
+    p.add_argument("--oracle-cs", type=int, default=0, metavar="R",
+                   help="the same bound against F-cs (slow: a sequence per redraw)")
     p.add_argument("--oracle-weeks", type=int, default=30)
     p.add_argument("--null-reps", type=int, default=400, metavar="N",
                    help="false-claim rate on the clone pair over N null weeks (0: off)")

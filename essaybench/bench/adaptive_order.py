@@ -26,6 +26,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.stats.confseq_betting import DEFAULT_GRID
+
 __all__ = ["AdaptiveOrder", "SamplingParams", "adaptive_order"]
 
 
@@ -67,6 +69,9 @@ class SamplingParams(BaseModel):
         default=None, ge=1, description="Betting sequences tuned to decide near this many "
         "prompts (e.g. half the prompt set): tighter there, looser far from it (None: the "
         "anytime schedule). Valid either way; fix it before the run.")
+    grid: int = Field(
+        default=DEFAULT_GRID, ge=3, le=4001, description="Candidate means of the betting sequences "
+        "on −100…100 (401: a step of 0.5 points; 801: 0.25, twice the CPU).")
     stop_per_model: bool = Field(
         default=False, description="Each model's writer and judges stop once every asked "
         "question involving it is decided and the floor holds (fewer calls when one hard "

@@ -171,7 +171,7 @@ def run_adaptive(order: AdaptiveOrder, params: SamplingParams, models: Sequence[
         statuses = decide(np.vstack(blocks), models, round_ends=ends, alpha=params.alpha,
                           min_effect=params.min_effect, alpha_per=params.alpha_per,
                           method=params.method, ask=params.ask, horizon=params.horizon,
-                          truncation=params.truncation,
+                          truncation=params.truncation, grid=params.grid,
                           last=np.vstack(last_blocks) if last_blocks else None)
         rounds.append(RoundRecord(index=len(ends), n_prompts=n, calls=calls,
                                   decided=sum(s.decided for s in statuses),

@@ -210,7 +210,8 @@ def test_tuned_bets_reach_decide_and_match_the_slow_walk() -> None:
 def test_sampling_params_tuning_fields() -> None:
     params = SamplingParams()
     assert params.horizon is None and params.truncation == 0.5  # the anytime defaults
+    assert params.grid == 401 and not params.stop_per_model
     assert SamplingParams(horizon=364, truncation=0.9).horizon == 364
-    for bad in ({"horizon": 0}, {"truncation": 1.0}, {"truncation": 0.0}):
+    for bad in ({"horizon": 0}, {"truncation": 1.0}, {"truncation": 0.0}, {"grid": 2}):
         with pytest.raises(ValidationError):
             SamplingParams.model_validate(bad)

@@ -103,6 +103,8 @@ def test_oracle_bound_edges() -> None:
     args = argparse.Namespace(prompts=200, alpha=0.05)
     design = Design("t", ask="pairs", min_effect=3.0)
     assert oracle_bound(rng, week, this, last, 200, args, design, 5) == 1.0
+    tuned = Design("cs", ask="pairs", min_effect=3.0, horizon=100, truncation=0.9, grid=201)
+    assert oracle_bound(rng, week, this, last, 200, args, tuned, 3, comparator="cs") == 1.0
     low = oracle_bound(rng, week, this, last, 0, args, design, 40)
     assert 0 < low < 0.5
     codes = full_decisions(this, last, 0.05, 3.0)

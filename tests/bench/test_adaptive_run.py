@@ -128,10 +128,10 @@ def test_wrong_separated_claims_under_optional_stopping() -> None:
 
 
 def test_loop_passes_the_tuning_to_decide() -> None:
-    """horizon and truncation in SamplingParams reach the decisions: the record's statuses
-    are decide()'s on the sampled prompts with the same settings."""
+    """horizon, truncation and grid in SamplingParams reach the decisions: the record's
+    statuses are decide()'s on the sampled prompts with the same settings."""
     params = SamplingParams(mode="adaptive", seed=4, round_size=20, floor_per_stratum=0,
-                            max_prompts=60, horizon=40, truncation=0.9)
+                            max_prompts=60, horizon=40, truncation=0.9, grid=201)
     world = World(levels=(70.0, 68.0, 66.0), change=(0.0, 0.0, 3.0))
     rec = run_adaptive(adaptive_order(STRATA, params), params, MODELS, world,
                        calls_per_prompt=1)
@@ -140,7 +140,7 @@ def test_loop_passes_the_tuning_to_decide() -> None:
     before = np.array([world.last[p] for p in rec.sampled])
     ends = [r.n_prompts for r in rec.rounds]
     tuned = decide(now, MODELS, round_ends=ends, alpha=0.05, last=before, horizon=40,
-                   truncation=0.9)
+                   truncation=0.9, grid=201)
     anytime = decide(now, MODELS, round_ends=ends, alpha=0.05, last=before)
     assert rec.statuses == tuned
     assert [s.hi - s.lo for s in tuned] != [s.hi - s.lo for s in anytime]

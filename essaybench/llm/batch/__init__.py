@@ -2,6 +2,7 @@
 Batches) at their batch price, durable across a killed process (``runner``)."""
 
 from essaybench.llm.batch.options import BatchOptions, OnExpired
-from essaybench.llm.batch.runner import BatchError, BatchRunner, BatchTicket, Pending
+from essaybench.llm.batch.runner import BatchRunner
+from essaybench.llm.batch.ticket import BatchError, BatchTicket, Pending
 
 __all__ = ["BatchError", "BatchOptions", "BatchRunner", "BatchTicket", "OnExpired", "Pending"]

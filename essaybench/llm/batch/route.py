@@ -23,7 +23,8 @@ from typing import Literal
 
 from essaybench.core.errors import UserError
 from essaybench.llm.batch.options import BatchOptions
-from essaybench.llm.batch.runner import BatchRunner, BatchTicket, Pending
+from essaybench.llm.batch.runner import BatchRunner
+from essaybench.llm.batch.ticket import BatchTicket, Pending
 from essaybench.llm.batching import Call
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.progress import LOGGER_NAME, current_progress, duration

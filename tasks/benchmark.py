@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from essaybench.bench.config import load_benchmark_config
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.llm.batch.route import BatchesPending, BatchWaiting
+from essaybench.report.adaptive import adaptive_lines, adaptive_view
 from essaybench.runs.calibration import run_drift
 from essaybench.stages.drift import drift_lines
 from essaybench.stages.pipeline import run_stages
@@ -49,6 +50,11 @@ def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root
         meta = snapshot.meta or {}
         if stage == "drift":  # the verdicts are the run's, in its catalog row
             for line in drift_lines(run_drift(store, run_id) or {}):
+                log.info("%s", line)
+            continue
+        if stage == "adaptive":  # what adaptive sampling decided (a scheduled run's only say)
+            view = adaptive_view(store, run_id)
+            for line in adaptive_lines(view) if view is not None else []:
                 log.info("%s", line)
             continue
         log.info("%s: snapshot %s (%d rows)%s", stage, snapshot.snapshot_id, snapshot.n_rows,

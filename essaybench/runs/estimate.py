@@ -94,15 +94,21 @@ def read_token_stats(store_root: Path | str, recent: int = RECENT_CALLS, *,
 def estimate_run(store_root: Path | str, config: BenchmarkConfig, registry: Registry, *,
                  stages: Sequence[str] = ESTIMATED_STAGES, history: bool = True,
                  exclude_run: str = "", prompt_set: str | None = None,
-                 adaptive_cap: bool = False) -> Estimate:
+                 adaptive_cap: bool = False,
+                 prompt_ids: Sequence[str] | None = None) -> Estimate:
     """The estimate of a run of ``config`` over its prompt set in ``store_root`` (or
     ``prompt_set``); ``history`` False: every count from the text, none from the ledger;
     ``exclude_run``: the ledger's statistics without that run's calls; ``adaptive_cap``:
     for ``sampling: adaptive``, the most the run can ask for (its ``max_prompts`` and
-    ``max_calls``: what a budget is checked against) rather than every selected prompt."""
+    ``max_calls``: what a budget is checked against) rather than every selected prompt;
+    ``prompt_ids``: only these of the selection (the prompts an adaptive run sampled)."""
     version, prompts = read_prompt_set(store_root, prompt_set or config.prompt_set)
     selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
-    if adaptive_cap and config.sampling.mode == "adaptive":
+    if prompt_ids is not None:
+        of = selected.height
+        selected = selected.filter(pl.col("prompt_id").is_in(list(prompt_ids)))
+        capped = [f"the {selected.height} of these {of} prompts the run sampled"]
+    elif adaptive_cap and config.sampling.mode == "adaptive":
         of = selected.height
         selected = adaptive_prefix(selected, config)
         capped = [f"adaptive sampling: at most {selected.height} of these {of} prompts "

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.estimate_check import Actual, CheckReport, compare
@@ -40,6 +41,24 @@ def read_run_calls(store_root: Path | str, run_id: str) -> tuple[list[Actual], f
     return actual, wall
 
 
+def run_prompt_ids(store_root: Path | str, run_id: str) -> list[str] | None:
+    """The prompts of the essays run ``run_id``'s newest ok generate stage wrote (None:
+    none recorded), read from its snapshot file without the catalog's write lock."""
+    store = Store(store_root)
+    try:
+        with read_only(store.catalog_path, store.catalog_path.with_suffix(".lock"),
+                       "catalog", wait_s=0) as con:
+            rows = con.execute(statement("find_stage_runs"),
+                               {"run_id": run_id, "snapshot_id": None}).fetchall()
+    except (FileNotFoundError, duckdb.Error):
+        return None
+    for _, stage, status, snapshot_id, _, _, _ in rows:  # newest first
+        path = store.root / "snapshots" / "generate" / f"{snapshot_id}.parquet"
+        if stage == "generate" and status == "ok" and path.is_file():
+            return sorted(set(pl.read_parquet(path, columns=["prompt_id"])["prompt_id"]))
+    return None
+
+
 def run_prompt_set(store_root: Path | str, run_id: str) -> str | None:
     """The prompt set version run ``run_id``'s generate stage read (None: not recorded)."""
     store = Store(store_root)
@@ -65,8 +84,10 @@ def check_run(store_root: Path | str, run_id: str, config: BenchmarkConfig,
               registry: Registry, *, history: bool = True) -> CheckReport:
     actual, wall = read_run_calls(store_root, run_id)
     stages = tuple(dict.fromkeys(a.stage for a in actual))
+    sampled = (run_prompt_ids(store_root, run_id) if config.sampling.mode == "adaptive"
+               else None)  # an adaptive run asked for some prompts only
     estimate = estimate_run(store_root, config, registry, history=history,
                             exclude_run=run_id, prompt_set=run_prompt_set(store_root, run_id),
                             stages=[s for s in ("generate", "judge", "drift", "pairwise")
-                                    if s in stages])
+                                    if s in stages], prompt_ids=sampled)
     return compare(estimate, actual, wall)

@@ -82,6 +82,13 @@ def test_the_expected_figure_is_the_newest_adaptive_runs_share(
         assert got is not None and got.expected is not None
         assert got.expected_prompts == sampled and "a1" in got.expected_from
         assert got.min_prompts <= sampled <= got.max_prompts
+        # estimate --check compares the run with the estimate of the prompts it sampled
+        from essaybench.runs.estimate_check import check_run
+
+        report = check_run(curated_copy.root, "a1", config, registry(server.base_url))
+        writers = [r for r in report.rows if r.stage == "generate"]
+        assert len(writers) == len(MARKS)
+        assert all(r.estimated["calls"] == r.actual["calls"] == sampled for r in writers)
         # the CLI prints the figures next to the full selection's
         monkeypatch.setattr(console, "_width", 80)
         models = tmp_path / "models.yaml"

@@ -24,6 +24,7 @@ from essaybench.bench.sharding import ShardingParams
 from essaybench.bench.stats_tables import StatsParams
 from essaybench.core.contracts import GENRES
 from essaybench.core.yamlio import YamlConfigError, load_model
+from essaybench.llm.batch.options import BatchOptions
 
 __all__ = [
     "BenchmarkConfig", "BenchmarkConfigError", "load_benchmark_config", "select_prompts",
@@ -79,6 +80,11 @@ class BenchmarkConfig(BaseModel):
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")
+    batch: BatchOptions = Field(
+        default_factory=BatchOptions, description="How the calls of registry entries with "
+        "batch: openai | anthropic go through the provider's batch API: on_expired "
+        "(resubmit | direct | fail), max_resubmits, polling (poll_initial_s, poll_factor, "
+        "poll_max_s), max_items (docs/gateway.md, Batch mode).")
 
     @field_validator("genres")
     @classmethod

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from essaybench.core.errors import UserError
+from essaybench.llm.batch.options import BatchOptions
 from essaybench.llm.batch.route import BatchRoute, BatchWaiting, refuse_in_shards
 from essaybench.llm.batching import FollowUp
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
@@ -102,13 +103,15 @@ def open_gateway(
     scope: ReuseScope = ANY_RUN,
     embedded_replicas: int | None = None,
     ledger: Ledger | None = None,
+    batch_options: BatchOptions | None = None,
     batch_waiting: BatchWaiting = "poll",
 ) -> Iterator[GatewaySession]:
     """``embedded_replicas``: servers of the embedded model, shared by every embedded
     entry (default ``embedded_replica_count()``). ``ledger``: where calls are recorded
     and looked up (default: the store's ledger file; a shard passes its ``PartLedger``).
-    ``batch_waiting``: how a run waits for the batches of entries with a batch API
-    (``llm.batch.route``): poll until they end, or raise ``BatchesPending`` ("return")."""
+    ``batch_options``: how entries with a batch API use it (default ``BatchOptions()``);
+    ``batch_waiting``: how a run waits for their batches (``llm.batch.route``): poll until
+    they end, or raise ``BatchesPending`` ("return")."""
     store_root = Path(store_root)
     if isinstance(ledger, PartLedger):
         refuse_in_shards(registry, models)
@@ -137,7 +140,7 @@ def open_gateway(
             urls[name] = pool
         gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
                           scope=scope)
-        BatchRoute.install(gateway, waiting=batch_waiting)
+        BatchRoute.install(gateway, batch_options, batch_waiting)
         yield GatewaySession(gateway, ledger)
 
 

@@ -71,6 +71,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         with open_gateway(registry, store.root, config.models(),
                           log_dir=store.root / "logs", scope=run_scope(store, run_id),
                           ledger_lock_timeout_s=store.lock_timeout_s,
+                          batch_options=config.batch,
                           batch_waiting=batch_waiting) as session:
             check_judges(registry, config.judges())  # after the ledger lock, as any name
             replay_started = datetime.now(UTC)

@@ -12,7 +12,6 @@ import yaml
 from typer.testing import CliRunner
 
 from essaybench.cli import app
-from essaybench.llm.batch.route import POLL_ENV
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.store import Store
@@ -26,7 +25,9 @@ def test_run_polls_its_batch_with_a_progress_line(curated: Store, tmp_path: Path
     store = copy_store(curated, tmp_path / "store")
     config = tmp_path / "bench.yaml"
     config.write_text(yaml.safe_dump({"per_genre": 1, "generate": {"models": ["writer"]},
-                                      "judge": {"judges": ["judge"]}}), encoding="utf-8")
+                                      "judge": {"judges": ["judge"]},
+                                      "batch": {"poll_initial_s": 0.3, "poll_max_s": 0.6}}),
+                      encoding="utf-8")
     scenario = FakeScenario.model_validate({"batch": {"validate_s": 0.5, "delay_s": 3.0}})
     with run_fake_server(scenario) as fake:
         common = {"provider": "fake", "family": "fake", "structured_output": "json_schema",
@@ -37,7 +38,6 @@ def test_run_polls_its_batch_with_a_progress_line(curated: Store, tmp_path: Path
                        "batch_price_factor": 0.5},
             "judge": {**common, "model_id": "judge"}}}), encoding="utf-8")
         monkeypatch.setenv("ESSAYBENCH_MODELS", str(models))
-        monkeypatch.setenv(POLL_ENV, "0.3")
         result = CliRunner().invoke(app, ["run", "--no-curate", "--config", str(config),
                                           "--store", str(store.root)],
                                     env={"COLUMNS": "200"})

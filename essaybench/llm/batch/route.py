@@ -17,7 +17,6 @@ run meanwhile, and then the run waits as its gateway's ``BatchWaiting`` says:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Literal
 
@@ -32,17 +31,14 @@ from essaybench.llm.registry import Registry
 from essaybench.llm.types import ChatResult
 
 __all__ = [
-    "POLL_ENV",
     "BatchRoute",
     "BatchWaiting",
     "BatchesPending",
     "Waiting",
-    "options_from_env",
     "refuse_in_shards",
 ]
 
 BatchWaiting = Literal["poll", "return"]
-POLL_ENV = "ESSAYBENCH_BATCH_POLL_S"  # first wait between polls (the cap stays 10 min)
 logger = logging.getLogger(LOGGER_NAME)
 
 
@@ -72,28 +68,13 @@ def refuse_in_shards(registry: Registry, models: Sequence[str]) -> None:
                         "(sharding: null or --shards 0) or set batch: none")
 
 
-def options_from_env() -> BatchOptions:
-    """The default options, with $ESSAYBENCH_BATCH_POLL_S as the first wait between polls."""
-    value = os.environ.get(POLL_ENV, "").strip()
-    if not value:
-        return BatchOptions()
-    try:
-        first = float(value)
-        if not first > 0:
-            raise ValueError
-    except ValueError:
-        raise UserError(f"{POLL_ENV} must be a number of seconds above 0, "
-                        f"not {value!r}") from None
-    return BatchOptions(poll_initial_s=first, poll_max_s=max(first, BatchOptions().poll_max_s))
-
-
 class BatchRoute:
     """A gateway's ``BatchPort``: ``submit`` a run's batched calls; the handle waits."""
 
     def __init__(self, gateway: Gateway, options: BatchOptions | None = None,
                  waiting: BatchWaiting = "poll") -> None:
         self.gateway = gateway
-        self.options = options or options_from_env()
+        self.options = options or BatchOptions()
         self.waiting: BatchWaiting = waiting
 
     @classmethod

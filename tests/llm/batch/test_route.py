@@ -13,7 +13,8 @@ import duckdb
 import pytest
 
 from essaybench.core.errors import UserError
-from essaybench.llm.batch.route import POLL_ENV, BatchesPending, options_from_env
+from essaybench.llm.batch import BatchOptions
+from essaybench.llm.batch.route import BatchesPending
 from essaybench.llm.fake.server import FakeServerHandle
 from essaybench.llm.part_ledger import PartLedger
 from essaybench.llm.progress import TextReporter, set_progress
@@ -21,15 +22,15 @@ from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import open_gateway
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
 from essaybench.store.parts import PartStore
-from tests.llm.batch.conftest import requests
+from tests.llm.batch.conftest import FAST, requests
 from tests.llm.conftest import fake_spec, registry_of
 
 RUN = ReuseScope.of_run("run-1")
 
 
-@pytest.fixture(autouse=True)
-def _fast_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(POLL_ENV, "0.05")
+def _open(*args: Any, **kwargs: Any) -> Any:
+    """open_gateway with quick polls (BatchOptions, as the benchmark config's batch:)."""
+    return open_gateway(*args, batch_options=FAST, **kwargs)
 
 
 def _registry(fake: FakeServerHandle, protocol: str = "openai") -> Any:
@@ -56,7 +57,7 @@ def test_a_run_mixes_batch_and_direct_entries(serve: Any, tmp_path: Path,
     lines: list[str] = []
     before = set_progress(TextReporter(emit=lines.append))
     try:
-        with open_gateway(_registry(fake, protocol), tmp_path, ["w", "d"],
+        with _open(_registry(fake, protocol), tmp_path, ["w", "d"],
                           scope=RUN) as session:
             got = session.run(_mixed())
     finally:
@@ -82,7 +83,7 @@ def test_a_run_that_does_not_wait_is_entered_again_and_collects_the_same_batch(
         serve: Any, tmp_path: Path) -> None:
     fake = serve({"delay_s": 2.0})  # still open when the direct calls are done
     registry = _registry(fake)
-    with open_gateway(registry, tmp_path, ["w", "d"], scope=RUN,
+    with _open(registry, tmp_path, ["w", "d"], scope=RUN,
                       batch_waiting="return") as session, \
             pytest.raises(BatchesPending, match=r"4 calls waiting in batch batch_\w+ \(w: "):
         session.run(_mixed())
@@ -91,7 +92,7 @@ def test_a_run_that_does_not_wait_is_entered_again_and_collects_the_same_batch(
     assert fake.stats().per_model["d"].received == 3
     results: list[ChatResult] = []
     for _ in range(100):  # each entry polls once, as a resumed flow run does
-        with open_gateway(registry, tmp_path, ["w", "d"], scope=RUN,
+        with _open(registry, tmp_path, ["w", "d"], scope=RUN,
                           batch_waiting="return") as session:
             try:
                 results = session.run(_mixed())
@@ -111,13 +112,13 @@ def test_calls_a_batch_of_the_run_answered_are_never_submitted_again(
     fake = serve({"fail": {"rate": 1.0, "status": 400}})  # every line refused for good
     registry = _registry(fake)
     for _ in range(2):  # the run entered again (e.g. a resumed flow run)
-        with open_gateway(registry, tmp_path, ["w"], scope=RUN) as session:
+        with _open(registry, tmp_path, ["w"], scope=RUN) as session:
             got = session.run(requests(3, model="w"))
         assert [r.status for r in got] == [CallStatus.API_ERROR] * 3
     stats = fake.stats()
     assert stats.batch is not None and stats.batch.batches_created == 1
     # A new run is a new measurement: it submits them again.
-    with open_gateway(registry, tmp_path, ["w"], scope=ReuseScope.of_run("run-2")) as session:
+    with _open(registry, tmp_path, ["w"], scope=ReuseScope.of_run("run-2")) as session:
         session.run(requests(3, model="w"))
     assert fake.stats().batch.batches_created == 2  # type: ignore[union-attr]
 
@@ -130,7 +131,7 @@ def test_follow_ups_of_a_batched_entry_wait_for_its_batch(serve: Any, tmp_path: 
     def judge_it(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
         return requests(1, model="w", prefix=f"评{request.tag}")
 
-    with open_gateway(_registry(fake), tmp_path, ["w", "d"], scope=RUN) as session:
+    with _open(_registry(fake), tmp_path, ["w", "d"], scope=RUN) as session:
         assert session.gateway.batches is not None  # installed by open_gateway
         got = session.run(requests(2, model="d"), follow_up=judge_it)
     assert len(got) == 2
@@ -143,16 +144,8 @@ def test_a_sharded_run_refuses_batch_entries(serve: Any, tmp_path: Path) -> None
     fake = serve()
     shard = PartLedger(PartStore(tmp_path / "parts"), "ledger/shard=0")
     with pytest.raises(UserError, match="batch mode is not supported in a sharded run"), \
-            open_gateway(_registry(fake), tmp_path, ["w", "d"], ledger=shard):
+            _open(_registry(fake), tmp_path, ["w", "d"], ledger=shard):
         pass
-
-
-def test_poll_interval_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(POLL_ENV, "2.5")
-    assert options_from_env().poll_initial_s == 2.5
-    monkeypatch.setenv(POLL_ENV, "soon")
-    with pytest.raises(UserError, match=f"{POLL_ENV} must be a number"):
-        options_from_env()
 
 
 def test_llm_usage_counts_batched_calls_at_their_price(serve: Any, tmp_path: Path) -> None:
@@ -161,7 +154,7 @@ def test_llm_usage_counts_batched_calls_at_their_price(serve: Any, tmp_path: Pat
     from essaybench.cli import app
 
     fake = serve()
-    with open_gateway(_registry(fake), tmp_path, ["w", "d"], scope=RUN) as session:
+    with _open(_registry(fake), tmp_path, ["w", "d"], scope=RUN) as session:
         got = session.run(_mixed())
     out = CliRunner().invoke(app, ["llm", "usage", "--store", str(tmp_path), "--markdown"],
                              env={"COLUMNS": "200"})
@@ -177,3 +170,17 @@ def test_llm_usage_counts_batched_calls_at_their_price(serve: Any, tmp_path: Pat
     assert cost["w"].endswith("(4 batched)") and float(cost["w"].split()[0]) == pytest.approx(
         half, rel=1e-3)
     assert "batched" not in cost["d"]
+
+
+def test_on_expired_from_the_options_sends_expired_lines_direct(
+        serve: Any, tmp_path: Path) -> None:
+    fake = serve({"window_s": 0.05, "per_item_s": 0.2})  # every line expires
+    options = BatchOptions(on_expired="direct", poll_initial_s=0.05, poll_max_s=0.1)
+    with open_gateway(_registry(fake), tmp_path, ["w"], scope=RUN,
+                      batch_options=options) as session:
+        got = session.run(requests(3, model="w"))
+    assert [r.status for r in got] == [CallStatus.OK] * 3
+    stats = fake.stats()
+    assert stats.batch is not None and stats.batch.batches_created == 1
+    assert stats.per_model["w"].received == 3  # re-sent direct, not in a second batch
+    assert [b for _, b, _ in _rows(tmp_path / "ledger.duckdb").values()] == [None] * 3

@@ -18,7 +18,8 @@ import pytest
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
-from essaybench.llm.batch.route import POLL_ENV, BatchesPending
+from essaybench.llm.batch import BatchOptions
+from essaybench.llm.batch.route import BatchesPending
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.registry import Registry
@@ -29,7 +30,8 @@ from tests.helpers import copy_store
 from tests.llm.conftest import fake_spec, registry_of
 
 CONFIG = BenchmarkConfig(per_genre=1, generate=GenerateParams(models=("wb", "wd")),
-                         judge=JudgeParams(judges=["judge"]), drift=None)
+                         judge=JudgeParams(judges=["judge"]), drift=None,
+                         batch=BatchOptions(poll_initial_s=0.1, poll_max_s=0.2))
 # Some judge replies break the answer format (a re-ask follows, and may fail again).
 SCENARIO = {"faults": [{"kind": "invalid_structured", "rate": 0.4, "seed": 5,
                         "models": ["judge"]}],
@@ -65,7 +67,6 @@ def stores(curated: Store, tmp_path: Path) -> tuple[Store, Store]:
 
 def test_generate_and_judge_in_batch_mode_end_as_direct_calls(
         stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(POLL_ENV, "0.1")
     direct_store, batch_store = stores
     # One server (the calls' keys hash its URL), its counters reset between the runs: the
     # fault decisions depend on how often a body has arrived.

@@ -27,13 +27,28 @@ from prefect.context import FlowRunContext
 from prefect.flow_runs import suspend_flow_run
 
 from essaybench.llm.batch.route import BatchWaiting
+from essaybench.store import Store
 
-__all__ = ["AWAITING_TAG", "SUSPEND_TIMEOUT_S", "batch_waiting", "suspend_for_batches"]
+__all__ = ["AWAITING_TAG", "SUSPEND_TIMEOUT_S", "batch_waiting", "curated_already",
+           "suspend_for_batches"]
 
 AWAITING_TAG = "essaybench:awaiting-batch"
 # A suspended run not resumed within this fails (Prefect's pause timeout): the providers'
 # completion window is 24 h, and a run resumed at least daily suspends anew each time.
 SUSPEND_TIMEOUT_S = 3 * 86_400
+
+
+def curated_already(store: Store, run_id: str) -> bool:
+    """Whether the newest prompt set was published from this run's own curation: a run
+    resumed after waiting for batches does not curate again (at paper scale, minutes of
+    CPU on every resume); it reads the prompt set its first entry published."""
+    latest = store.latest_prompt_set_version()
+    record = store.get_prompt_set(latest) if latest is not None else None
+    if record is None:
+        return False
+    return any(r.stage == "classify" and r.status == "ok"
+               and r.snapshot_id == record["snapshot_id"]
+               for r in store.stage_runs(run_id, 1000))
 
 
 def batch_waiting() -> BatchWaiting:

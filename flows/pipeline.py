@@ -48,7 +48,7 @@ from essaybench.core.settings import (
     DEFAULT_STORE_ROOT,
 )
 from essaybench.flows._fanout import run_shards
-from essaybench.flows.batch_wait import batch_waiting, suspend_for_batches
+from essaybench.flows.batch_wait import batch_waiting, curated_already, suspend_for_batches
 from essaybench.flows.curate import curate_flow
 from essaybench.llm.batch.route import refuse_in_shards
 from essaybench.llm.registry import load_registry
@@ -187,7 +187,8 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     if from_stage in LLM_STAGES:  # the run judges: its judges must be calibrated
         require_calibrated(store, config, load_registry(), benchmark_config, uncalibrated_ok,
                            force_with=_force_with())
-    if curate and from_stage == "generate" and base_run is None:
+    if curate and from_stage == "generate" and base_run is None and not curated_already(
+            store, run_id):  # a run resumed after waiting for batches curated already
         result["curate"] = curate_flow(curate_config, store_root, run_id=run_id,
                                        lock_timeout_s=lock_timeout_s)
     if not over_budget_ok:

@@ -1,6 +1,7 @@
 """The weekly deployment with a batched writer, on real processes: a ``prefect server
 start``, the process pool of ``prefect.yaml``, ``prefect deploy`` of ``pipeline-weekly``
-and ``batch-resume`` from the repository root, and a ``prefect worker start``.
+and ``batch-resume`` from the repository root, and a ``prefect worker start``; the weekly
+run as scheduled (it curates first).
 
 The writer's batch (fake server on 127.0.0.1) takes longer than several polls. The pipeline
 run submits it and suspends itself: the flow run is ``Suspended`` with no flow-run process
@@ -8,7 +9,8 @@ left (the worker is not occupied), tagged as awaiting a batch. Runs of the ``bat
 deployment (triggered here as its schedule would) resume it; each resumed run polls once and
 suspends again while the batch runs, then completes. Across the suspensions the flow run
 keeps its name and essaybench run id, the batch is submitted once, every call is recorded
-once under that run, and the waits are stage runs recorded as ``waiting``.
+once under that run, the waits are stage runs recorded as ``waiting``, and the run curated
+once (a resumed entry does not curate again).
 """
 
 from __future__ import annotations
@@ -115,8 +117,7 @@ def test_weekly_run_suspends_while_its_batch_runs(curated: Store, tmp_path: Path
                 weekly = client.read_deployment_by_name("pipeline/pipeline-weekly")
                 resume = client.read_deployment_by_name("batch-resume/batch-resume")
                 assert [type(s.schedule) for s in resume.schedules] == [IntervalSchedule]
-                run_id = client.create_flow_run_from_deployment(
-                    weekly.id, parameters={"curate": False}).id
+                run_id = client.create_flow_run_from_deployment(weekly.id).id  # curates
                 name = None
                 while True:
                     def moved() -> bool:
@@ -162,5 +163,8 @@ def test_weekly_run_suspends_while_its_batch_runs(curated: Store, tmp_path: Path
                                                    ("writer", True, name)]
     assert calls[0][3] == judge_sent and "writer" not in stats.per_model
     # Each wait was the generate stage's (the judge is direct), recorded as waiting.
-    statuses = [r.status for r in Store(store.root).stage_runs(name) if r.stage == "generate"]
+    runs = Store(store.root).stage_runs(name, 1000)
+    statuses = [r.status for r in runs if r.stage == "generate"]
     assert sorted(statuses) == ["ok", *["waiting"] * len(suspended_states)], statuses
+    # The run curated once: a resumed entry reads the prompt set its first entry published.
+    assert [r.status for r in runs if r.stage == "classify"] == ["ok"]

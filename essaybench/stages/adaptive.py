@@ -52,6 +52,7 @@ from essaybench.bench.generate import run_generate, status_counts
 from essaybench.bench.health import call_counts
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.core.contracts import StageOutput
+from essaybench.core.errors import UserError
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import ChatRequest
 from essaybench.runs.comparable import Baseline, last_comparable_of
@@ -92,7 +93,13 @@ class AdaptiveSampler:
         self.candidates = selected.height
         rule = self.config.flagged_essays
         asking = [params.ask]  # the questions of the loop under way
-        self.baseline = self._probe(selected.filter(pl.col("prompt_id").is_in(order.round(0))),
+        most = max_prompts_of(order, self.config)
+        if most < 1:
+            raise UserError(f"sampling.max_calls {params.max_calls} is less than one prompt's "
+                            f"planned calls ({calls_per_prompt(self.config)}): nothing to ask")
+        # the first round as the loop will ask for it (max_prompts, max_calls may cut it)
+        first = order.prompt_ids[:min(order.round_size, most)]
+        self.baseline = self._probe(selected.filter(pl.col("prompt_id").is_in(first)),
                                     version, since)
         last = self.baseline.judged.read() if self.baseline.judged is not None else None
 
@@ -124,7 +131,7 @@ class AdaptiveSampler:
                                 calls_per_prompt=calls_per_prompt(self.config), **extra)
 
         reach = baseline_reach(order, last)
-        if last is None or params.ask == "pairs" or reach >= max_prompts_of(order, self.config):
+        if last is None or params.ask == "pairs" or reach >= most:
             self.record = loop(params)
             return self._output()
         # The last comparable run has none of the order's prompts past ``reach`` (it was

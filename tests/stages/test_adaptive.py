@@ -243,3 +243,17 @@ def test_after_an_adaptive_week_changes_are_decided_on_its_prefix(curated_copy: 
         (s.question.kind.value, s.question.first, s.outcome.value, s.decided_at_prompts)
         for s in (*pairs, *moved)]
     assert dict(changes.select("first", "label").rows())["writer-c"] == "changed up"
+
+
+def test_a_first_round_cut_by_max_prompts_writes_no_more_than_that(
+        curated_copy: Store) -> None:
+    """max_prompts below round_size: the writers are called for max_prompts prompts (the
+    probe that finds the baseline asks for the first round as the loop cuts it); a
+    max_calls below one prompt's planned calls is one clear error."""
+    snaps, calls = _run(curated_copy, "m1", _config(round_size=40, max_prompts=7))
+    assert snaps["adaptive"].meta["sampled"] == 7 and snaps["adaptive"].meta["stop"] in (
+        "max_prompts", "all_decided")
+    assert {w: calls[w] for w in WRITERS} == dict.fromkeys(WRITERS, 7)
+    with pytest.raises(StageFailed, match=r"sampling.max_calls 5 is less than one prompt's "
+                                          r"planned calls \(6\)"):
+        _run(curated_copy, "m2", _config(max_calls=5))

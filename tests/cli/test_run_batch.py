@@ -46,7 +46,7 @@ def test_run_polls_its_batch_with_a_progress_line(curated: Store, tmp_path: Path
     waits = [line for line in result.output.splitlines() if line.startswith("batch mode:")]
     assert len(waits) >= 2, result.output  # more than one poll: it really waited
     pattern = (r"batch mode: 5 calls waiting in batch batch_\w+ \(writer: "
-               r"(validating|in_progress|finalizing)\); next poll in \d+s")
+               r"(validating|in_progress|finalizing)\); next poll in 0\.[36]s")
     assert all(re.fullmatch(pattern, line) for line in waits), waits
     assert {re.search(r"\((writer: \w+)\)", w).group(1) for w in waits} >= {  # type: ignore[union-attr]
         "writer: in_progress"}

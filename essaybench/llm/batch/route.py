@@ -115,7 +115,8 @@ class Waiting:
                                 "process")
                 raise BatchesPending(out)
             delay = self.runner.options.delay(polls)
-            self.route.note(f"batch mode: {out.describe()}; next poll in {duration(delay)}")
+            wait = f"{delay:.1f}s" if delay < 10 else duration(delay)
+            self.route.note(f"batch mode: {out.describe()}; next poll in {wait}")
             await self.runner.sleep(delay)
             polls += 1
         return dict(zip(self.ticket.keys, out, strict=True))

@@ -10,7 +10,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from essaybench.bench.adaptive_order import SamplingParams
 from essaybench.bench.alerts import AlertParams
@@ -20,6 +20,7 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.health import HealthParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.pairwise.design import PairwiseParams
+from essaybench.bench.rotation import RotationParams
 from essaybench.bench.sharding import ShardingParams
 from essaybench.bench.stats_tables import StatsParams
 from essaybench.core.contracts import GENRES
@@ -77,6 +78,11 @@ class BenchmarkConfig(BaseModel):
         default_factory=SamplingParams, description="Which prompts are asked for: full "
         "(every selected prompt, the default) or adaptive (seeded rounds, stopping once every "
         "question is decided by anytime-valid confidence sequences; docs/adaptive.md).")
+    rotation: RotationParams | None = Field(
+        default=None, description="Rotate the weekly set: a fixed core plus rotate_share of "
+        "each genre x set stratum drawn from the prompt set as a pool (needs per_genre "
+        "below the pool's size; docs/weekly.md, Prompt rotation). None: the same prompts "
+        "every week.")
     max_cost_usd: float | None = Field(
         default=None, ge=0, description="run/rerun refuse when the estimate exceeds this "
         "(USD at the registry's list prices; see essaybench estimate). None: no cap.")
@@ -93,6 +99,13 @@ class BenchmarkConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown genres {unknown}; genres: {', '.join(GENRES)}")
         return genres
+
+    @model_validator(mode="after")
+    def _rotation_needs_per_genre(self) -> BenchmarkConfig:
+        if self.rotation is not None and self.per_genre is None:
+            raise ValueError("rotation needs per_genre (the weekly prompts per genre, "
+                             "fewer than the pool has)")
+        return self
 
     def judges(self) -> list[str]:
         """Every model this run asks to judge (rubric, second judge, pairwise), once each."""

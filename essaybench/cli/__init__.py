@@ -46,6 +46,7 @@ from essaybench.cli import (  # noqa: E402
     llm,
     project,
     report,
+    rotation,
     store_cmd,
 )
 from essaybench.cli.common import STATE  # noqa: E402
@@ -100,6 +101,7 @@ app.add_typer(benchmark.app)
 app.add_typer(estimate.app)
 app.add_typer(analysis.app)
 app.add_typer(report.app)
+app.add_typer(rotation.app)
 app.add_typer(llm.app, name="llm")
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(project.app)

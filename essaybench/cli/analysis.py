@@ -256,6 +256,7 @@ def compare(
     from essaybench.bench.aggregate import export
     from essaybench.bench.flagged_rule import SECOND_OPINION_NOTE
     from essaybench.runs.compare import choose_baseline, compare_snapshots, run_flagged_rule
+    from essaybench.runs.rotation import compared_prompts
 
     if score not in COMPARE_SCORES:
         raise typer.BadParameter(f"{score!r}: one of {', '.join(COMPARE_SCORES)}",
@@ -267,7 +268,10 @@ def compare(
     if score == "score_weighted":  # the main score: the one the rule applies to
         console.print(f"flagged essays in both runs as on {run_id}'s leaderboard (flagged_essays "
                       f"{rule}): {SECOND_OPINION_NOTE[rule]}", markup=False, soft_wrap=True)
-    table = compare_snapshots(st, now, before, score=score, flagged=rule)
+    core, compared_on = compared_prompts(st, run_id, base)
+    if compared_on:
+        console.print(compared_on, markup=False, soft_wrap=True)
+    table = compare_snapshots(st, now, before, score=score, flagged=rule, prompts=core)
     print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
                            "judge_ids_before"), f"{run_id} vs {base} ({score})")
     folder = store / "reports" / run_id

@@ -53,16 +53,22 @@ def _judged(store: Store, run_id: str) -> Snapshot:
 
 def compare_snapshots(store: Store, now: Snapshot, before: Snapshot, *,
                       score: str = "score_weighted", n_boot: int = 2000, level: float = 0.95,
-                      seed: int = 0, flagged: FlaggedRule = RECORDED_BEFORE) -> pl.DataFrame:
+                      seed: int = 0, flagged: FlaggedRule = RECORDED_BEFORE,
+                      prompts: set[str] | None = None) -> pl.DataFrame:
     """:func:`compare_runs` over two judge snapshots and the essays they judged, both
     runs' flagged judgments counted by ``flagged`` (``bench/flagged_rule.py``: pass the
-    run's own rule, :func:`run_flagged_rule`, to compare what its leaderboard shows)."""
+    run's own rule, :func:`run_flagged_rule`, to compare what its leaderboard shows);
+    ``prompts``: only these (a rotating run's core, ``runs/rotation.py``)."""
     for snap in (now, before):
         if snap.stage != "judge":
             raise ValueError(f"compare reads 'judge' snapshots, got {snap.snapshot_id}")
     essays = [store.get_snapshot(s.upstream_snapshot_ids[0]).read() for s in (now, before)]
-    return compare_runs(ranked_score(now.read(), flagged, score),
-                        ranked_score(before.read(), flagged, score), essays_now=essays[0],
+    judged = [now.read(), before.read()]
+    if prompts is not None:
+        keep = pl.col("prompt_id").is_in(sorted(prompts))
+        essays, judged = [f.filter(keep) for f in essays], [f.filter(keep) for f in judged]
+    return compare_runs(ranked_score(judged[0], flagged, score),
+                        ranked_score(judged[1], flagged, score), essays_now=essays[0],
                         essays_before=essays[1], score=score, n_boot=n_boot, level=level,
                         seed=seed)
 

@@ -35,7 +35,9 @@ from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import incomparable_judges, run_drift
 from essaybench.runs.comparable import last_comparable_run
 from essaybench.runs.health import run_health
+from essaybench.runs.rotation import compared_prompts
 from essaybench.runs.webhooks import deliver
+from essaybench.stages.alerts_signals import signals
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -53,10 +55,12 @@ class RunAlerts:
     reason: str | None  # why there was no comparable run
     deliveries: list[str]  # one line per webhook
     report: Path
+    compared_on: str | None = None  # with rotation: which prompts were compared
 
     def lines(self) -> list[str]:
         """What the terminal shows: the alerts, then each webhook's delivery."""
         return [*alert_lines(self.alerts, self.run_id, self.base_run, self.reason),
+                *([f"  {self.compared_on}"] if self.compared_on else []),
                 *(f"  webhook {d}" for d in self.deliveries)]
 
     def markdown(self) -> str:
@@ -93,16 +97,23 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
     def compute() -> StageOutput:
         drift_now = run_drift(store, run_id)
         alerts: list[Alert] = [*judge_alerts(drift_now or {}), *health_alerts(store, run_id)]
+        signal_alerts, signals_meta = signals(  # judge-free: drift and relevance
+            store, store.get_snapshot(judged.upstream_snapshot_ids[0]).read(),
+            baseline.run_id, baseline.essays, params.signals)
+        alerts += signal_alerts
         not_compared: dict[str, str] = {}
+        core, compared_on = compared_prompts(store, run_id, baseline.run_id)
         if baseline.judged is not None and baseline.essays is not None:
             assert baseline.run_id is not None
             not_compared = incomparable_judges(store, drift_now,
                                                run_drift(store, baseline.run_id))
             keep = ~pl.col("judge").is_in(list(not_compared))
-            essays_now = store.get_snapshot(judged.upstream_snapshot_ids[0]).read()
-            alerts += compute_alerts(essays_now, baseline.essays.read(),
-                                     judged.read().filter(keep),
-                                     baseline.judged.read().filter(keep), params,
+            frames = [store.get_snapshot(judged.upstream_snapshot_ids[0]).read(),
+                      baseline.essays.read(), judged.read().filter(keep),
+                      baseline.judged.read().filter(keep)]
+            if core is not None:  # rotation: week over week on the core only
+                frames = [f.filter(pl.col("prompt_id").is_in(sorted(core))) for f in frames]
+            alerts += compute_alerts(frames[0], frames[1], frames[2], frames[3], params,
                                      flagged)
         sent = (deliver(params.webhooks, payload(run_id, baseline.run_id, alerts),
                         params.webhook_timeout_s) if alerts else [])
@@ -110,13 +121,17 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
             "base_run": baseline.run_id, "reason": baseline.reason,
             "skipped": [list(s) for s in baseline.skipped], "n_alerts": len(alerts),
             "judges_not_compared": not_compared, "flagged_essays": flagged,
+            "signals": signals_meta,
+            "compared_on": compared_on,
             "deliveries": [{"url": d.url, "delivered": d.delivered,
                             "status_code": d.status_code, "error": d.error,
                             "seconds": d.seconds} for d in sent],
             "delivery_lines": [d.line() for d in sent]}
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(alerts_markdown(alerts, run_id, baseline.run_id, baseline.reason,
-                                          meta["delivery_lines"]), encoding="utf-8")
+        text = alerts_markdown(alerts, run_id, baseline.run_id, baseline.reason,
+                               meta["delivery_lines"])
+        report.write_text(text + (f"\n{compared_on}\n" if compared_on else ""),
+                          encoding="utf-8")
         return StageOutput(alerts_frame(alerts), meta, run_meta=meta)
 
     # The catalog records the parameters: webhook URLs only as scheme and host.
@@ -139,6 +154,7 @@ def run_alerts(store: Store, run_id: str, snapshot: Snapshot | None = None) -> R
             meta = stage_run.meta or {}
             return RunAlerts(run_id, snap, alerts_of_frame(snap.read()), meta.get("base_run"),
                              meta.get("reason"), list(meta.get("delivery_lines", [])),
-                             store.root / "reports" / run_id / "alerts.md")
+                             store.root / "reports" / run_id / "alerts.md",
+                             meta.get("compared_on"))
     raise NotFoundError(f"run {run_id} has no alerts stage in {store.root} (it ends the "
                       "pipeline of runs made since alerts were added)")

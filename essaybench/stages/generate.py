@@ -18,6 +18,7 @@ from essaybench.core.errors import NotFoundError
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import ChatRequest
 from essaybench.runs.lineage import check_session_run
+from essaybench.runs.rotation import rotation_selection
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -36,6 +37,23 @@ def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Sna
     return version, prompts, store.get_snapshot(record["snapshot_id"])
 
 
+def run_prompts(store: Store, run_id: str, config: BenchmarkConfig, prompts: pl.DataFrame,
+                version: str) -> tuple[pl.DataFrame, dict[str, object] | None]:
+    """The prompts ``run_id`` writes: the seeded per-genre sample, or with ``rotation``
+    its weekly set (core + rotated, recorded in ``prompt_usage``; a rerun gets its base
+    run's); and what to record about the rotation (None: no rotation)."""
+    if config.rotation is None or config.per_genre is None:
+        return select_prompts(prompts, config.per_genre, config.sample_seed,
+                              config.genres), None
+    selection, selected = rotation_selection(store, run_id, prompts, version,
+                                             config.per_genre, config.rotation, config.genres)
+    return selected, {**config.rotation.model_dump(mode="json"), "week": selection.week,
+                      "core_fingerprint": selection.fingerprint,
+                      "n_core": len(selection.ids("core")),
+                      "n_rotated": len(selection.ids("rotated")),
+                      "notes": list(selection.notes)}
+
+
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
                    session: GatewaySession, *, prefetch_judge: bool = False,
                    early: Sequence[ChatRequest] = (),
@@ -50,9 +68,11 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     prefetches itself."""
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     check_session_run(session, run_id)
-    selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
+    selected, rotation = run_prompts(store, run_id, config, prompts, version)
     params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
               "per_genre": config.per_genre, "sample_seed": config.sample_seed}
+    if rotation is not None:
+        params["rotation"] = rotation
     if sampler is not None:  # recorded before the loop: a killed run's rerun finds it
         params["sampling"] = config.sampling.model_dump(mode="json")
     prefetch = (JudgePrefetch.for_prompts(selected, config.judge,

@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from essaybench.bench.config import BenchmarkConfig, select_prompts
+from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.bench.judge.second import SECOND_COLUMNS
@@ -54,7 +54,7 @@ from essaybench.runs.shards import (
     shared_limits,
     success_path,
 )
-from essaybench.stages.generate import prompt_set_input
+from essaybench.stages.generate import prompt_set_input, run_prompts
 from essaybench.stages.judge import judge_output
 from essaybench.store import Store
 from essaybench.store.liveness import Heartbeat
@@ -82,7 +82,7 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
         return existing
     config = rerun_config(store, run_id, config)
     version, prompts, _ = prompt_set_input(store, config.prompt_set)
-    selected = select_prompts(prompts, config.per_genre, config.sample_seed, config.genres)
+    selected, _ = run_prompts(store, run_id, config, prompts, version)
     scope = run_scope(store, run_id)
     seed: list[str] = []
     with Ledger(store.root / LEDGER_FILE, store.lock_timeout_s) as ledger:

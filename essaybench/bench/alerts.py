@@ -21,7 +21,10 @@ Pure: two runs' essays (generate snapshots) and judgments (judge snapshots) in, 
 * ``judge_drift`` / ``judge_unverified`` / ``judge_changed``: a judge re-scored the anchor
   set out of tolerance, could not be checked, or was changed without calibration (forced):
   its cells are not compared with earlier weeks (these need no comparable run);
-* ``run_unhealthy``: the run's coverage fell below its floor (the run fails).
+* ``run_unhealthy``: the run's coverage fell below its floor (the run fails);
+* ``output_drift`` / ``off_topic``: judge-free signals (``bench/signals``): the model's
+  median similarity to last comparable week's essays fell below its own history band;
+  the share of its essays sharing too few of their prompt's topic words reached the rate.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from essaybench.bench.compare import compare_runs
 from essaybench.bench.compliance import compliance_table
 from essaybench.bench.flagged_rule import RECORDED_BEFORE, FlaggedRule, ranked_score
+from essaybench.bench.signals.params import SignalParams
 from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK
 from essaybench.core.export import markdown_grid
@@ -46,7 +50,8 @@ from essaybench.llm.cost_basis import essays_cost_per_1k
 AlertKind = Literal["quality_drop", "over_length", "under_length", "violation",
                     "off_language", "failure_rate", "p95_latency", "cost_per_1k_chars",
                     "model_id_changed", "judge_id_changed", "judge_drift",
-                    "judge_unverified", "judge_changed", "run_unhealthy"]
+                    "judge_unverified", "judge_changed", "run_unhealthy",
+                    "output_drift", "off_topic"]
 ALL_MODELS = "(all)"  # the model column of an alert about a judge or the whole run
 Severity = Literal["critical", "warning"]
 TRUNCATED = "truncated"
@@ -89,6 +94,8 @@ class AlertParams(BaseModel):
                                       "POSTed to as JSON (none when there are no alerts).")
     webhook_timeout_s: float = Field(default=5.0, gt=0, le=60,
                                      description="Connect and read timeout per webhook.")
+    signals: SignalParams = Field(default_factory=SignalParams, description="Judge-free "
+                                  "signals: output drift and relevance (bench/signals).")
 
     @field_validator("webhooks")
     @classmethod

@@ -1,0 +1,99 @@
+"""The alerts stage's judge-free signals: output drift against the comparable run and
+relevance of this run's essays (``bench/signals``), as alerts and as the stage's meta.
+
+A model's drift history is read from the chain of comparable runs: the baseline's own
+alerts stage recorded its weekly median against *its* baseline, and so on back
+(``history_weeks`` at most). The meta (``signals``) is what the report shows and what the
+next week's band reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import polars as pl
+
+from essaybench.bench.alerts import Alert
+from essaybench.bench.signals.drift import DriftSummary, drift_pairs, summarise
+from essaybench.bench.signals.params import SignalParams
+from essaybench.bench.signals.relevance import (
+    RelevanceSummary,
+    relevance_table,
+    summarise_relevance,
+)
+from essaybench.core.contracts import OK
+from essaybench.store import Snapshot, Store
+
+STAGE = "alerts"
+
+
+def _alerts_meta(store: Store, run_id: str) -> dict[str, Any] | None:
+    for stage_run in store.stage_runs(run_id, 1000):  # newest first
+        if stage_run.stage == STAGE and stage_run.status == OK:
+            return dict(stage_run.meta or {})
+    return None
+
+
+def drift_history(store: Store, base_run: str | None, weeks: int) -> dict[str, list[float]]:
+    """Per model, the weekly drift medians the chain of comparable runs starting at
+    ``base_run`` recorded, newest first (a run without a figure for a model ends nothing:
+    the model simply has no value that week)."""
+    history: dict[str, list[float]] = {}
+    seen: set[str] = set()
+    run = base_run
+    for _ in range(weeks):
+        if run is None or run in seen:
+            break
+        seen.add(run)
+        meta = _alerts_meta(store, run)
+        if meta is None:
+            break
+        for model, fig in (meta.get("signals") or {}).get("drift", {}).items():
+            if fig.get("median") is not None:
+                history.setdefault(model, []).append(float(fig["median"]))
+        run = meta.get("base_run")
+    return history
+
+
+def drift_alert(s: DriftSummary, params: SignalParams) -> Alert:
+    return Alert(s.model, None, "output_drift", "warning", s.median,
+                 (sum(s.history) / len(s.history)) if s.history else None, s.band_low,
+                 f"{s.model}: median {params.drift_measure} with last comparable week's "
+                 f"essays {s.median:.3f} over {s.n_pairs} prompts, below its band "
+                 f"({s.reason(params)}): the model's output changed more than its own "
+                 "week-to-week sampling does")
+
+
+def off_topic_alert(s: RelevanceSummary, params: SignalParams) -> Alert:
+    return Alert(s.model, None, "off_topic", "warning", s.off_topic_rate, None,
+                 params.off_topic_rate,
+                 f"{s.model}: {s.n_off_topic} of {s.n_checked} essays share under "
+                 f"{params.relevance_threshold:.0%} of their prompt's topic bigrams "
+                 "(answered a different question?)")
+
+
+def signals(store: Store, essays_now: pl.DataFrame, base_run: str | None,
+            base_essays: Snapshot | None, params: SignalParams
+            ) -> tuple[list[Alert], dict[str, Any]]:
+    """This run's signal alerts and the ``signals`` meta the stage records."""
+    if not params.enabled:
+        return [], {"enabled": False}
+    found: list[Alert] = []
+    rel = summarise_relevance(relevance_table(essays_now, params.relevance_threshold))
+    for r in rel:
+        rate = r.off_topic_rate
+        if rate is not None and r.n_off_topic and rate >= params.off_topic_rate:
+            found.append(off_topic_alert(r, params))
+    drift: list[DriftSummary] = []
+    if base_essays is not None:
+        pairs = drift_pairs(essays_now, base_essays.read(), params.ngram)
+        drift = summarise(pairs, drift_history(store, base_run, params.history_weeks),
+                          params)
+        found += [drift_alert(s, params) for s in drift if s.verdict == "below"]
+    meta = {"enabled": True, "drift_measure": params.drift_measure,
+            "drift": {s.model: {**asdict(s), "history": list(s.history),
+                                "reason": s.reason(params)} for s in drift},
+            "relevance": {r.model: {**asdict(r), "off_topic_rate": r.off_topic_rate}
+                          for r in rel}}
+    return found, meta

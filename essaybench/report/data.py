@@ -27,6 +27,7 @@ from essaybench.core.errors import NotFoundError
 from essaybench.runs.calibration import run_drift
 from essaybench.runs.compare import compare_snapshots
 from essaybench.runs.health import run_health
+from essaybench.runs.rotation import compared_prompts
 from essaybench.store import Snapshot, Store
 from essaybench.store.runs import stage_run_inputs
 from essaybench.store.store import StageRun
@@ -45,6 +46,9 @@ class AlertsView:
     deliveries: list[str]
     judges_not_compared: dict[str, str]
     comparison: pl.DataFrame | None  # this run against base_run, per judge × model
+    signals: dict[str, Any] = field(default_factory=dict)  # bench/signals: drift, relevance
+    compared_on: str | None = None  # rotation: compared on the core only (runs/rotation.py)
+    core_prompts: tuple[str, ...] = ()  # rotation: the run's core prompt ids
 
 
 @dataclass(frozen=True)
@@ -116,13 +120,16 @@ def _comparison(store: Store, run_id: str, snap: Snapshot, judged: Snapshot
     if len(snap.upstream_snapshot_ids) < 2:
         return None
     before = store.get_snapshot(snap.upstream_snapshot_ids[1])
+    base = next((r.run_id for r in stage_run_inputs(store, snapshot_id=before.snapshot_id)
+                 if r.stage == "judge"), None)
+    core, _ = compared_prompts(store, run_id, base)  # rotation: the core only
     params: dict[str, Any] = next(
         (r.params for r in stage_run_inputs(store, run_id=run_id)
          if r.stage == "alerts" and r.snapshot_id == snap.snapshot_id), {})
     return compare_snapshots(store, judged, before, score=params.get("score", "score_weighted"),
                              n_boot=params.get("n_boot", 2000),
                              level=params.get("level", 0.95), seed=params.get("seed", 0),
-                             flagged=rule_of_meta(params) or RECORDED_BEFORE)
+                             flagged=rule_of_meta(params) or RECORDED_BEFORE, prompts=core)
 
 
 def _alerts(store: Store, run_id: str, stage_runs: list[StageRun], judged: Snapshot
@@ -137,7 +144,10 @@ def _alerts(store: Store, run_id: str, stage_runs: list[StageRun], judged: Snaps
                 compared = compared.filter(~pl.col("judge").is_in(list(not_compared)))
             return AlertsView(alerts_of_frame(snap.read()), meta.get("base_run"),
                               meta.get("reason"), list(meta.get("delivery_lines", [])),
-                              not_compared, compared)
+                              not_compared, compared, dict(meta.get("signals") or {}),
+                              compared_on=meta.get("compared_on"),
+                              core_prompts=tuple(sorted(
+                                  compared_prompts(store, run_id, None)[0] or ())))
     return None
 
 

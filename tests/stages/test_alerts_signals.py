@@ -16,6 +16,8 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.signals.params import SignalParams
 from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.report.data import load_run
+from essaybench.report.page import render_report
 from essaybench.stages.alerts import alerts_stage, run_alerts
 from essaybench.store import Store
 from tests.stages.test_alerts_stage import week
@@ -69,3 +71,11 @@ def test_drift_band_and_off_topic_over_four_weeks(
     assert kinds["output_drift"].now == pytest.approx(d4["median"])
     assert kinds["off_topic"].now == 1.0
     assert "answered a different question" in kinds["off_topic"].message
+
+    # The report shows both per model, the band's verdict and the off-topic count.
+    page = render_report(load_run(store, "w4"))
+    section = page[page.index('id="signals"'):]
+    assert "below" in section and "band low" in section
+    assert f'<td class="num">{r4["n_off_topic"]}</td>' in section
+    early = render_report(load_run(store, "w3"))
+    assert "1 of 2 earlier weeks: no band yet" in early

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import duckdb
 import polars as pl
 
 from essaybench.bench.rotation import CORE, RotationParams, Selection, Usage, draw_rotation
@@ -29,24 +30,29 @@ USAGE_COLUMNS = ("run_id", "week", "prompt_set_version", "prompt_id", "genre", "
 def usage_frame(store: Store) -> pl.DataFrame:
     """Every (run, prompt, role) recorded, by week (empty: no run rotated)."""
     with store.connect() as con:
-        if not store.read_only:
-            con.execute(statement("prompt_usage_schema"))
-        exists = con.execute("SELECT count(*) FROM information_schema.tables "
-                             "WHERE table_name = 'prompt_usage'").fetchone()
-        rows = con.execute(statement("prompt_usage_all")).fetchall() \
-            if exists and exists[0] else []
+        return _usage(con, create=not store.read_only)
+
+
+def _usage(con: duckdb.DuckDBPyConnection, *, create: bool) -> pl.DataFrame:
+    if create:
+        con.execute(statement("prompt_usage_schema"))
+    exists = con.execute("SELECT count(*) FROM information_schema.tables "
+                         "WHERE table_name = 'prompt_usage'").fetchone()
+    rows = con.execute(statement("prompt_usage_all")).fetchall() \
+        if exists and exists[0] else []
     schema: dict[str, pl.DataType] = {c: pl.Utf8() for c in USAGE_COLUMNS}
     schema.update(week=pl.Int64(), recorded_at=pl.Datetime(time_zone="UTC"))
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _recorded(usage: pl.DataFrame, store: Store, run_id: str) -> tuple[str, pl.DataFrame]:
-    """The run along ``run_id``'s lineage that recorded a selection, and its rows."""
-    for run in lineage(store, run_id):
+def _recorded(usage: pl.DataFrame, runs: Sequence[str]) -> tuple[str, pl.DataFrame]:
+    """The first of ``runs`` (a run's lineage) that recorded a selection, and its rows;
+    else (the run itself, no rows)."""
+    for run in runs:
         rows = usage.filter(pl.col("run_id") == run)
         if rows.height:
             return run, rows
-    return run_id, usage.clear()
+    return runs[0], usage.clear()
 
 
 def _selection_of(rows: pl.DataFrame) -> Selection:
@@ -60,40 +66,42 @@ def rotation_selection(store: Store, run_id: str, prompts: pl.DataFrame, version
                        genres: Sequence[str] | None = None) -> tuple[Selection, pl.DataFrame]:
     """(the run's selection, its prompts): reused when recorded along the run's
     lineage, else drawn from every other run's usage and recorded now."""
-    usage = usage_frame(store)
-    owner, rows = _recorded(usage, store, run_id)
-    if rows.height:
-        selection = _selection_of(rows)
-    else:
-        history = [Usage(int(w), str(p), str(r), str(s)) for w, p, r, s in
-                   usage.select("week", "prompt_id", "role", "core_settings").iter_rows()]
-        selection = draw_rotation(prompts, per_genre, params, history, genres)
-        _record(store, owner, selection, prompts, version,
-                params.core_settings(per_genre, genres))
+    runs = list(lineage(store, run_id))
+    # Read, draw and record under one catalog lock: two runs starting at once get
+    # consecutive weeks, never the same draw.
+    with store.connect() as con:
+        usage = _usage(con, create=True)
+        owner, rows = _recorded(usage, runs)
+        if rows.height:
+            selection = _selection_of(rows)
+        else:
+            history = [Usage(int(w), str(p), str(r), str(s)) for w, p, r, s in
+                       usage.select("week", "prompt_id", "role", "core_settings").iter_rows()]
+            selection = draw_rotation(prompts, per_genre, params, history, genres)
+            _record(con, owner, selection, prompts, version,
+                    params.core_settings(per_genre, genres))
     chosen = prompts.filter(pl.col("prompt_id").is_in(list(selection.roles)))
     return selection, chosen.sort("genre", "prompt_id")
 
 
-def _record(store: Store, run_id: str, selection: Selection, prompts: pl.DataFrame,
-            version: str, settings: str) -> None:
+def _record(con: duckdb.DuckDBPyConnection, run_id: str, selection: Selection,
+            prompts: pl.DataFrame, version: str, settings: str) -> None:
     now = datetime.now(UTC)
     info = {pid: (genre, pset) for pid, genre, pset in
             prompts.select("prompt_id", "genre", "prompt_set").iter_rows()}
-    with store.connect() as con:
-        con.execute(statement("prompt_usage_schema"))
-        for pid, role in sorted(selection.roles.items()):
-            genre, pset = info[pid]
-            con.execute(statement("prompt_usage_insert"), {
-                "run_id": run_id, "week": selection.week, "prompt_set_version": version,
-                "prompt_id": pid, "genre": genre, "prompt_set": pset, "role": role,
-                "core_fingerprint": selection.fingerprint, "core_settings": settings,
-                "recorded_at": now})
+    for pid, role in sorted(selection.roles.items()):
+        genre, pset = info[pid]
+        con.execute(statement("prompt_usage_insert"), {
+            "run_id": run_id, "week": selection.week, "prompt_set_version": version,
+            "prompt_id": pid, "genre": genre, "prompt_set": pset, "role": role,
+            "core_fingerprint": selection.fingerprint, "core_settings": settings,
+            "recorded_at": now})
 
 
 def run_core(store: Store, run_id: str) -> set[str] | None:
     """The core prompt ids of ``run_id``'s selection (along its lineage); None when the
     run did not rotate."""
-    _, rows = _recorded(usage_frame(store), store, run_id)
+    _, rows = _recorded(usage_frame(store), list(lineage(store, run_id)))
     if not rows.height:
         return None
     return set(rows.filter(pl.col("role") == CORE)["prompt_id"].to_list())
@@ -110,7 +118,7 @@ def compared_prompts(store: Store, run_id: str, base_run: str | None
     before = run_core(store, base_run) if base_run is not None else None
     common = core if before is None else core & before
     usage = usage_frame(store)
-    _, rows = _recorded(usage, store, run_id)
+    _, rows = _recorded(usage, list(lineage(store, run_id)))
     fingerprint = str(rows["core_fingerprint"][0])
     left = rows.height - len(core)
     changed = (f"; the cores differ ({len(core)} now, {len(before)} in {base_run}): "

@@ -6,12 +6,13 @@ comparing with the draw's own bookkeeping."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import polars as pl
 import pytest
 from pydantic import ValidationError
 
-from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.config import BenchmarkConfig, BenchmarkConfigError, load_benchmark_config
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.rotation import (
@@ -149,3 +150,14 @@ def test_rotation_is_off_by_default() -> None:
     config = BenchmarkConfig(per_genre=2, generate=GenerateParams(models=("w",)),
                              judge=JudgeParams(judges=["j"]))
     assert config.rotation is None
+
+
+def test_a_bad_rotation_in_the_yaml_is_one_line_naming_file_line_and_field(
+        tmp_path: Path) -> None:
+    path = tmp_path / "benchmark.yaml"
+    path.write_text("per_genre: 4\ngenerate: {models: [w]}\njudge: {judges: [j]}\n"
+                    "rotation:\n  rotate_share: 2\n", encoding="utf-8")
+    with pytest.raises(BenchmarkConfigError) as err:
+        load_benchmark_config(path)
+    assert str(err.value) == (f"{path}:5: benchmark config: rotation.rotate_share: "
+                              "Input should be less than 1")

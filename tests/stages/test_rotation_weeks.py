@@ -25,6 +25,7 @@ from essaybench.cli import app
 from essaybench.cli.common import console
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
+from essaybench.report.data import load_run
 from essaybench.runs.rotation import usage_frame
 from essaybench.stages.alerts import RunAlerts, alerts_stage
 from essaybench.stages.generate import prompt_set_input
@@ -138,6 +139,11 @@ def test_four_weeks_of_rotation_then_a_rerun(curated_copy: Store, tmp_path: Path
         store.get_snapshot(before.upstream_snapshot_ids[0]).read(),
         now.read(), before.read(), CONFIG.alerts)
     assert "off_language" in {a.kind for a in everything}
+    # The run's report says so and names the core; its comparison pairs core prompts only.
+    shown = load_run(store, "w3").alerts
+    assert shown is not None and shown.compared_on == third.compared_on
+    assert set(shown.core_prompts) == core and shown.comparison is not None
+    assert set(shown.comparison["n_common_prompts"]) == {4}
 
     # The rerun of week 4 wrote week 4's selection, sent nothing, recorded nothing.
     assert paid == 16 and sent == 0  # 8 essays + 8 judgments, once

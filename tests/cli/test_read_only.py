@@ -23,6 +23,7 @@ READ_ONLY = [
     ["promptset", "export", "{version}", "--to", "{out}"],
     ["compare", "--run", "r1"],  # no earlier run: its report is not written
     ["alerts", "--run", "r1"],
+    ["rotation"],  # no run rotated: says so, creates no table
     ["llm", "usage"],
     ["llm", "usage", "--markdown", "--stage", "judge"],
     ["estimate"],
@@ -68,7 +69,8 @@ def test_read_only_commands_change_no_byte_of_a_store(
     assert outcomes == {"runs": 0, "runs --run r1": 0, "promptset show {version}": 0,
                         "promptset show no-such-version": 2,
                         "promptset export {version} --to {out}": 0,
-                        "compare --run r1": 2, "alerts --run r1": 2, "llm usage": 0,
+                        "compare --run r1": 2, "alerts --run r1": 2, "rotation": 0,
+                        "llm usage": 0,
                         "llm usage --markdown --stage judge": 0, "estimate": 0,
                         "curate review --list": 0, "curate review --version {version} --all": 0}
     assert (tmp_path / "out4.jsonl").read_text(encoding="utf-8")

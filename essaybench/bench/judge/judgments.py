@@ -65,6 +65,7 @@ from essaybench.bench.judge.request import (
     make_renderer,
     request_scope,
     skipped_off_language,
+    skipped_off_topic,
 )
 from essaybench.core.contracts import Decision, StageOutput
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult
@@ -203,6 +204,12 @@ def judgments_table(essays: pl.DataFrame, requests: Sequence[ChatRequest],
                              "error_kind": "essay_off_language",
                              "error": "essay not written in Chinese (off_language); "
                                       "judge.skip_off_language"})
+                continue
+            if skipped_off_topic(params, essay):
+                rows.append({**base, "status": CallStatus.SKIPPED.value,
+                             "error_kind": "essay_off_topic",
+                             "error": "essay shares too few of its prompt's topic words "
+                                      "(off topic); judge.skip_off_topic_below"})
                 continue
             if needs_genre_call(essay["genre"]):
                 if outcome is None:

@@ -35,6 +35,7 @@ from essaybench.bench.rubrics import (
     load_rubric,
     rubrics_dir,
 )
+from essaybench.bench.signals.relevance import relevance
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 STAGE = "judge"
@@ -92,6 +93,11 @@ class JudgeParams(BaseModel):
     skip_off_language: bool = Field(
         default=False, description="Do not judge essays the generate stage marked "
         "off_language (not written in Chinese): they are skipped, counted, never scored.")
+    skip_off_topic_below: float | None = Field(
+        default=None, ge=0, le=1, description="Do not judge essays whose relevance to their "
+        "prompt (bench/signals/relevance.py: share of the prompt's topic bigrams in the "
+        "essay) is below this (0.03 is the alerts' calibrated threshold): they are skipped "
+        "with error_kind essay_off_topic, counted, never scored. None: judge every essay.")
 
 
 Scoring = Rubric | AlignScoreRubric
@@ -141,6 +147,20 @@ def skipped_off_language(params: JudgeParams, essay: Mapping[str, Any]) -> bool:
     return params.skip_off_language and bool(essay.get("off_language"))
 
 
+def skipped_off_topic(params: JudgeParams, essay: Mapping[str, Any]) -> bool:
+    """Whether ``essay`` is not judged as off topic (``skip_off_topic_below``); an essay
+    whose prompt has no topic word is judged."""
+    if params.skip_off_topic_below is None:
+        return False
+    score = relevance(str(essay["prompt_text"] or ""), str(essay["essay_text"] or ""))
+    return score is not None and score < params.skip_off_topic_below
+
+
+def not_judged(params: JudgeParams, essay: Mapping[str, Any]) -> bool:
+    """Whether an ok ``essay`` is skipped (off language or off topic, as configured)."""
+    return skipped_off_language(params, essay) or skipped_off_topic(params, essay)
+
+
 def essay_tag(prompt_id: str, model: str, sample_index: int) -> str:
     return f"{prompt_id}#{model}#{sample_index}"
 
@@ -168,7 +188,7 @@ def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
     gateway or the ledger). ``renderer`` (for ``rubric``) renders each genre's rubric once
     for many essays. An essay without a genre (open or multi-genre prompt) has none here:
     its genre is asked first (:func:`genre_judge_requests`)."""
-    if skipped_off_language(params, essay) or needs_genre_call(essay["genre"]):
+    if not_judged(params, essay) or needs_genre_call(essay["genre"]):
         return []
     genre = str(essay["genre"])
     render = renderer or make_renderer(params, rubric)
@@ -202,7 +222,7 @@ def build_genre_calls(essays: pl.DataFrame, params: JudgeParams,
     named = genre_rubric(rubric)
     calls: dict[tuple[str, str], GenreCall] = {}
     for row in _ok_essays(essays):
-        if skipped_off_language(params, row) or not needs_genre_call(row["genre"]):
+        if not_judged(params, row) or not needs_genre_call(row["genre"]):
             continue
         tag = essay_tag(row["prompt_id"], row["model"], int(row["sample_index"]))
         for judge in params.judges:
@@ -244,7 +264,7 @@ def build_judge_requests(essays: pl.DataFrame, params: JudgeParams, rubric: Scor
             requests += genre_judge_requests(row, params, rubric, genres or {}, renderer)
             continue
         found = (memo.take(scope, row) if memo is not None
-                 and not skipped_off_language(params, row) else None)
+                 and not not_judged(params, row) else None)
         requests += (found if found is not None
                      else essay_judge_requests(row, params, rubric, renderer))
     return requests

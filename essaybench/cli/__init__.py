@@ -47,6 +47,7 @@ from essaybench.cli import (  # noqa: E402
     project,
     report,
     rotation,
+    spot_check,
     store_cmd,
 )
 from essaybench.cli.common import STATE  # noqa: E402
@@ -102,6 +103,7 @@ app.add_typer(estimate.app)
 app.add_typer(analysis.app)
 app.add_typer(report.app)
 app.add_typer(rotation.app)
+app.add_typer(spot_check.app)
 app.add_typer(llm.app, name="llm")
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(project.app)

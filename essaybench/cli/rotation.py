@@ -28,19 +28,23 @@ def rotation(
     """Prompt rotation: usage per run (week, core fingerprint, core and rotated counts)
     and per prompt (times used as core and as rotated, in which weeks)."""
     from essaybench.core.errors import NotFoundError
+    from essaybench.runs.lineage import lineage
     from essaybench.runs.rotation import usage_by_prompt, usage_by_run, usage_frame
 
-    usage = usage_frame(reader(store, lock_timeout))
+    st = reader(store, lock_timeout)
+    usage = usage_frame(st)
     if usage.is_empty():
         console.print(f"no run in {store} rotated its prompts (benchmark config: rotation)",
                       markup=False)
         return
-    if run_id is not None:
-        usage = usage.filter(pl.col("run_id") == run_id)
-        if usage.is_empty():
+    if run_id is not None:  # a rerun's selection is its base run's
+        owner = next((r for r in lineage(st, run_id) if r in set(usage["run_id"])), None)
+        if owner is None:
             raise NotFoundError(f"run {run_id!r} recorded no rotation in {store}")
+        usage = usage.filter(pl.col("run_id") == owner)
+        of = f" (the selection of {owner})" if owner != run_id else ""
         print_frame(usage.select("prompt_id", "genre", "prompt_set", "role"),
-                    f"run {run_id}: week {usage['week'][0]}, core "
+                    f"run {run_id}{of}: week {usage['week'][0]}, core "
                     f"{usage['core_fingerprint'][0]}", limit)
         return
     if prompt is not None:

@@ -21,7 +21,8 @@ from essaybench.core.sql import statement
 from essaybench.runs.lineage import lineage
 from essaybench.store import Store
 
-__all__ = ["USAGE_COLUMNS", "compared_prompts", "rotation_selection", "run_core", "usage_frame"]
+__all__ = ["USAGE_COLUMNS", "compared_prompts", "recorded_selection", "rotation_selection",
+           "run_core", "usage_frame"]
 
 USAGE_COLUMNS = ("run_id", "week", "prompt_set_version", "prompt_id", "genre", "prompt_set",
                  "role", "core_fingerprint", "core_settings", "recorded_at")
@@ -29,8 +30,8 @@ USAGE_COLUMNS = ("run_id", "week", "prompt_set_version", "prompt_id", "genre", "
 
 def usage_frame(store: Store) -> pl.DataFrame:
     """Every (run, prompt, role) recorded, by week (empty: no run rotated)."""
-    with store.connect() as con:
-        return _usage(con, create=not store.read_only)
+    with store.connect() as con:  # the table is created by the first run that rotates
+        return _usage(con, create=False)
 
 
 def _usage(con: duckdb.DuckDBPyConnection, *, create: bool) -> pl.DataFrame:
@@ -80,6 +81,18 @@ def rotation_selection(store: Store, run_id: str, prompts: pl.DataFrame, version
             selection = draw_rotation(prompts, per_genre, params, history, genres)
             _record(con, owner, selection, prompts, version,
                     params.core_settings(per_genre, genres))
+    chosen = prompts.filter(pl.col("prompt_id").is_in(list(selection.roles)))
+    return selection, chosen.sort("genre", "prompt_id")
+
+
+def recorded_selection(store: Store, run_id: str, prompts: pl.DataFrame
+                       ) -> tuple[Selection, pl.DataFrame] | None:
+    """The selection recorded along ``run_id``'s lineage and its prompts (None: none);
+    a rerun writes its base run's whatever its own config says about rotation."""
+    _, rows = _recorded(usage_frame(store), list(lineage(store, run_id)))
+    if not rows.height:
+        return None
+    selection = _selection_of(rows)
     chosen = prompts.filter(pl.col("prompt_id").is_in(list(selection.roles)))
     return selection, chosen.sort("genre", "prompt_id")
 

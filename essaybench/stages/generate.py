@@ -18,9 +18,10 @@ from essaybench.core.errors import NotFoundError
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import ChatRequest
 from essaybench.runs.lineage import check_session_run
-from essaybench.runs.rotation import rotation_selection
+from essaybench.runs.rotation import recorded_selection, rotation_selection
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
+from essaybench.store.runs import get_run
 
 
 def prompt_set_input(store: Store, version: str) -> tuple[str, pl.DataFrame, Snapshot]:
@@ -42,12 +43,20 @@ def run_prompts(store: Store, run_id: str, config: BenchmarkConfig, prompts: pl.
     """The prompts ``run_id`` writes: the seeded per-genre sample, or with ``rotation``
     its weekly set (core + rotated, recorded in ``prompt_usage``; a rerun gets its base
     run's); and what to record about the rotation (None: no rotation)."""
-    if config.rotation is None or config.per_genre is None:
-        return select_prompts(prompts, config.per_genre, config.sample_seed,
-                              config.genres), None
-    selection, selected = rotation_selection(store, run_id, prompts, version,
-                                             config.per_genre, config.rotation, config.genres)
-    return selected, {**config.rotation.model_dump(mode="json"), "week": selection.week,
+    record = get_run(store, run_id)
+    if config.rotation is None or config.per_genre is None \
+            or (record is not None and record.base_run is not None):
+        recorded = recorded_selection(store, run_id, prompts)  # a rerun: its base run's
+        if recorded is None:
+            return select_prompts(prompts, config.per_genre, config.sample_seed,
+                                  config.genres), None
+        selection, selected = recorded
+    else:
+        selection, selected = rotation_selection(store, run_id, prompts, version,
+                                                 config.per_genre, config.rotation,
+                                                 config.genres)
+    settings = config.rotation.model_dump(mode="json") if config.rotation else {}
+    return selected, {**settings, "week": selection.week,
                       "core_fingerprint": selection.fingerprint,
                       "n_core": len(selection.ids("core")),
                       "n_rotated": len(selection.ids("rotated")),

@@ -55,7 +55,8 @@ def use_models(path: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> No
 
 def week(store: Store, run_id: str, scenario: FakeScenario | None, tmp_path: Path,
          monkeypatch: pytest.MonkeyPatch, base_run: str | None = None,
-         server: FakeServerHandle | None = None) -> tuple[RunAlerts, int]:
+         server: FakeServerHandle | None = None, config: BenchmarkConfig = CONFIG
+         ) -> tuple[RunAlerts, int]:
     """One run through generate → judge → aggregate → alerts on ``server`` (else a new
     one playing ``scenario``); (its alerts, calls the server received)."""
     with ExitStack() as stack:
@@ -65,8 +66,8 @@ def week(store: Store, run_id: str, scenario: FakeScenario | None, tmp_path: Pat
         use_models(tmp_path / f"models-{run_id}.yaml", server.base_url, monkeypatch)
         record_run(store, run_id, base_run=base_run,
                    from_stage="generate" if base_run else None)
-        run_stages(store, run_id, CONFIG, BENCHMARK_STAGES, None)
-        found = alerts_stage(store, run_id, CONFIG.alerts,
+        run_stages(store, run_id, config, BENCHMARK_STAGES, None)
+        found = alerts_stage(store, run_id, config.alerts,
                              store.require_ok_snapshot("judge", run_id, "test"))
         return found, server.stats().totals.received - before
 
@@ -97,13 +98,16 @@ def test_four_weeks_of_rotation_then_a_rerun(curated_copy: Store, tmp_path: Path
         _, paid = week(store, "w4", None, tmp_path, monkeypatch, server=server)
         _, sent = week(store, "w4b", None, tmp_path, monkeypatch, base_run="w4",
                        server=server)
+        # ... also when the rerun's config no longer rotates: it writes w4's prompts
+        _, unrotated = week(store, "w4c", None, tmp_path, monkeypatch, base_run="w4",
+                            server=server, config=CONFIG.model_copy(update={"rotation": None}))
 
     usage = usage_frame(store)
     _, prompts, _ = prompt_set_input(store, "latest")
     stratum = dict(zip(prompts["prompt_id"], zip(prompts["genre"], prompts["prompt_set"],
                                                  strict=True), strict=True))
     runs = ["w1", "w2", "w3", "w4"]
-    assert usage["run_id"].unique().sort().to_list() == runs  # none for the rerun w4b
+    assert usage["run_id"].unique().sort().to_list() == runs  # none for the reruns
     rotated: dict[str, set[str]] = {}
     for n, run in enumerate(runs, start=1):
         rows = usage.filter(pl.col("run_id") == run)
@@ -146,16 +150,20 @@ def test_four_weeks_of_rotation_then_a_rerun(curated_copy: Store, tmp_path: Path
     assert set(shown.comparison["n_common_prompts"]) == {4}
 
     # The rerun of week 4 wrote week 4's selection, sent nothing, recorded nothing.
-    assert paid == 16 and sent == 0  # 8 essays + 8 judgments, once
-    assert essay_ids(store, "w4b") == essay_ids(store, "w4")
+    assert paid == 16 and sent == unrotated == 0  # 8 essays + 8 judgments, once
+    assert essay_ids(store, "w4b") == essay_ids(store, "w4") == essay_ids(store, "w4c")
 
     monkeypatch.setattr(console, "_width", 200)
     out = CliRunner().invoke(app, ["rotation", "--store", str(store.root)], terminal_width=200)
     assert out.exit_code == 0, out.output
-    assert all(run in out.output for run in runs) and "w4b" not in out.output
+    assert all(run in out.output for run in runs)
+    assert "w4b" not in out.output and "w4c" not in out.output
     one = CliRunner().invoke(app, ["rotation", "--run", "w3", "--store", str(store.root)],
                              terminal_width=200)
     assert one.exit_code == 0 and one.output.count("rotated") == 4 and "week 3" in one.output
+    rerun = CliRunner().invoke(app, ["rotation", "--run", "w4b", "--store", str(store.root)],
+                               terminal_width=200)
+    assert rerun.exit_code == 0 and "run w4b (the selection of w4): week 4" in rerun.output
     nope = CliRunner().invoke(app, ["rotation", "--run", "zz", "--store", str(store.root)])
     assert nope.exit_code == 2 and "recorded no rotation" in nope.output
     cmp = CliRunner().invoke(app, ["compare", "--run", "w3", "--store", str(store.root)],

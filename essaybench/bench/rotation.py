@@ -35,9 +35,9 @@ from essaybench.core.hashing import content_hash, sha256_hex
 __all__ = [
     "CORE",
     "ROTATED",
-        "RotationParams",
+    "PromptUse",
+    "RotationParams",
     "Selection",
-    "Usage",
     "core_fingerprint",
     "draw_rotation",
     "stratum_quotas",
@@ -68,7 +68,7 @@ class RotationParams(BaseModel):
 
 
 @dataclass(frozen=True)
-class Usage:
+class PromptUse:
     """One prompt used by one earlier run: its 1-based week (run order) and role."""
 
     week: int
@@ -126,7 +126,7 @@ def _cooldown(params: RotationParams, n_candidates: int, n_rot: int) -> int:
 
 
 def draw_rotation(prompts: pl.DataFrame, per_genre: int, params: RotationParams,
-                  history: Sequence[Usage], genres: Sequence[str] | None = None
+                  history: Sequence[PromptUse], genres: Sequence[str] | None = None
                   ) -> Selection:
     """This week's set from the pool ``prompts`` given the ``history`` of earlier runs."""
     if genres is not None:

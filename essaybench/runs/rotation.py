@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from essaybench.bench.rotation import CORE, RotationParams, Selection, Usage, draw_rotation
+from essaybench.bench.rotation import CORE, PromptUse, RotationParams, Selection, draw_rotation
 from essaybench.core.sql import statement
 from essaybench.runs.lineage import lineage
 from essaybench.store import Store
@@ -76,7 +76,7 @@ def rotation_selection(store: Store, run_id: str, prompts: pl.DataFrame, version
         if rows.height:
             selection = _selection_of(rows)
         else:
-            history = [Usage(int(w), str(p), str(r), str(s)) for w, p, r, s in
+            history = [PromptUse(int(w), str(p), str(r), str(s)) for w, p, r, s in
                        usage.select("week", "prompt_id", "role", "core_settings").iter_rows()]
             selection = draw_rotation(prompts, per_genre, params, history, genres)
             _record(con, owner, selection, prompts, version,

@@ -18,9 +18,9 @@ from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.rotation import (
     CORE,
     ROTATED,
+    PromptUse,
     RotationParams,
     Selection,
-    Usage,
     draw_rotation,
     stratum_quotas,
 )
@@ -36,13 +36,13 @@ def pool(per_set: int = PER_SET) -> pl.DataFrame:
 
 
 def weeks(n: int, params: RotationParams, prompts: pl.DataFrame | None = None,
-          per_genre: int = 4, history: list[Usage] | None = None) -> list[Selection]:
+          per_genre: int = 4, history: list[PromptUse] | None = None) -> list[Selection]:
     prompts = pool() if prompts is None else prompts
     history = [] if history is None else history
     out = []
     for _ in range(n):
         sel = draw_rotation(prompts, per_genre, params, history)
-        history += [Usage(sel.week, p, r, params.core_settings(per_genre, None))
+        history += [PromptUse(sel.week, p, r, params.core_settings(per_genre, None))
                     for p, r in sel.roles.items()]
         out.append(sel)
     return out
@@ -95,7 +95,7 @@ def test_same_history_same_draw_and_seed_or_share_change_moves_the_core() -> Non
     params = RotationParams(rotate_share=0.5, seed=3)
     a, b = weeks(4, params), weeks(4, params)
     assert [s.roles for s in a] == [s.roles for s in b]
-    history = [Usage(s.week, p, r, params.core_settings(4, None))
+    history = [PromptUse(s.week, p, r, params.core_settings(4, None))
                for s in a for p, r in s.roles.items()]
     other = RotationParams(rotate_share=0.5, seed=4)
     moved = draw_rotation(pool(), 4, other, history)

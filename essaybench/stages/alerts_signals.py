@@ -17,6 +17,11 @@ import polars as pl
 from essaybench.bench.alerts import Alert
 from essaybench.bench.signals.drift import DriftSummary, drift_pairs, summarise
 from essaybench.bench.signals.params import SignalParams
+from essaybench.bench.signals.reference import (
+    load_gold,
+    reference_table,
+    summarise_reference,
+)
 from essaybench.bench.signals.relevance import (
     RelevanceSummary,
     relevance_table,
@@ -96,4 +101,19 @@ def signals(store: Store, essays_now: pl.DataFrame, base_run: str | None,
                                 "reason": s.reason(params)} for s in drift},
             "relevance": {r.model: {**asdict(r), "off_topic_rate": r.off_topic_rate}
                           for r in rel}}
+    if params.gold_file is not None:
+        meta["reference"] = reference_meta(essays_now, params.gold_file)
     return found, meta
+
+
+def reference_meta(essays: pl.DataFrame, gold_file: str) -> dict[str, Any]:
+    """The gold set's identity and, per model, the median reference-based metrics."""
+    loaded = load_gold(gold_file)
+    versions = sorted({str(v) for v in essays["prompt_set"].drop_nulls().to_list()})
+    table = reference_table(essays, loaded.gold)
+    return {"prompt_set": loaded.gold.prompt_set, "version": loaded.gold.version,
+            "fingerprint": loaded.fingerprint, "n_items": len(loaded.gold.items),
+            "matches_prompt_set": loaded.gold.prompt_set in versions,
+            "prompt_set_versions": sorted({str(v) for v in essays["prompt_set_version"]
+                                          .drop_nulls().to_list()}),
+            "models": {r.model: asdict(r) for r in summarise_reference(table)}}

@@ -6,14 +6,17 @@ two: its median falls below the band and every essay is off topic."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
+import yaml
 
 from essaybench.bench.alerts import AlertParams
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
+from essaybench.bench.signals.lexical import rouge_l
 from essaybench.bench.signals.params import SignalParams
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.report.data import load_run
@@ -79,3 +82,35 @@ def test_drift_band_and_off_topic_over_four_weeks(
     assert f'<td class="num">{r4["n_off_topic"]}</td>' in section
     early = render_report(load_run(store, "w3"))
     assert "1 of 2 earlier weeks: no band yet" in early
+
+
+@pytest.mark.slow
+def test_gold_references_are_secondary_figures_in_meta_and_report(
+        curated_copy: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gold file for two of the run's prompts: per model, median ROUGE-L and chrF of the
+    essays on those prompts against the references, with the gold set's identity."""
+    store = curated_copy
+    (store.root / "ledger.duckdb").unlink(missing_ok=True)
+    config = BenchmarkConfig(per_genre=1, generate=GenerateParams(models=("writer",)),
+                             judge=JudgeParams(judges=["judge"]), drift=None)
+    week(store, "g1", None, config, tmp_path, monkeypatch)
+    essays = store.require_ok_snapshot("generate", "g1", "test").read().sort("prompt_id")
+    first, second = essays.head(2).iter_rows(named=True)
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(yaml.safe_dump({"prompt_set": str(first["prompt_set"]), "version": "g1",
+                                    "items": [
+        {"prompt_id": first["prompt_id"], "reference": first["essay_text"],
+         "criteria": ["切题"]},
+        {"prompt_id": second["prompt_id"], "reference": UNRELATED}]}, allow_unicode=True),
+        encoding="utf-8")
+    params = AlertParams(n_boot=200, signals=SignalParams(gold_file=str(gold)))
+    alerts_stage(store, "g1", params, store.require_ok_snapshot("judge", "g1", "test"))
+    ref = signals_meta(store, "g1")["reference"]
+    assert isinstance(ref, dict) and ref["version"] == "g1" and ref["matches_prompt_set"]
+    writer = ref["models"]["writer"]
+    identical, unrelated = rouge_l(first["essay_text"], first["essay_text"]), rouge_l(
+        second["essay_text"], UNRELATED)
+    assert writer["n_essays"] == 2
+    assert writer["median_rouge_l"] == pytest.approx(statistics.median([identical, unrelated]))
+    page = render_report(load_run(store, "g1"))
+    assert "Against the gold references (secondary, not a ranking)" in page

@@ -118,9 +118,9 @@ def promote_accepted(store: Store, run_id: str, gold_dir: Path) -> tuple[Path, i
     judged, _, _ = _judged(store, run_id, _key(store, run_id).judge)
     rubric = load_rubric()
     accepted = questions.filter(pl.col("accept"))
-    means = (accepted.group_by("prompt_id", "model", "sample_index", "genre", "question")
-             .agg(pl.col("human").mean()).with_columns(pl.lit("mean").alias("annotator")))
-    scores = essay_rows(means, rubric, _alpha(judged)) if means.height else pl.DataFrame()
+    scores = (essay_rows(accepted, rubric, _alpha(judged))
+              .group_by("prompt_id", "model", "sample_index").agg(pl.col("score").mean())
+              if accepted.height else pl.DataFrame())
     score_of = {(str(p), str(m), int(s)): float(v) for p, m, s, v in
                 (scores.select("prompt_id", "model", "sample_index", "score").iter_rows()
                  if scores.height else [])}

@@ -5,13 +5,14 @@ essay::
 
     {"prompt_id": "...", "genre": "narrative", "prompt_text": "...", "essay_text": "...",
      "human_scores": {"nar_q1": 7, ...}, "human_score": 71.5, "annotators": ["zhang"],
-     "source_run": "2026-W49", "essay_sha256": "..."}
+     "source_run": "2026-W49", "item_id": "I1a2b3c4d", "essay_sha256": "..."}
 
 ``human_scores`` are each sub-question's mean over the annotators who accepted the item
-(``accept`` = yes), ``human_score`` the 0–100 rubric score of those means. A new version
+(``accept`` = yes), ``human_score`` the mean of those annotators' 0–100 rubric scores. A new version
 holds every line of the previous one plus the newly accepted essays (an essay already in
 the set, by ``essay_sha256``, is not added twice). Published versions are never edited.
-Model names are not part of a gold item.
+No field names the model; the essay text is kept as written (a model that names itself in
+its essay is named there; the pack masks such names, the gold set does not alter essays).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def gold_items(questions: pl.DataFrame, texts: pl.DataFrame, source_run: str,
                score_of: dict[tuple[str, str, int], float]) -> list[dict[str, object]]:
     """Gold lines for the accepted rows of ``questions`` (importer.QUESTION_SCHEMA);
     ``texts``: prompt_id, model, sample_index, prompt_text, essay_text; ``score_of``:
-    (prompt, model, sample) → the 0–100 score of the mean sub-question scores."""
+    (prompt, model, sample) → the mean of the accepting annotators' 0–100 scores."""
     accepted = questions.filter(pl.col("accept"))
     keys = ["prompt_id", "model", "sample_index"]
     lines = []
@@ -52,7 +53,8 @@ def gold_items(questions: pl.DataFrame, texts: pl.DataFrame, source_run: str,
             "human_scores": dict(zip(means["question"], means["human"], strict=True)),
             "human_score": score_of[(str(prompt), str(model), int(sample))],
             "annotators": sorted(set(group["annotator"].to_list())),
-            "source_run": source_run, "essay_sha256": sha256_hex(str(text["essay_text"]))})
+            "source_run": source_run, "item_id": group["item_id"][0],
+            "essay_sha256": sha256_hex(str(text["essay_text"]))})
     return lines
 
 

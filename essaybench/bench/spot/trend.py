@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from essaybench.bench.spot.importer import Imported
-from essaybench.human.agreement import rater_agreement
+from essaybench.human.agreement import kendall, rater_agreement, spearman
 
 TREND_FILE = "agreement.parquet"
 KEYS = ["prompt_id", "model", "sample_index"]
@@ -50,12 +50,12 @@ def import_agreement(imported: Imported, judgments: pl.DataFrame, *, run_id: str
                                         on=[*KEYS, "question"], how="inner")
     if essays.is_empty() or questions.is_empty():
         raise ValueError("no annotated essay has an ok judge score")
-    on_essays = rater_agreement(essays["human"], essays["judge"])
     on_questions = rater_agreement(questions["human"], questions["judge"])
     return pl.DataFrame([{
         "week": week, "run_id": run_id, "n_essays": essays.height,
         "n_annotators": imported.questions["annotator"].n_unique(),
-        "spearman": on_essays.spearman.statistic, "kendall": on_essays.kendall.statistic,
+        "spearman": spearman(essays["human"], essays["judge"]).statistic,
+        "kendall": kendall(essays["human"], essays["judge"]).statistic,
         "mean_abs_diff": float((essays["human"] - essays["judge"]).abs().mean()),  # type: ignore[arg-type]
         "question_exact": on_questions.exact, "question_within_one": on_questions.within_one,
         "question_kappa_quadratic": on_questions.kappa_quadratic}])

@@ -255,6 +255,7 @@ def compare(
     drift. Says which run it compares with and why."""
     from essaybench.bench.aggregate import export
     from essaybench.bench.flagged_rule import SECOND_OPINION_NOTE
+    from essaybench.core.errors import NotFoundError
     from essaybench.runs.compare import choose_baseline, compare_snapshots, run_flagged_rule
     from essaybench.runs.rotation import compared_prompts
 
@@ -271,6 +272,9 @@ def compare(
     core, compared_on = compared_prompts(st, run_id, base)
     if compared_on:
         console.print(compared_on, markup=False, soft_wrap=True)
+    if core == set():
+        raise NotFoundError(f"run {run_id} has no core prompt in common with {base}: "
+                            "name another run with --base")
     table = compare_snapshots(st, now, before, score=score, flagged=rule, prompts=core)
     print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
                            "judge_ids_before"), f"{run_id} vs {base} ({score})")

@@ -123,6 +123,8 @@ def _comparison(store: Store, run_id: str, snap: Snapshot, judged: Snapshot
     base = next((r.run_id for r in stage_run_inputs(store, snapshot_id=before.snapshot_id)
                  if r.stage == "judge"), None)
     core, _ = compared_prompts(store, run_id, base)  # rotation: the core only
+    if core == set():
+        return None
     params: dict[str, Any] = next(
         (r.params for r in stage_run_inputs(store, run_id=run_id)
          if r.stage == "alerts" and r.snapshot_id == snap.snapshot_id), {})

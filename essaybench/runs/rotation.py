@@ -136,6 +136,10 @@ def compared_prompts(store: Store, run_id: str, base_run: str | None
     left = rows.height - len(core)
     changed = (f"; the cores differ ({len(core)} now, {len(before)} in {base_run}): "
                f"{len(common)} in common" if before is not None and before != core else "")
+    if not common:
+        return common, (f"rotation: compared on the core only: no core prompt in common "
+                        f"with {base_run} (the core changed: {fingerprint} now){changed}; "
+                        "nothing compared week over week")
     return common, (f"rotation: compared on the core only: {len(common)} prompts (core "
                     f"{fingerprint}); {left} rotated prompts left out of the comparison "
                     f"(they count on the leaderboard){changed}")

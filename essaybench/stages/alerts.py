@@ -103,7 +103,8 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
         alerts += signal_alerts
         not_compared: dict[str, str] = {}
         core, compared_on = compared_prompts(store, run_id, baseline.run_id)
-        if baseline.judged is not None and baseline.essays is not None:
+        if baseline.judged is not None and baseline.essays is not None \
+                and core != set():  # a new core with none in common: nothing to compare
             assert baseline.run_id is not None
             not_compared = incomparable_judges(store, drift_now,
                                                run_drift(store, baseline.run_id))

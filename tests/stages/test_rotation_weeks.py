@@ -149,6 +149,19 @@ def test_four_weeks_of_rotation_then_a_rerun(curated_copy: Store, tmp_path: Path
     assert set(shown.core_prompts) == core and shown.comparison is not None
     assert set(shown.comparison["n_common_prompts"]) == {4}
 
+    # Week 5 with a new rotation seed: a new core (its fingerprint recorded), the alerts
+    # compare on the cores in common with week 4 and say so.
+    new_seed = CONFIG.model_copy(update={"rotation": RotationParams(rotate_share=0.5, seed=12)})
+    fifth, _ = week(store, "w5", None, tmp_path, monkeypatch, config=new_seed)
+    rows5 = usage_frame(store).filter(pl.col("run_id") == "w5")
+    core5 = set(rows5.filter(pl.col("role") == "core")["prompt_id"])
+    assert core5 != core and rows5["core_fingerprint"][0] != usage["core_fingerprint"][0]
+    # (the baseline: week 4's newest judging, a rerun's, whose core is week 4's)
+    assert fifth.base_run in {"w4", "w4b", "w4c"} and fifth.compared_on is not None
+    assert "the cores differ" in fifth.compared_on
+    assert (f"{len(core5 & core)} in common" in fifth.compared_on if core5 & core
+            else "no core prompt in common with" in fifth.compared_on)
+
     # The rerun of week 4 wrote week 4's selection, sent nothing, recorded nothing.
     assert paid == 16 and sent == unrotated == 0  # 8 essays + 8 judgments, once
     assert essay_ids(store, "w4b") == essay_ids(store, "w4") == essay_ids(store, "w4c")

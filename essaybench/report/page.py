@@ -32,6 +32,7 @@ from essaybench.report.essays_html import essays_html
 from essaybench.report.format import coverage, number, percent, signed
 from essaybench.report.labels import labels_for
 from essaybench.report.sections import JudgeSection, judge_section
+from essaybench.report.spot_trend import spot_trend_view
 from essaybench.report.svg import ChartIds, font_note
 from essaybench.report.tables import LeaderRow, failures, judges_of, model_facts
 from essaybench.store import Store
@@ -97,6 +98,7 @@ def context(data: RunData) -> dict[str, Any]:
         "font_note": font_note(),
         "code_versions": _options([r.code_version for r in data.stage_runs]),
         "adaptive": adaptive_view(Store(data.store_root), data.run_id),
+        "spot_trend": spot_trend_view(data.store_root, data.run_id, ids),
     }
 
 

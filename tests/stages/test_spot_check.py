@@ -154,6 +154,27 @@ def _scan_blind(store: Store, run: str, judged: pl.DataFrame) -> None:
         assert "〈模型〉" in text  # the fake essays name their writer: masked
 
 
+def _check_report(store: Store, runs: dict[str, tuple[pl.DataFrame, str]]) -> None:
+    """The report of r2 shows both weeks (table and chart); r1's shows only its own."""
+    from essaybench.report.data import load_run
+    from essaybench.report.page import render_report
+
+    page = render_report(load_run(store, "r2"))
+    section = page[page.index('<section id="spot-checks">'):]
+    section = section[:section.index("</section>")]
+    assert "<svg" in section
+    rows = [pl.read_parquet(store.root / "spotcheck" / r / "agreement.parquet").row(
+        0, named=True) for r in runs]
+    for row in rows:
+        assert f"<td>{row['week']}</td><td><code>{row['run_id']}</code></td>" in section
+        assert f"{row['spearman']:.3f}" in section
+    assert section.index("2026-W48") < section.index("2026-W49")
+    early = render_report(load_run(store, "r1"))
+    early = early[early.index('<section id="spot-checks">'):]
+    early = early[:early.index("</section>")]
+    assert "2026-W48" in early and "2026-W49" not in early and "<svg" not in early
+
+
 @pytest.mark.slow
 def test_weekly_spot_check_two_weeks(judged_copy: tuple[Store, Snapshot, Snapshot],
                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,6 +212,7 @@ def test_weekly_spot_check_two_weeks(judged_copy: tuple[Store, Snapshot, Snapsho
     assert code == 0, out
     assert out.index("2026-W48") < out.index("2026-W49")
     assert "r1" in out and "r2" in out
+    _check_report(store, runs)
     gold = tmp_path / "gold"
     code, out = _cli("spot-check-promote", "--run", "r1", "--gold", str(gold), "--store", root)
     assert code == 0, out

@@ -1,7 +1,8 @@
 """Weekly spot checks against the store (``essaybench spot-check``; docs/weekly.md).
 
 Files, under ``<store>/spotcheck/<run_id>/``: ``pack/`` (what annotators get: ``pack.csv``,
-``form.html``), ``key.json`` (never handed out), and after an import ``annotations.jsonl``
+``form.html``), ``key.json`` (never handed out; ``keys/`` keeps every pack's key, so an
+older pack stays importable), and after an import ``annotations.jsonl``
 (the mapped-back absolute annotations, as ``essaybench agreement --kind absolute`` reads),
 ``questions.parquet`` (every sub-question score) and ``agreement.parquet`` (one row of the
 weekly trend). Nothing is written to the catalog.
@@ -9,6 +10,8 @@ weekly trend). Nothing is written to the catalog.
 
 from __future__ import annotations
 
+import csv
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,17 +72,34 @@ def make_pack(store: Store, run_id: str, params: SampleParams, *, judge: str | N
     key_path = spot_folder(store, run_id) / KEY_FILE
     essays = _essays(store, run_id)
     hidden = [chosen, *_returned_models(judged, essays)]
-    write_pack(items, essays, load_rubric(), run_id=run_id, judge=chosen, seed=params.seed,
-               folder=folder, key_path=key_path, hidden=hidden)
+    key = write_pack(items, essays, load_rubric(), run_id=run_id, judge=chosen,
+                     seed=params.seed, folder=folder, key_path=key_path, hidden=hidden)
+    # Every pack's key is kept: a pack handed out stays importable after another is made.
+    fingerprint = hashlib.sha256(",".join(sorted(key.items)).encode()).hexdigest()[:12]
+    key.write(spot_folder(store, run_id) / "keys" / f"{fingerprint}.json")
     return PackWritten(folder, key_path, items)
 
 
-def _key(store: Store, run_id: str) -> PackKey:
+def _item_ids(filled: Path) -> set[str]:
+    try:
+        with filled.open(encoding="utf-8-sig", newline="") as fh:
+            return {row.get("item_id") or "" for row in csv.DictReader(fh)}
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return set()  # the importer says what is wrong with the file
+
+
+def _key(store: Store, run_id: str, filled: Path | None = None) -> PackKey:
+    """The key of the pack ``filled`` was made from (the one holding most of its item
+    ids), else the newest pack's."""
     path = spot_folder(store, run_id) / KEY_FILE
     if not path.is_file():
         raise NotFoundError(f"{READER}: no pack was made for run {run_id} ({path} missing); "
                             f"run essaybench spot-check --run {run_id} first")
-    return PackKey.read(path)
+    newest = PackKey.read(path)
+    ids = _item_ids(filled) if filled is not None else set()
+    keys = [PackKey.read(p) for p in sorted((path.parent / "keys").glob("*.json"))]
+    best = max(keys, key=lambda k: len(ids & k.items.keys()), default=newest)
+    return best if len(ids & best.items.keys()) > len(ids & newest.items.keys()) else newest
 
 
 def _alpha(judged: pl.DataFrame) -> float:
@@ -91,7 +111,7 @@ def import_filled(store: Store, run_id: str, filled: Path,
                   week: str | None = None) -> tuple[Imported, pl.DataFrame]:
     """Validate and map back ``filled``; write the import's files and its agreement row
     (``week``: the trend's label, default the ISO week the run was judged)."""
-    key = _key(store, run_id)
+    key = _key(store, run_id, filled)
     judged, _, judged_week = _judged(store, run_id, key.judge)
     week = week or judged_week
     rubric = load_rubric()

@@ -275,3 +275,31 @@ def test_bad_pack_is_one_line_exit_2(judged_copy: tuple[Store, Snapshot, Snapsho
                                              and message in out), out
     assert "Traceback" not in out
     assert not (store.root / "spotcheck" / "r1" / "agreement.parquet").exists()
+
+
+def test_an_older_pack_stays_importable(judged_copy: tuple[Store, Snapshot, Snapshot],
+                                        tmp_path: Path) -> None:
+    store, judged, _ = judged_copy
+    root = str(store.root)
+    assert _cli("spot-check", "--run", "r1", "--n", "4", "--seed", "1", "--store", root)[0] == 0
+    first = _fill(store, "r1", judged.read(), tmp_path / "first.csv", 0)
+    assert _cli("spot-check", "--run", "r1", "--n", "6", "--seed", "2", "--store", root)[0] == 0
+    code, out = _cli("spot-check-import", "--run", "r1", "--filled", str(first),
+                     "--store", root)
+    assert code == 0, out
+    assert pl.read_parquet(store.root / "spotcheck" / "r1" / "agreement.parquet")[
+        "n_essays"][0] == 4
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["spot-check", "--run", "nope", "--n", "3"], "no successful 'judge' snapshot in run nope"),
+    (["spot-check-import", "--run", "r1", "--filled", "x.csv"],
+     "no pack was made for run r1"),
+    (["spot-check-promote", "--run", "r1", "--gold", "g"], "nothing imported for run r1"),
+])
+def test_user_mistakes_are_one_line(judged_copy: tuple[Store, Snapshot, Snapshot],
+                                    args: list[str], message: str) -> None:
+    store, _, _ = judged_copy
+    code, out = _cli(*args, "--store", str(store.root))
+    assert code == 2, out
+    assert message in out and "Traceback" not in out

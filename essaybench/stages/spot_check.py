@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,16 @@ def _essays(store: Store, run_id: str) -> pl.DataFrame:
     return store.require_ok_snapshot("generate", run_id, READER).read()
 
 
+def _salt(store: Store) -> str:
+    """The store's secret for blind ids (``spotcheck/.salt``, made once): the same run and
+    seed give the same ids in this store, and nobody without the file can recompute them."""
+    path = store.root / "spotcheck" / ".salt"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(16), encoding="utf-8")
+    return path.read_text(encoding="utf-8").strip()
+
+
 def _returned_models(*tables: pl.DataFrame) -> list[str]:
     """The model ids the APIs returned (writers' and judge's), to mask them too."""
     columns = ("returned_model", "judge_returned_model")
@@ -73,7 +84,8 @@ def make_pack(store: Store, run_id: str, params: SampleParams, *, judge: str | N
     essays = _essays(store, run_id)
     hidden = [chosen, *_returned_models(judged, essays)]
     key = write_pack(items, essays, load_rubric(), run_id=run_id, judge=chosen,
-                     seed=params.seed, folder=folder, key_path=key_path, hidden=hidden)
+                     seed=params.seed, folder=folder, key_path=key_path, hidden=hidden,
+                     salt=_salt(store))
     # Every pack's key is kept: a pack handed out stays importable after another is made.
     fingerprint = hashlib.sha256(",".join(sorted(key.items)).encode()).hexdigest()[:12]
     key.write(spot_folder(store, run_id) / "keys" / f"{fingerprint}.json")

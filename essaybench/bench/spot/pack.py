@@ -10,9 +10,10 @@ A pack folder holds what annotators see and nothing else:
   downloads a file with the fill-in columns that ``spot-check-import`` reads.
 
 Neither holds a model name, a model id, a prompt id or a judge score. Item ids and writer
-pseudonyms are derived from the run, the seed and the essay key, so the same selection
-gives the same pack. The key (``key.json``: item → prompt, model, sample; pseudonym →
-model) is written to the store, never into the pack folder.
+pseudonyms are derived from a secret salt, the run, the seed and the essay key, so the
+same selection gives the same pack, and the ids cannot be recomputed without the salt.
+The key (``key.json``: item → prompt, model, sample; pseudonym → model) is written to the
+store, never into the pack folder.
 """
 
 from __future__ import annotations
@@ -69,12 +70,15 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()
 
 
-def blind_ids(items: pl.DataFrame, run_id: str, seed: int) -> tuple[list[str], dict[str, str]]:
+def blind_ids(items: pl.DataFrame, run_id: str, seed: int,
+              salt: str = "") -> tuple[list[str], dict[str, str]]:
     """(item id per row, pseudonym → model): ``I`` + 8 hex digits per essay, ``W1``… per
-    model in a seeded order (not alphabetical, which would hint at the names)."""
-    models = sorted(set(items["model"].to_list()), key=lambda m: _digest(seed, run_id, m))
+    model in a seeded order (not alphabetical, which would hint at the names). ``salt``,
+    a secret the annotators do not have, keeps them from recomputing the ids from the run
+    id, the seed and a guessed model name."""
+    models = sorted(set(items["model"].to_list()), key=lambda m: _digest(salt, seed, run_id, m))
     pseudonym = {m: f"W{i + 1}" for i, m in enumerate(models)}
-    ids = ["I" + _digest(run_id, seed, p, m, s)[:8] for p, m, s in
+    ids = ["I" + _digest(salt, run_id, seed, p, m, s)[:8] for p, m, s in
            items.select("prompt_id", "model", "sample_index").iter_rows()]
     if len(set(ids)) != len(ids):
         raise ValueError("item ids collide; choose another seed")
@@ -95,7 +99,7 @@ def _env() -> Environment:
 
 def write_pack(items: pl.DataFrame, essays: pl.DataFrame, rubric: Rubric, *, run_id: str,
                judge: str, seed: int, folder: Path, key_path: Path,
-               hidden: list[str] | None = None) -> PackKey:
+               hidden: list[str] | None = None, salt: str = "") -> PackKey:
     """Write ``pack.csv`` and ``form.html`` into ``folder`` and the key to ``key_path``.
 
     ``items`` come from :func:`~essaybench.bench.spot.sample.select_items`; ``essays``
@@ -104,7 +108,7 @@ def write_pack(items: pl.DataFrame, essays: pl.DataFrame, rubric: Rubric, *, run
     texts = essays.select("prompt_id", "model", "sample_index", "prompt_text", "essay_text")
     rows = items.select("prompt_id", "model", "sample_index", "genre").join(
         texts, on=["prompt_id", "model", "sample_index"], how="left", maintain_order="left")
-    ids, writers = blind_ids(rows, run_id, seed)
+    ids, writers = blind_ids(rows, run_id, seed, salt)
     by_model = {m: w for w, m in writers.items()}
     questions = question_columns(rubric, rows["genre"].to_list())
     header = [*SHOWN, *FILLED_HEAD[1:], *questions, COMMENT]

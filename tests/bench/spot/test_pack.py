@@ -105,3 +105,15 @@ def test_bad_cells_give_one_line_naming_row_and_column(
         read_filled(Path("f.csv"), key, load_rubric())
     lines = str(err.value).splitlines()[1:]
     assert [line.strip() for line in lines] == [expected]
+
+
+def test_blind_ids_need_the_salt() -> None:
+    from essaybench.bench.spot.pack import blind_ids
+
+    items = pl.DataFrame({"prompt_id": ["p1", "p1", "p2"], "model": ["a", "b", "a"],
+                          "sample_index": [0, 0, 0]})
+    ids, writers = blind_ids(items, "r", 0, "salt-1")
+    assert (ids, writers) == blind_ids(items, "r", 0, "salt-1")  # reproducible
+    assert set(ids).isdisjoint(blind_ids(items, "r", 0, "salt-2")[0])  # not without the salt
+    assert sorted(writers) == ["W1", "W2"] and sorted(writers.values()) == ["a", "b"]
+    assert len(set(ids)) == 3 and all(re.fullmatch(r"I[0-9a-f]{8}", i) for i in ids)

@@ -17,7 +17,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 PACKAGE = PROJECT / "essaybench"
 # Flow files that chain stages or share code, not stages themselves (pipeline_shard: one
 # shard of the pipeline's generate+judge, writing parts that the pipeline merges).
-NOT_STAGES = {"__init__", "_stage", "_fanout", "curate", "pipeline", "pipeline_shard"}
+# batch_wait, batch_resume: a pipeline run waiting for provider batches, not stages
+NOT_STAGES = {"__init__", "_stage", "_fanout", "curate", "pipeline", "pipeline_shard",
+              "batch_wait", "batch_resume"}
 STAGE_NAMES = sorted(p.stem for p in (PROJECT / "flows").glob("*.py") if p.stem not in NOT_STAGES)
 
 

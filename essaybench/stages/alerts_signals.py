@@ -28,6 +28,7 @@ from essaybench.bench.signals.relevance import (
     summarise_relevance,
 )
 from essaybench.core.contracts import OK
+from essaybench.stages.alerts_embeddings import embedding_meta
 from essaybench.store import Snapshot, Store
 
 STAGE = "alerts"
@@ -101,6 +102,10 @@ def signals(store: Store, essays_now: pl.DataFrame, base_run: str | None,
                                 "reason": s.reason(params)} for s in drift},
             "relevance": {r.model: {**asdict(r), "off_topic_rate": r.off_topic_rate}
                           for r in rel}}
+    if params.embedding_model is not None:
+        meta["embedding"] = embedding_meta(
+            params.embedding_model, essays_now,
+            base_essays.read() if base_essays is not None else None)
     if params.gold_file is not None:
         meta["reference"] = reference_meta(essays_now, params.gold_file)
     return found, meta

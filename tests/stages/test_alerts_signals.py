@@ -9,6 +9,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 import yaml
 
@@ -18,12 +20,14 @@ from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.signals.lexical import rouge_l
 from essaybench.bench.signals.params import SignalParams
+from essaybench.llm.fake.embeddings import fake_embedding
 from essaybench.llm.fake.scenario import FakeScenario
+from essaybench.llm.fake.server import run_fake_server
 from essaybench.report.data import load_run
 from essaybench.report.page import render_report
 from essaybench.stages.alerts import alerts_stage, run_alerts
 from essaybench.store import Store
-from tests.stages.test_alerts_stage import week
+from tests.stages.test_alerts_stage import use_models, week
 
 UNRELATED = ("人工智能正在改变世界，机器学习让计算机能够从数据中学习，深度神经网络在图像识别、"
              "语音识别和自然语言处理方面取得了巨大进步。")
@@ -103,9 +107,20 @@ def test_gold_references_are_secondary_figures_in_meta_and_report(
          "criteria": ["切题"]},
         {"prompt_id": second["prompt_id"], "reference": UNRELATED}]}, allow_unicode=True),
         encoding="utf-8")
-    params = AlertParams(n_boot=200, signals=SignalParams(gold_file=str(gold)))
-    alerts_stage(store, "g1", params, store.require_ok_snapshot("judge", "g1", "test"))
-    ref = signals_meta(store, "g1")["reference"]
+    params = AlertParams(n_boot=200, signals=SignalParams(gold_file=str(gold),
+                                                          embedding_model="writer"))
+    with run_fake_server(None) as server:  # it serves /v1/embeddings too
+        use_models(tmp_path / "models-emb.yaml", server.base_url, monkeypatch)
+        alerts_stage(store, "g1", params, store.require_ok_snapshot("judge", "g1", "test"))
+    meta = signals_meta(store, "g1")
+    ok = essays.filter(pl.col("status") == "ok")
+    expected = statistics.median(
+        float(np.dot(fake_embedding(p), fake_embedding(e)))
+        for p, e in ok.select("prompt_text", "essay_text").iter_rows())
+    embedding = meta["embedding"]
+    assert isinstance(embedding, dict) and embedding["drift"] == {}  # no comparable run
+    assert embedding["relevance"]["writer"] == pytest.approx(expected)
+    ref = meta["reference"]
     assert isinstance(ref, dict) and ref["version"] == "g1" and ref["matches_prompt_set"]
     writer = ref["models"]["writer"]
     identical, unrelated = rouge_l(first["essay_text"], first["essay_text"]), rouge_l(
@@ -114,3 +129,4 @@ def test_gold_references_are_secondary_figures_in_meta_and_report(
     assert writer["median_rouge_l"] == pytest.approx(statistics.median([identical, unrelated]))
     page = render_report(load_run(store, "g1"))
     assert "Against the gold references (secondary, not a ranking)" in page
+    assert "median cosine to the prompt" in page

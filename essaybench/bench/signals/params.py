@@ -30,6 +30,10 @@ class SignalParams(BaseModel):
                                        "bigrams is flagged off-topic.")
     off_topic_rate: float = Field(default=0.10, ge=0, le=1, description="Share of a model's "
                                   "checked essays flagged off-topic that alerts.")
+    embedding_model: str | None = Field(default=None, description="A registry model "
+                                        "serving /v1/embeddings: median embedding cosine "
+                                        "for drift and relevance, figures only (None: "
+                                        "lexical only).")
     gold_file: str | None = Field(default=None, description="A gold file (reference answers "
                                   "and acceptance criteria by prompt id, bench/signals/"
                                   "reference.py): reference-based metrics per model, "

@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from essaybench.core.hashing import canonical_json, sha256_hex
 from essaybench.llm.fake.batch_store import BatchCounters, BatchStore
+from essaybench.llm.fake.embeddings import PATH as EMBEDDINGS_PATH
+from essaybench.llm.fake.embeddings import embeddings
 from essaybench.llm.fake.idempotency import (
     IDEMPOTENCY_HEADER,
     REPLAYED_HEADER,
@@ -407,6 +409,7 @@ def build_app(state: FakeState, routes: tuple[BaseRoute, ...] = ()) -> ASGIApp:
     return _ChatFirst(chat, Starlette(routes=[
         Route(CHAT_PATH, chat, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
+        Route(EMBEDDINGS_PATH, embeddings, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/_fake/stats", stats, methods=["GET"]),
         Route("/_fake/reset", reset, methods=["POST"]),

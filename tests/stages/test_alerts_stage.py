@@ -26,8 +26,9 @@ from tests.helpers import Receiver, closed_port_url
 
 ENGLISH = ("The door opened and I walked into the quiet morning, thinking about the "
            "people I love and the roads I have not taken yet.")
+# "*": the judge keeps answering (a scenario answers only the models it names).
 WEEK_2 = FakeScenario.model_validate({"models": {"writer": {
-    "reply": "template", "template": ENGLISH, "returned_model": "writer-2025-06"}}})
+    "reply": "template", "template": ENGLISH, "returned_model": "writer-2025-06"}, "*": {}}})
 
 
 def use_models(path: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,6 +73,8 @@ def test_second_week_alerts_are_stored_delivered_and_printed(
 
     kinds = {a.kind for a in second.alerts}
     assert second.base_run == "w1"
+    judged = store.require_ok_snapshot("judge", "w2", "test").read()
+    assert set(judged["status"]) == {"ok"}, judged["status"].value_counts()
     # Flagged essays count as the leaderboard's rule (the config's default) says.
     [row] = [r for r in store.stage_runs("w2", 100) if r.stage == "alerts"]
     assert (row.meta or {})["flagged_essays"] == "second_opinion"

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.core.errors import UserError
+from essaybench.core.memory import release_free_memory
 from essaybench.llm.batch.route import BatchWaiting
 from essaybench.llm.registry import Registry, check_judges, load_registry
 from essaybench.llm.session import GatewaySession, open_gateway
@@ -102,6 +103,7 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
                 assert upstream is not None
                 snapshots["drift"] = drift_stage(store, run_id, config, registry, session,
                                                  upstream, forced=uncalibrated_ok)
+        release_free_memory()  # the session's calls, memos and held results are gone
     if "aggregate" in stages:
         if upstream is None:
             raise ValueError("aggregate needs the judge snapshot it reads")

@@ -26,7 +26,11 @@ JUDGE = "qwen-judge"
 
 @pytest.fixture(autouse=True)
 def _wide(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COLUMNS", "250")
+    """A wide console whatever runs the tests (CI: COLUMNS=80): rich read the width once,
+    when the console was made, so $COLUMNS set here would change nothing."""
+    from essaybench.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 250)
 
 
 def _cli(*args: str) -> tuple[int, str]:

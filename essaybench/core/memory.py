@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import gc
 import sys
 from collections.abc import Callable
 
@@ -29,7 +30,10 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 def release_free_memory() -> bool:
-    """Return free heap pages to the system; whether the allocator could."""
+    """Collect the cycles a finished step left (``core/gcfreeze``'s freeze would otherwise
+    keep them alive through the next step), then return free heap pages to the system;
+    whether the allocator could."""
+    gc.collect()
     trim = _malloc_trim()
     if trim is None:
         return False

@@ -187,6 +187,15 @@ def _off_scale(path: Path, line: int, row: BaseModel, scale: ScoreScale | None) 
             "(declare the scale your annotators used with --scale LOW-HIGH)")
 
 
+def raise_problems(problems: list[str]) -> None:
+    """One ``AnnotationFileError`` listing ``problems`` (the first MAX_REPORTED, then how
+    many more), if there are any."""
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        shown = problems[:MAX_REPORTED] + ([f"... and {more} more"] if more > 0 else [])
+        raise AnnotationFileError("invalid annotations:\n  " + "\n  ".join(shown))
+
+
 def _load(path: Path | str, model: type[Row],
           scale: ScoreScale | None = None) -> list[tuple[int, Row]]:
     path = Path(path)
@@ -226,10 +235,7 @@ def _load(path: Path | str, model: type[Row],
             rows.append((line, row))
     except UnicodeDecodeError as exc:
         raise AnnotationFileError(f"{path}: not UTF-8 text: {exc}") from exc
-    if problems:
-        more = len(problems) - MAX_REPORTED
-        shown = problems[:MAX_REPORTED] + ([f"... and {more} more"] if more > 0 else [])
-        raise AnnotationFileError("invalid annotations:\n  " + "\n  ".join(shown))
+    raise_problems(problems)
     if not rows:
         raise AnnotationFileError(f"{path}: no annotations in the file")
     return rows

@@ -5,7 +5,9 @@ none with ``history=False``), on the prompt set the run used."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -41,16 +43,24 @@ def read_run_calls(store_root: Path | str, run_id: str) -> tuple[list[Actual], f
     return actual, wall
 
 
+def _stage_runs(store: Store, run_id: str) -> list[tuple[Any, ...]] | None:
+    """Run ``run_id``'s stage runs, newest first, read without the catalog's write lock
+    (None: no catalog to read)."""
+    try:
+        with read_only(store.catalog_path, store.catalog_path.with_suffix(".lock"),
+                       "catalog", wait_s=0) as con:
+            return con.execute(statement("find_stage_runs"),
+                               {"run_id": run_id, "snapshot_id": None}).fetchall()
+    except (FileNotFoundError, duckdb.Error):
+        return None
+
+
 def run_prompt_ids(store_root: Path | str, run_id: str) -> list[str] | None:
     """The prompts of the essays run ``run_id``'s newest ok generate stage wrote (None:
     none recorded), read from its snapshot file without the catalog's write lock."""
     store = Store(store_root)
-    try:
-        with read_only(store.catalog_path, store.catalog_path.with_suffix(".lock"),
-                       "catalog", wait_s=0) as con:
-            rows = con.execute(statement("find_stage_runs"),
-                               {"run_id": run_id, "snapshot_id": None}).fetchall()
-    except (FileNotFoundError, duckdb.Error):
+    rows = _stage_runs(store, run_id)
+    if rows is None:
         return None
     for _, stage, status, snapshot_id, _, _, _ in rows:  # newest first
         path = store.root / "snapshots" / "generate" / f"{snapshot_id}.parquet"
@@ -62,15 +72,9 @@ def run_prompt_ids(store_root: Path | str, run_id: str) -> list[str] | None:
 def run_prompt_set(store_root: Path | str, run_id: str) -> str | None:
     """The prompt set version run ``run_id``'s generate stage read (None: not recorded)."""
     store = Store(store_root)
-    try:
-        with read_only(store.catalog_path, store.catalog_path.with_suffix(".lock"),
-                       "catalog", wait_s=0) as con:
-            rows = con.execute(statement("find_stage_runs"),
-                               {"run_id": run_id, "snapshot_id": None}).fetchall()
-    except (FileNotFoundError, duckdb.Error):
+    rows = _stage_runs(store, run_id)
+    if rows is None:
         return None
-    import json
-
     for _, stage, _, _, _, params, _ in rows:
         if stage == "generate" and params:
             version = (json.loads(params) if isinstance(params, str) else params).get(

@@ -27,7 +27,7 @@ from essaybench.bench.judge.reading import trait_specs
 from essaybench.bench.rubrics import Rubric
 from essaybench.bench.scoring import essay_score
 from essaybench.bench.spot.pack import COMMENT, FILLED_HEAD, SHOWN, PackKey
-from essaybench.human.annotations import MAX_REPORTED, AnnotationFileError, ScoreScale
+from essaybench.human.annotations import AnnotationFileError, ScoreScale, raise_problems
 from essaybench.human.run_check import RunEssays, load_checked, write_jsonl
 
 ESSAY_SCALE = ScoreScale(0, 100)
@@ -119,10 +119,7 @@ def read_filled(path: Path, key: PackKey, rubric: Rubric) -> pl.DataFrame:
                                     "comment": row.get(COMMENT) or None, "line": line})
     except UnicodeDecodeError as exc:
         raise AnnotationFileError(f"{path}: not UTF-8 text: {exc}") from exc
-    if problems:
-        more = len(problems) - MAX_REPORTED
-        shown = problems[:MAX_REPORTED] + ([f"... and {more} more"] if more > 0 else [])
-        raise AnnotationFileError("invalid annotations:\n  " + "\n  ".join(shown))
+    raise_problems(problems)
     if not records:
         raise AnnotationFileError(f"{path}: no filled row in the pack")
     return pl.DataFrame(records, schema=QUESTION_SCHEMA)

@@ -107,7 +107,7 @@ def _every_match(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]
         pos = m.start() + 1
 
 
-def _common_word(given: str, rules: NameRules) -> bool:
+def _common_word(given: str) -> bool:
     """The given name holds an everyday word (向语文: 语文; 常说话: 说话)."""
     return any((jieba.dt.FREQ.get(given[i:j]) or 0) > 100
                for i in range(len(given)) for j in range(i + 2, len(given) + 1))
@@ -140,7 +140,7 @@ def _cued(text: str, rules: NameRules) -> list[Span]:
                     continue
                 if any(t.person and t.start < end and begin < t.end for t in tokens) or (
                         end - begin >= 3 and name not in jieba.dt.FREQ
-                        and not _common_word(text[begin + 1:end], rules)):
+                        and not _common_word(text[begin + 1:end])):
                     found.append(Span(begin, end, "name"))
                 break
     return found

@@ -271,10 +271,11 @@ def _quality_alerts(compared: pl.DataFrame, p: AlertParams) -> list[Alert]:
         delta, hi, lo = row["delta"], row["delta_hi"], row["delta_lo"]
         if delta is not None and hi is not None and hi < 0 and -delta >= p.quality_drop:
             found.append(Alert(
-                row["model"], row["judge"], "quality_drop", "critical", row["mean_now"],
-                row["mean_before"], p.quality_drop,
-                f"{row['model']} × {row['judge']}: score {row['mean_before']:.1f} → "
-                f"{row['mean_now']:.1f} ({delta:+.1f}, {p.level:.0%} CI [{lo:+.1f}, "
+                # the means over the common prompts: the change and its CI are theirs
+                row["model"], row["judge"], "quality_drop", "critical",
+                row["common_mean_now"], row["common_mean_before"], p.quality_drop,
+                f"{row['model']} × {row['judge']}: score {row['common_mean_before']:.1f} → "
+                f"{row['common_mean_now']:.1f} ({delta:+.1f}, {p.level:.0%} CI [{lo:+.1f}, "
                 f"{hi:+.1f}] over {row['n_common_prompts']} common prompts; threshold "
                 f"−{p.quality_drop:g})"))
         if (p.model_id_change and row["judge_ids_now"] and row["judge_ids_before"]

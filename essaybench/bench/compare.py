@@ -1,9 +1,13 @@
 """This week against last week: score changes with paired CIs, and drift of model ids.
 
 ``compare_runs`` lines up two runs' judgments per (judge, model): the overall mean of
-each run (ok rows only, coverage beside it), the change, and the paired t-interval of
-the change over the prompts both runs scored (per prompt, this week's mean minus last
-week's: paired by prompt, so a harder prompt mix cannot pass for a regression). It is
+each run (ok rows only, coverage beside it), and the change with its paired t-interval,
+both over the prompts both runs scored (per prompt, this week's mean minus last week's:
+paired by prompt, so a harder prompt mix cannot pass for a regression). The change is
+``common_mean_now − common_mean_before``, the means of the per-prompt means over those
+``n_common_prompts`` prompts, never the difference of the whole-run means: a baseline
+with fewer prompts (or a prompt failed in one run) would otherwise show a change its own
+interval contradicts ("+3.40 [+0.00, +0.00]", issue 28). It is
 the cluster t-interval of :mod:`essaybench.stats.cluster_t`, with its rules: no
 interval below :data:`~essaybench.stats.cluster_t.MIN_PROMPTS` common prompts, and a
 change that is the same on every prompt is decided ([d, d]). The percentile bootstrap
@@ -23,7 +27,8 @@ from essaybench.stats.cluster_t import cluster_t_differences
 
 COMPARE_SCHEMA: dict[str, type[pl.DataType] | pl.DataType] = {
     "judge": pl.Utf8, "model": pl.Utf8, "mean_now": pl.Float64, "mean_before": pl.Float64,
-    "coverage_now": pl.Float64, "coverage_before": pl.Float64, "delta": pl.Float64,
+    "coverage_now": pl.Float64, "coverage_before": pl.Float64,
+    "common_mean_now": pl.Float64, "common_mean_before": pl.Float64, "delta": pl.Float64,
     "delta_lo": pl.Float64, "delta_hi": pl.Float64, "n_common_prompts": pl.Int64,
     "significant": pl.Boolean, "model_ids_now": pl.Utf8, "model_ids_before": pl.Utf8,
     "judge_ids_now": pl.Utf8, "judge_ids_before": pl.Utf8, "drift": pl.Utf8,
@@ -65,11 +70,13 @@ def compare_runs(now: pl.DataFrame, before: pl.DataFrame, *, score: str = "score
         m_before, c_before = _mean_cov(mine_before, score)
         p_now, p_before = _per_prompt(mine_now, score), _per_prompt(mine_before, score)
         common = sorted(set(p_now) & set(p_before))
-        lo = hi = None
+        lo = hi = c_mean_now = c_mean_before = delta = None
         if common:
             values = np.array([[p_now[p], p_before[p]] for p in common])
+            c_mean_now, c_mean_before = (float(v) for v in values.mean(axis=0))
             res = cluster_t_differences(values, np.ones_like(values), np.array([0]),
                                         np.array([1]), level=level)
+            delta = float(res.estimate[0])  # = c_mean_now − c_mean_before: the interval's
             if np.isfinite(res.lo[0]):
                 lo, hi = float(res.lo[0]), float(res.hi[0])
         w_now = _ids(essays_now.filter(pl.col("model") == model), "returned_model") \
@@ -83,7 +90,8 @@ def compare_runs(now: pl.DataFrame, before: pl.DataFrame, *, score: str = "score
         rows.append({
             "judge": judge, "model": model, "mean_now": m_now, "mean_before": m_before,
             "coverage_now": c_now, "coverage_before": c_before,
-            "delta": None if m_now is None or m_before is None else m_now - m_before,
+            "common_mean_now": c_mean_now, "common_mean_before": c_mean_before,
+            "delta": delta,
             "delta_lo": lo, "delta_hi": hi, "n_common_prompts": len(common),
             "significant": None if lo is None or hi is None else bool(lo > 0 or hi < 0),
             "model_ids_now": w_now, "model_ids_before": w_before,

@@ -276,8 +276,17 @@ def compare(
         raise NotFoundError(f"run {run_id} has no core prompt in common with {base}: "
                             "name another run with --base")
     table = compare_snapshots(st, now, before, score=score, flagged=rule, prompts=core)
-    print_frame(table.drop("model_ids_now", "model_ids_before", "judge_ids_now",
-                           "judge_ids_before"), f"{run_id} vs {base} ({score})")
+    # before, now, change and interval all over the common prompts (issue 28): the
+    # whole-run means stay in the written table, not beside a change they did not make
+    print_frame(table.select(
+        "judge", "model", pl.col("common_mean_before").alias("before"),
+        pl.col("common_mean_now").alias("now"), pl.col("delta").alias("change"),
+        pl.col("delta_lo").alias("ci_lo"), pl.col("delta_hi").alias("ci_hi"),
+        pl.col("n_common_prompts").alias("prompts"), "drift"),
+        f"{run_id} vs {base} ({score})")
+    console.print("before, now, change and its 95% CI: means over the prompts both runs "
+                  "scored (prompts: how many); each run's whole-run mean and coverage are "
+                  "in the written table", markup=False, soft_wrap=True)
     folder = store / "reports" / run_id
     export({f"compare_{base}": table}, folder)
     console.print(f"written: {folder / f'compare_{base}.md'} (.csv .parquet)")

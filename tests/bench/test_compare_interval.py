@@ -35,3 +35,27 @@ def test_week_over_week_interval_is_the_paired_t_over_common_prompts() -> None:
     few = compare_runs(_week({"m": list(now_values[:MIN_PROMPTS - 1])}, "j1"),
                        _week({"m": list(base[:MIN_PROMPTS - 1])}, "j1")).row(0, named=True)
     assert few["delta_lo"] is None and few["significant"] is None
+
+
+def test_change_and_interval_come_from_the_same_common_prompts() -> None:
+    """Issue 28: a baseline with fewer prompts. The change is the mean of the per-prompt
+    differences over the prompts both weeks scored (scipy's paired t over the same
+    prompts), not the difference of the whole-run means ("+3.40 [+0.00, +0.00]")."""
+    rng = np.random.default_rng(28)
+    base = rng.normal(60, 8, 10)
+    before = _week({"m": list(base)}, "j1")
+    extra = [90.0, 95.0, 99.0, 92.0, 97.0]  # this week's new prompts score high
+    same = _week({"m": [*base, *extra]}, "j1")  # the common prompts score the same
+    row = compare_runs(same, before).row(0, named=True)
+    assert row["n_common_prompts"] == 10
+    assert row["mean_now"] == pytest.approx(np.mean([*base, *extra]))  # whole run, apart
+    assert row["delta"] == 0.0 and (row["delta_lo"], row["delta_hi"]) == (0.0, 0.0)
+    assert row["common_mean_now"] == pytest.approx(row["common_mean_before"])
+    now_values = base + rng.normal(1.0, 2.0, 10)
+    moved = compare_runs(_week({"m": [*now_values, *extra]}, "j1"), before).row(0, named=True)
+    ci = stats.ttest_rel(now_values, base).confidence_interval(0.95)
+    assert moved["delta"] == pytest.approx(float(np.mean(now_values - base)), rel=1e-12)
+    assert moved["delta"] == pytest.approx(moved["common_mean_now"]
+                                           - moved["common_mean_before"], rel=1e-12)
+    assert (moved["delta_lo"], moved["delta_hi"]) == pytest.approx((ci.low, ci.high))
+    assert moved["delta_lo"] <= moved["delta"] <= moved["delta_hi"]

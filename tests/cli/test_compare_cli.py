@@ -109,3 +109,27 @@ def test_flagged_essays_are_compared_as_the_runs_leaderboard_ranked_them(
     assert f"flagged essays in both runs as on w2's leaderboard (flagged_essays {rule})" in out
     assert table is not None
     assert table["delta"].to_list() == [pytest.approx(delta)]
+
+
+def test_a_baseline_with_fewer_prompts_compares_the_common_ones(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: w1 scored 7 prompts, w2 the same 7 (the same scores) and 3 more. The
+    change and its interval are both over the 7 common prompts: 0 in [0, 0], not the
+    whole-run means' +1.5 beside an interval of [0, 0]."""
+    from essaybench.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 120)
+    add_run(store, "w1", prompts=tuple(f"p{i}" for i in range(7)))  # 60..66: mean 63
+    add_run(store, "w2", prompts=tuple(f"p{i}" for i in range(10)))  # 60..69: mean 64.5
+    out, table = compare(store, "--run", "w2")
+    assert table is not None
+    row = table.row(0, named=True)
+    assert row["n_common_prompts"] == 7
+    assert row["mean_now"] - row["mean_before"] == pytest.approx(1.5)  # whole runs, apart
+    assert (row["delta"], row["delta_lo"], row["delta_hi"]) == (0.0, 0.0, 0.0)
+    assert row["common_mean_now"] == row["common_mean_before"] == pytest.approx(63.0)
+    [line] = [ln for ln in out.splitlines() if "writer" in ln]
+    cells = [c.strip() for c in line.strip("│ ").split("│")]
+    assert cells == ["judge", "writer", "63.000", "63.000", "0.000", "0.000", "0.000", "7",
+                     "—"]
+    assert "over the prompts both runs scored" in out

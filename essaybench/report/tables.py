@@ -160,11 +160,21 @@ def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
 
 
 def failures(essays: pl.DataFrame, judgments: pl.DataFrame) -> pl.DataFrame:
-    """Every essay and judgment that did not come back ok, with its error."""
-    gen = essays.filter(pl.col("status") != OK).select(
-        pl.lit("generate").alias("stage"), "model", pl.lit(None, pl.Utf8).alias("judge"),
-        "prompt_id", "status", pl.col("error").cast(pl.Utf8))
-    judged = judgments.filter(pl.col("status") != OK).select(
-        pl.lit("judge").alias("stage"), "model", pl.col("judge").cast(pl.Utf8), "prompt_id",
-        "status", pl.col("error").cast(pl.Utf8))
+    """Every essay and judgment that did not come back ok, with its error; a failed essay
+    once, with every judge that missed it (``judges``: its judgments, all skipped), not
+    once more per judge. ``judges`` of a failed judgment is its judge."""
+    keys = [k for k in ("prompt_id", "model", "sample_index")
+            if k in essays.columns and k in judgments.columns]
+    failed = essays.filter(pl.col("status") != OK)
+    missed = (judgments.join(failed.select(keys), on=keys, how="semi")
+              .group_by(keys).agg(pl.col("judge").cast(pl.Utf8).unique().sort()
+                                  .str.join(", ").alias("judges")))
+    gen = (failed.join(missed, on=keys, how="left")
+           .select(pl.lit("generate").alias("stage"), "model", "judges", "prompt_id",
+                   "status", pl.col("error").cast(pl.Utf8)))
+    judged = (judgments.join(failed.select(keys), on=keys, how="anti")
+              .filter(pl.col("status") != OK)
+              .select(pl.lit("judge").alias("stage"), "model",
+                      pl.col("judge").cast(pl.Utf8).alias("judges"), "prompt_id", "status",
+                      pl.col("error").cast(pl.Utf8)))
     return pl.concat([gen, judged]).sort("stage", "model", "prompt_id")

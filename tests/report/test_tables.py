@@ -92,13 +92,33 @@ def test_model_facts_count_failures_language_cost_and_latency(
         seek["cost_usd"].sum() / ok_chars * 1000)
 
 
-def test_failures_list_every_essay_and_judgment_not_ok(reported_runs: ReportedRuns) -> None:
+def test_failures_list_each_failed_essay_once_with_every_judge_it_missed(
+        reported_runs: ReportedRuns) -> None:
+    """Issue 28: a failed essay is one row naming the judges that skipped it (not one more
+    row per judge); a judgment that failed on an essay that came back is its own row."""
     data = load_run(reported_runs.store, "r2")
-    listed = failures(data.essays, data.judgments)
-    bad_essays = data.essays.filter(pl.col("status") != "ok").height
-    bad_judgments = data.judgments.filter(pl.col("status") != "ok").height
-    assert listed.height == bad_essays + bad_judgments > 0
-    assert set(listed.filter(pl.col("stage") == "generate")["status"]) == {"api_error"}
+    second = data.judgments.with_columns(pl.lit("j2").alias("judge"))
+    # j2 also fails to parse the first ok essay's judgment
+    first_ok = data.essays.filter(pl.col("status") == "ok").row(0, named=True)
+    second = second.with_columns(pl.when(
+        (pl.col("prompt_id") == first_ok["prompt_id"]) & (pl.col("model") == first_ok["model"])
+        & (pl.col("sample_index") == first_ok["sample_index"]))
+        .then(pl.lit("parse_error")).otherwise(pl.col("status")).alias("status"))
+    judgments = pl.concat([data.judgments, second])
+    listed = failures(data.essays, judgments)
+    bad_essays = data.essays.filter(pl.col("status") != "ok")
+    assert bad_essays.height > 0
+    gen = listed.filter(pl.col("stage") == "generate")
+    assert gen.height == bad_essays.height  # once each, not once per judge
+    assert set(gen["status"]) == {"api_error"} and set(gen["judges"]) == {"j2, qwen-judge"}
+    judged = listed.filter(pl.col("stage") == "judge")
+    ok_keys = data.essays.filter(pl.col("status") == "ok").select(
+        "prompt_id", "model", "sample_index")
+    bad_on_ok = judgments.join(ok_keys, on=["prompt_id", "model", "sample_index"]).filter(
+        pl.col("status") != "ok")
+    assert judged.height == bad_on_ok.height >= 1
+    assert ("j2", first_ok["prompt_id"], "parse_error") in set(
+        judged.select("judges", "prompt_id", "status").iter_rows())
 
 
 def test_cells_without_an_interval_carry_their_reason_to_the_report() -> None:

@@ -107,6 +107,16 @@ class BenchmarkConfig(BaseModel):
                              "fewer than the pool has)")
         return self
 
+    @model_validator(mode="after")
+    def _criteria_in_one_process(self) -> BenchmarkConfig:
+        # A shard or an adaptive round builds its judge calls without the store, where
+        # the gold set is: its calls would silently lack the criteria.
+        if self.judge.gold_criteria and (self.sharding is not None
+                                         or self.sampling.mode != "full"):
+            raise ValueError("judge.gold_criteria is not supported with sharding or adaptive "
+                             "sampling (yet): run without them")
+        return self
+
     def judges(self) -> list[str]:
         """Every model this run asks to judge (rubric, second judge, pairwise), once each."""
         pairwise = self.pairwise.judges if self.pairwise is not None else []

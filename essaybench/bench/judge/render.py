@@ -12,8 +12,10 @@ empty, no white space at its ends); other values there are rendered directly.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from essaybench.bench.judge.criteria import CriteriaBlock, with_criteria
 from essaybench.bench.rubrics import (
     AlignScoreRubric,
     JudgePrompt,
@@ -79,8 +81,15 @@ class JudgeRenderer:
     """Messages and answer schema of a judge call, per genre, for one rubric."""
 
     def __init__(self, rubric: Rubric | AlignScoreRubric, analysis_max_chars: int,
-                 judge_prompt: JudgePrompt | None = None) -> None:
+                 judge_prompt: JudgePrompt | None = None,
+                 criteria: Mapping[str, tuple[str, ...]] | None = None,
+                 criteria_block: CriteriaBlock | None = None) -> None:
         self.rubric = rubric
+        # prompt id -> acceptance criteria (judge.gold_criteria), put in that prompt's calls
+        self.criteria: Mapping[str, tuple[str, ...]] = (
+            criteria if criteria and criteria_block is not None else {})
+        self.criteria_block = criteria_block
+        self._blocks: dict[tuple[str, ...], str] = {}
         self.analysis_max_chars = analysis_max_chars
         self.judge_prompt = judge_prompt  # None: the default (judge_prompt.v1)
         self._frames: dict[str, tuple[Frame, frozenset[int]] | None] = {}
@@ -143,12 +152,27 @@ class JudgeRenderer:
                            self.judge_prompt)
         return _fill(framed[0], values)
 
-    def call(self, genre: str, prompt_text: Any, essay_text: Any
+    def criteria_of(self, prompt_id: Any) -> tuple[str, ...]:
+        """The acceptance criteria the calls of ``prompt_id`` carry (none: ``()``)."""
+        return self.criteria.get(prompt_id, ()) if self.criteria else ()
+
+    def _block(self, criteria: tuple[str, ...]) -> str:
+        if criteria not in self._blocks:
+            assert self.criteria_block is not None
+            self._blocks[criteria] = self.criteria_block.render(criteria)
+        return self._blocks[criteria]
+
+    def call(self, genre: str, prompt_text: Any, essay_text: Any,
+             criteria: tuple[str, ...] = ()
              ) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """The messages and answer schema of one call (with the call's nonce, if any); the
-        call's tokens are hashed once for both."""
+        call's tokens are hashed once for both. ``criteria``: the prompt's acceptance
+        criteria (``criteria_of``), appended to the system message; without any the call
+        is exactly what it is without the option."""
         tokens = self.tokens(genre, prompt_text, essay_text)
         messages = self.messages(genre, prompt_text, essay_text, tokens)
+        if criteria:
+            messages = with_criteria(messages, self._block(criteria))
         if not self.uses_nonce:
             return messages, self.schema(genre)
         return messages, with_nonce(self.schema(genre), tokens[1])

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from essaybench.bench.judge.criteria import default_criteria_block
 from essaybench.bench.judge.genre import (
     GenreCall,
     GenreOutcome,
@@ -98,6 +99,38 @@ class JudgeParams(BaseModel):
         "prompt (bench/signals/relevance.py: share of the prompt's topic bigrams in the "
         "essay) is below this (0.03 is the alerts' calibrated threshold): they are skipped "
         "with error_kind essay_off_topic, counted, never scored. None: judge every essay.")
+    gold_criteria: bool = Field(
+        default=False, description="Put each gold prompt's acceptance criteria (the gold set "
+        "attached to the run's prompt set: essaybench gold attach) into its judge calls, "
+        "appended to the system message (rubrics/essay/criteria_block.v1.yaml); every "
+        "other call is unchanged. Rubric mode only; not with sharding or adaptive sampling.")
+    # The criteria the stage resolved from the store (with_criteria): not configuration.
+    _criteria: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _criteria_id: str = PrivateAttr(default="")
+
+    @model_validator(mode="after")
+    def _criteria_in_rubric_mode(self) -> JudgeParams:
+        if self.gold_criteria and self.mode != "rubric":
+            raise ValueError("gold_criteria needs mode rubric (align_score has no place for "
+                             "them)")
+        return self
+
+    def with_criteria(self, criteria: Mapping[str, tuple[str, ...]],
+                      identity: str) -> JudgeParams:
+        """A copy whose rubric calls carry ``criteria`` (prompt id -> criteria); ``identity``
+        names where they come from (the gold set's sha256), for the prefetch's scope."""
+        copy = self.model_copy()
+        copy._criteria = dict(criteria) if self.gold_criteria else {}
+        copy._criteria_id = identity if self.gold_criteria else ""
+        return copy
+
+    @property
+    def criteria(self) -> dict[str, tuple[str, ...]]:
+        return self._criteria
+
+    @property
+    def criteria_id(self) -> str:
+        return self._criteria_id
 
 
 Scoring = Rubric | AlignScoreRubric
@@ -131,14 +164,19 @@ def judge_prompt_path(name: str | None) -> Path:
 
 
 def make_renderer(params: JudgeParams, rubric: Scoring) -> JudgeRenderer:
-    return JudgeRenderer(rubric, params.analysis_max_chars, load_prompt_for(params))
+    criteria = params.criteria if params.mode == "rubric" else {}
+    return JudgeRenderer(rubric, params.analysis_max_chars, load_prompt_for(params), criteria,
+                         default_criteria_block() if criteria else None)
 
 
 def request_scope(params: JudgeParams, rubric: Scoring, renderer: JudgeRenderer) -> str:
     """Everything but the essay that :func:`essay_judge_requests` builds from (the key of
     the prefetch's requests in :data:`~essaybench.bench.judge.memo.PREFETCHED`)."""
     prompt = renderer.judge_prompt
-    return memo_scope(params.model_dump_json(), rubric.fingerprint,
+    block = renderer.criteria_block
+    # the criteria the calls carry: where they come from and the block's wording
+    criteria = f"\ncriteria:{params.criteria_id}:{block.fingerprint}" if block else ""
+    return memo_scope(params.model_dump_json() + criteria, rubric.fingerprint,
                       None if prompt is None else prompt.fingerprint)
 
 
@@ -192,7 +230,8 @@ def essay_judge_requests(essay: Mapping[str, Any], params: JudgeParams, rubric: 
         return []
     genre = str(essay["genre"])
     render = renderer or make_renderer(params, rubric)
-    messages, schema = render.call(genre, essay["prompt_text"], essay["essay_text"])
+    messages, schema = render.call(genre, essay["prompt_text"], essay["essay_text"],
+                                   render.criteria_of(essay["prompt_id"]))
     tag = essay_tag(essay["prompt_id"], essay["model"], int(essay["sample_index"]))
     sent = tuple(Message(role=m["role"], content=m["content"])  # type: ignore[arg-type]
                  for m in messages)

@@ -198,7 +198,10 @@ def _decisions(specs: list[str], table: pl.DataFrame, snapshot: Snapshot, note: 
             raise typer.BadParameter(str(exc), param_hint="--decide") from None
         if prompt_id in decisions:
             raise typer.BadParameter(f"{prompt_id} is decided twice", param_hint="--decide")
-        decisions[prompt_id] = entry(labels, note, reviewer)
+        try:
+            decisions[prompt_id] = entry(labels, note, reviewer)
+        except ValueError as exc:
+            raise typer.BadParameter(f"{spec!r}: {exc}", param_hint="--decide") from None
     _check_known(decisions, table, snapshot, "--decide")
     return decisions
 
@@ -275,6 +278,8 @@ def print_items(items: list[ReviewItem], snapshot: Snapshot, path: Path, entries
                   f"{escape(item.where)}")
         out.print(f"   prompt: {escape(_short(item.text))}")
         out.print(f"   {escape(_evidence(item))}")
+        if item.labeller:
+            out.print(f"   labeller: {escape(_short(item.labeller, 2 * LISTED_CHARS))}")
         if item.decided is not None:
             out.print(f"   override file says: {_decided(item.decided)}")
     out.print(f"\n{len(items)} prompt(s) to review; override file {path} ({entries} entries). "
@@ -283,7 +288,15 @@ def print_items(items: list[ReviewItem], snapshot: Snapshot, path: Path, entries
 
 
 def _decided(e: OverrideEntry) -> str:
-    return ", ".join(v.value for v in (e.genre, e.prompt_set) if v is not None)
+    if e.not_essay:
+        return f"not an essay ({e.note})"
+    words = [e.genre.value] if e.genre is not None else []
+    if e.allowed_genres:
+        words.append("any genre" if e.allowed_genres == ("any",)
+                     else "a choice of " + " or ".join(e.allowed_genres))
+    if e.prompt_set is not None:
+        words.append(e.prompt_set.value)
+    return ", ".join(words)
 
 
 def review_interactively(items: list[ReviewItem], write: Writer, out: Console, *,
@@ -301,6 +314,8 @@ def review_interactively(items: list[ReviewItem], write: Writer, out: Console, *
         out.print(f"[bold]genre[/]: {escape(_genre_line(item))}")
         out.print(f"[bold]set[/]: {item.prompt_set or 'undecided'} — "
                   f"{escape(item.set_evidence)}")
+        if item.labeller:
+            out.print(f"[bold]labeller[/]: {escape(item.labeller)}")
         if item.decided is not None:
             out.print(f"[bold]override file says[/]: {_decided(item.decided)}")
         while True:
@@ -315,9 +330,18 @@ def review_interactively(items: list[ReviewItem], write: Writer, out: Console, *
             except ValueError as exc:
                 out.print(f"[red]{escape(str(exc))}[/]")
                 continue
-            why = Prompt.ask("note (Enter: none)" if note is None else "note", console=out,
-                             stream=stream, default=note or "", show_default=note is not None)
-            decided = entry(labels, why.strip() or None, reviewer)
+            if labels.not_essay and labels.reason:
+                why = labels.reason
+            else:
+                ask = ("reason (required)" if labels.not_essay
+                       else "note (Enter: none)" if note is None else "note")
+                why = Prompt.ask(ask, console=out, stream=stream, default=note or "",
+                                 show_default=note is not None)
+            try:
+                decided = entry(labels, why.strip() or None, reviewer)
+            except ValueError as exc:
+                out.print(f"[red]{escape(str(exc))}[/]")
+                continue
             write({item.prompt_id: decided})
             written += 1
             lacking = still_needs(item, decided)

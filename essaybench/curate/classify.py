@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
-from essaybench.curate.genre_rules import RuleGenre, genre_by_rules
+from essaybench.curate.genre_rules import ANY_GENRE, RuleGenre, genre_by_rules
 from essaybench.curate.labeler import (
     BatchLabeler,
     LabelRequest,
@@ -108,6 +108,12 @@ class _Row:
     genre_span: str | None = None
     rule: RuleGenre | None = None
     llm_note: str = ""
+    removed: str | None = None  # a reviewer's reason: not an essay, out of the prompt set
+
+    @property
+    def llm_answer(self) -> str | None:
+        """What the labeller answered and what became of it (the review listing shows it)."""
+        return self.llm_note or None
 
     @property
     def allowed_genres(self) -> list[str]:
@@ -270,10 +276,21 @@ def _evidence_segment(row: _Row, evidence: str) -> str | None:
 def _apply_override(row: _Row, entry: OverrideEntry) -> None:
     who = f"manual ({entry.reviewer})" if entry.reviewer else "manual"
     note = f": {entry.note}" if entry.note else ""
-    if entry.genre is not None:
-        was = f"{row.genre_source}:{row.genre}" if row.genre else "undecided"
-        row.genre, row.genre_source = entry.genre.value, "manual"
-        row.allowed, row.genre_open = (entry.genre.value,), False
+    was = (f"{row.genre_source}:{row.genre}" if row.genre
+           else f"allows {', '.join(row.allowed)}" if row.allowed else "undecided")
+    if entry.not_essay:
+        row.removed = f"{who}: {entry.note}"
+        row.genre, row.genre_source, row.allowed, row.genre_open = None, "manual", (), False
+        row.genre_segment, row.genre_span = None, None
+        row.genre_evidence = f"{who}: not an essay{note} | was {was}; {row.genre_evidence}"
+        return
+    decided = ((None, entry.allowed_genres) if entry.allowed_genres is not None
+               else (entry.genre.value, (entry.genre.value,)) if entry.genre is not None
+               else None)
+    if decided is not None:
+        row.genre, allowed = decided
+        row.genre_source, row.allowed = "manual", allowed
+        row.genre_open = allowed == (ANY_GENRE,)
         row.genre_segment, row.genre_span = None, None
         row.genre_evidence = f"{who}{note} | was {was}; {row.genre_evidence}"
     if entry.prompt_set is not None:
@@ -283,6 +300,9 @@ def _apply_override(row: _Row, entry: OverrideEntry) -> None:
 
 
 def _decide(row: _Row, params: ClassifyParams) -> tuple[str, str | None, str]:
+    if row.removed is not None:
+        return (Decision.UNCLASSIFIED.value, "reviewed_not_essay",
+                f"removed by review, not an essay: {row.removed} ({row.genre_evidence})")
     choice = row.genre_choice and params.keep_genre_choice
     if (row.genre is not None or choice) and row.prompt_set is not None:
         genre = row.genre or f"one of {', '.join(row.allowed)}"

@@ -61,12 +61,27 @@ def _load(path: Path) -> CommentedMap:
     return data  # type: ignore[no-any-return]
 
 
+_GENRE_KEYS = ("genre", "allowed_genres", "not_essay")
+
+
 def _merge(current: Any, decision: OverrideEntry) -> CommentedMap:
     merged = current if isinstance(current, CommentedMap) else CommentedMap()
-    for field in ("genre", "prompt_set", "note", "reviewer"):
+    # A genre decision replaces the entry's earlier one of any kind (a genre, a choice, not
+    # an essay); not an essay also drops the set, and a set decision revives an essay.
+    dropped: tuple[str, ...] = ()
+    if decision.not_essay:
+        dropped = (*_GENRE_KEYS, "prompt_set")
+    elif decision.decides_genre:
+        dropped = _GENRE_KEYS
+    elif decision.prompt_set is not None:
+        dropped = ("not_essay",)
+    for key in dropped:
+        merged.pop(key, None)
+    for field in ("genre", "allowed_genres", "not_essay", "prompt_set", "note", "reviewer"):
         value = getattr(decision, field)
-        if value is not None:
-            merged[field] = getattr(value, "value", value)
+        if value is not None and value is not False:
+            merged[field] = list(value) if isinstance(value, tuple) else getattr(
+                value, "value", value)
     return merged
 
 

@@ -9,11 +9,18 @@ Format (YAML, validated; unknown keys are errors)::
         prompt_set: open       # open | constrained
         note: 题目只给了话题     # why (optional)
         reviewer: zhang        # who (optional)
+      p1123456789abcde:
+        allowed_genres: [any]  # the genre is the writer's choice (文体不限); or two or more
+                               # genres the prompt offers: [argumentative, narrative]
+      p2123456789abcde:
+        not_essay: true        # not an essay request: removed from the prompt set
+        note: 请假条，不是作文    # required with not_essay: the reviewer's reason
 
-An entry needs a genre, a prompt_set, or both. An entry whose prompt_id is not
-among the classified rows is reported as unused (a warning: the prompt may
-have been dropped upstream), never an error. Any invalid entry stops the stage
-with a message that names the file and the entry.
+An entry needs a genre (or allowed_genres), a prompt_set, or not_essay with a note;
+``genre`` and ``allowed_genres`` exclude each other, and ``not_essay`` excludes every label.
+An entry whose prompt_id is not among the classified rows is reported as unused (a
+warning: the prompt may have been dropped upstream), never an error. Any invalid entry
+stops the stage with a message that names the file and the entry.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from pydantic import (
 )
 
 from essaybench.core.yamlio import Loc, YamlConfigError, read_yaml
+from essaybench.curate.genre_rules import ANY_GENRE
 from essaybench.curate.labeler import Genre, PromptSetLabel
 
 PromptId = Annotated[str, StringConstraints(pattern=r"^p[0-9a-f]{15}$")]  # hashing.prompt_id
@@ -41,19 +49,57 @@ class OverrideFileError(YamlConfigError):
     """The override file is unreadable or invalid; the message names the file and the entry."""
 
 
+_ALLOWED_WORDS = frozenset({ANY_GENRE, *(g.value for g in Genre)})
+
+
 class OverrideEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     genre: Genre | None = Field(default=None, description="Genre label chosen by the reviewer.")
+    allowed_genres: tuple[str, ...] | None = Field(
+        default=None, description='["any"] (文体不限) or two or more genres the prompt offers.')
+    not_essay: bool = Field(default=False, description="Not an essay request: removed from "
+                            "the prompt set (the note gives the reason).")
     prompt_set: PromptSetLabel | None = Field(default=None, description="open or constrained.")
     note: str | None = Field(default=None, description="Why the reviewer chose these labels.")
     reviewer: str | None = Field(default=None, description="Who reviewed the prompt.")
 
+    @field_validator("allowed_genres")
+    @classmethod
+    def _genre_choice(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        words = tuple(dict.fromkeys(str(v).strip().lower() for v in value))
+        bad = [w for w in words if w not in _ALLOWED_WORDS]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is neither a genre nor 'any'")
+        if ANY_GENRE in words and len(words) > 1:
+            raise ValueError("'any' stands alone: the writer chooses any genre")
+        if words != (ANY_GENRE,) and len(words) < 2:
+            raise ValueError("a choice needs two or more genres (one genre: give genre)")
+        if words != (ANY_GENRE,):  # in the order of Genre, as the rules write a choice
+            words = tuple(g.value for g in Genre if g.value in words)
+        return words
+
     @model_validator(mode="after")
     def _sets_a_label(self) -> Self:
-        if self.genre is None and self.prompt_set is None:
-            raise ValueError("an override needs a genre, a prompt_set, or both")
+        if self.not_essay:
+            if self.genre or self.allowed_genres or self.prompt_set:
+                raise ValueError("not_essay takes no genre, allowed_genres or prompt_set")
+            if not (self.note and self.note.strip()):
+                raise ValueError("not_essay needs a note: the reviewer's reason")
+            return self
+        if self.genre is not None and self.allowed_genres is not None:
+            raise ValueError("give genre or allowed_genres, not both")
+        if self.genre is None and self.allowed_genres is None and self.prompt_set is None:
+            raise ValueError("an override needs a genre (or allowed_genres), a prompt_set, "
+                             "or not_essay with a note")
         return self
+
+    @property
+    def decides_genre(self) -> bool:
+        """Whether the entry settles the genre question (a genre, a choice, not an essay)."""
+        return self.not_essay or self.genre is not None or self.allowed_genres is not None
 
 
 class OverrideFile(BaseModel):

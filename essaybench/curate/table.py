@@ -52,4 +52,6 @@ CLASSIFY_COLUMNS: dict[str, type[pl.DataType] | pl.DataType] = {
     "genre_open": pl.Boolean,  # the genre is the writer's choice (allowed_genres == ["any"])
     "genre_segment": pl.Utf8,  # task | requirements | material: where genre_span was found
     "genre_span": pl.Utf8,  # the passage of the prompt that decided the genre
+    # what the LLM labeller answered and what became of it ("llm parse_error: …"), or null
+    "llm_answer": pl.Utf8,
 }

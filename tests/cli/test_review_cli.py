@@ -256,3 +256,82 @@ def test_interactive_review_writes_each_answer_at_once(
     shown = out.file.getvalue()  # type: ignore[attr-defined]
     assert "'poem' is neither a genre nor a set" in shown
     assert items[0].text[:8] in shown and items[0].genre_evidence[:20] in shown
+
+
+def test_decide_not_an_essay_any_and_a_choice_then_curate_again(
+    project: tuple[Path, Store, str],
+) -> None:
+    config, store, _ = project
+    pending = _unclassified(store)
+    refused = review(config, store, "--decide", f"{pending[0]}=not_essay")
+    assert _error(refused).startswith(
+        f"error: invalid value for --decide: '{pending[0]}=not_essay': not_essay needs the "
+        "reviewer's reason")
+    result = review(config, store, "--decide", f"{pending[0]}=not_essay:只是一个标题，不是作文",
+                    "--decide", f"{pending[1]}=文体不限", "--reviewer", "li")
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 decision(s)" in result.output and "still needs" not in result.output
+    written = load_overrides(config.parent / "overrides.yaml")
+    assert written[pending[0]] == OverrideEntry(not_essay=True, note="只是一个标题，不是作文",
+                                                reviewer="li")
+    assert written[pending[1]] == OverrideEntry(allowed_genres=("any",), reviewer="li")
+    assert "nothing to review" in review(config, store).output  # both settled
+    listed = review(config, store, "--all").output
+    assert "override file says: not an essay (只是一个标题，不是作文)" in listed
+    assert "override file says: any genre" in listed
+
+    version = _curate(store, config, "second", from_stage="classify")
+    removed, open_genre = (_classified_row(store, p) for p in pending)
+    assert (removed["decision"], removed["reason"]) == ("unclassified", "reviewed_not_essay")
+    assert "manual (li): 只是一个标题，不是作文" in str(removed["detail"])
+    assert (open_genre["decision"], open_genre["allowed_genres"]) == ("kept", ["any"])
+    record = store.get_prompt_set(version)
+    assert record is not None
+    published = {json.loads(line)["prompt_id"] for line in (store.root / record["jsonl_path"])
+                 .read_text(encoding="utf-8").splitlines()}
+    assert pending[1] in published and pending[0] not in published
+    # a choice of two genres replaces the open genre
+    result = review(config, store, "--decide", f"{pending[1]}=argumentative,narrative")
+    assert result.exit_code == 0, result.output
+    assert load_overrides(config.parent / "overrides.yaml")[pending[1]].allowed_genres == (
+        "argumentative", "narrative")
+
+
+def test_an_exported_file_with_allowed_genres_any_or_not_essay_is_applied(
+    project: tuple[Path, Store, str], tmp_path: Path,
+) -> None:
+    config, store, _ = project
+    pending = _unclassified(store)
+    sheet = tmp_path / "review.yaml"
+    assert review(config, store, "--export", str(sheet)).exit_code == 0
+    doc = yaml.safe_load(sheet.read_text(encoding="utf-8"))
+    doc["items"][0]["allowed_genres"] = ["any"]
+    doc["items"][1].update(not_essay=True, note="新闻稿")
+    sheet.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    result = review(config, store, "--apply", str(sheet))
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 decision(s)" in result.output
+    assert load_overrides(config.parent / "overrides.yaml") == {
+        pending[0]: OverrideEntry(allowed_genres=("any",)),
+        pending[1]: OverrideEntry(not_essay=True, note="新闻稿")}
+
+
+def test_the_listing_shows_what_the_labeller_answered(
+    curated_once: tuple[Path, Store, str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import polars as pl
+
+    from essaybench.cli.common import console
+    from essaybench.cli.review import print_items
+
+    _, store, _ = curated_once
+    classified = store.latest_ok_snapshot("classify")
+    assert classified is not None
+    note = ("llm parse_error: evidence '流' shows nothing (at least 4 characters holding a "
+            "cue): labels argumentative rejected")
+    table = classified.read().with_columns(pl.lit(note).alias("llm_answer"))
+    monkeypatch.setattr(console, "_width", 80)
+    with console.capture() as captured:
+        print_items(review_items(table, {}), classified, Path("o.yaml"), 0)
+    shown = " ".join(captured.get().split())
+    assert "labeller: llm parse_error: evidence '流' shows nothing" in shown

@@ -283,6 +283,24 @@ def test_unknown_override_is_reported_not_fatal(tmp_path: Path,
     assert stranger in caplog.text
 
 
+def test_a_reviewer_removes_a_non_essay_and_records_any_or_a_choice(tmp_path: Path) -> None:
+    letter = "帮我写一张请假条，因为得了流感。"
+    path = write_overrides(tmp_path, {
+        prompt_id(letter): "    not_essay: true\n    note: 请假条\n    reviewer: li\n",
+        prompt_id(UNDECIDED): "    allowed_genres: [any]\n",
+        prompt_id(TIED): "    allowed_genres: [narrative, argumentative]\n",
+    })
+    out = run_classify(table([letter, UNDECIDED, TIED]), ClassifyParams(overrides_path=path))
+    rows = list(out.table.iter_rows(named=True))
+    assert [(r["decision"], r["reason"]) for r in rows] == [
+        ("unclassified", "reviewed_not_essay"), ("kept", None), ("kept", None)]
+    assert "removed by review, not an essay: manual (li): 请假条" in rows[0]["detail"]
+    assert [(r["genre"], r["allowed_genres"], r["genre_open"], r["genre_source"])
+            for r in rows[1:]] == [(None, ["any"], True, "manual"),
+                                   (None, ["argumentative", "narrative"], False, "manual")]
+    assert out.meta["counts"]["total"]["total"] == 2  # the letter is not in the set
+
+
 def test_invalid_override_file_stops_the_stage(tmp_path: Path) -> None:
     path = write_overrides(tmp_path, {prompt_id(ARG_OPEN): "    genre: poem\n"})
     with pytest.raises(ValueError, match=prompt_id(ARG_OPEN)):

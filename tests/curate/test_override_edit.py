@@ -80,3 +80,16 @@ def test_a_path_through_a_file_is_one_error(tmp_path: Path) -> None:
     path = tmp_path / "plain" / "overrides.yaml"
     with pytest.raises(OverrideFileError, match=f"cannot write override file {path}"):
         write_decisions(path, {ID_B: OverrideEntry(genre=Genre.NARRATIVE)})
+
+
+def test_a_genre_decision_of_one_kind_replaces_one_of_another(tmp_path: Path) -> None:
+    path = tmp_path / "overrides.yaml"
+    write_decisions(path, {ID_A: OverrideEntry(genre=Genre.NARRATIVE,
+                                               prompt_set=PromptSetLabel.OPEN)})
+    write_decisions(path, {ID_A: OverrideEntry(not_essay=True, note="请假条")})
+    assert load_overrides(path) == {ID_A: OverrideEntry(not_essay=True, note="请假条")}
+    write_decisions(path, {ID_A: OverrideEntry(allowed_genres=("any",))})
+    assert load_overrides(path) == {ID_A: OverrideEntry(allowed_genres=("any",),
+                                                        note="请假条")}
+    assert "allowed_genres:\n    - any" in path.read_text(encoding="utf-8") or (
+        "allowed_genres: [any]" in path.read_text(encoding="utf-8"))

@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 
 from essaybench.curate.labeler import Genre, PromptSetLabel
-from essaybench.curate.overrides import OverrideFileError, load_overrides, unused_overrides
+from essaybench.curate.overrides import (
+    OverrideEntry,
+    OverrideFileError,
+    load_overrides,
+    unused_overrides,
+)
 
 PROJECT = Path(__file__).resolve().parents[2]
 ID_A = "p0123456789abcde"
@@ -63,7 +68,14 @@ def test_invalid_genre_names_file_and_entry(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("body", "expected"), [
     ("  p12:\n    genre: narrative\n", "entry 'p12': not a prompt_id"),
     (f"  {ID_A}:\n    genre: narrative\n    colour: red\n", f"entry '{ID_A}', field 'colour'"),
-    (f"  {ID_A}:\n    note: looked at it\n", "needs a genre, a prompt_set, or both"),
+    (f"  {ID_A}:\n    note: looked at it\n", "needs a genre (or allowed_genres), a prompt_set"),
+    (f"  {ID_A}:\n    not_essay: true\n", "not_essay needs a note"),
+    (f"  {ID_A}:\n    not_essay: true\n    note: x\n    genre: narrative\n",
+     "not_essay takes no genre"),
+    (f"  {ID_A}:\n    allowed_genres: [narrative]\n", "a choice needs two or more genres"),
+    (f"  {ID_A}:\n    allowed_genres: [any, narrative]\n", "'any' stands alone"),
+    (f"  {ID_A}:\n    allowed_genres: [poem, narrative]\n", "'poem' is neither"),
+    (f"  {ID_A}:\n    genre: narrative\n    allowed_genres: [any]\n", "not both"),
     (f"  {ID_A}:\n    prompt_set: closed\n", f"entry '{ID_A}', field 'prompt_set'"),
 ])
 def test_invalid_entries(tmp_path: Path, body: str, expected: str) -> None:
@@ -102,3 +114,13 @@ def test_missing_file_is_an_error(tmp_path: Path) -> None:
 def test_unused_overrides() -> None:
     assert unused_overrides([ID_B, ID_A], [ID_A, "p1"]) == [ID_B]
     assert unused_overrides([], [ID_A]) == []
+
+
+def test_entries_for_any_genre_a_choice_and_not_an_essay(tmp_path: Path) -> None:
+    path = write(tmp_path, f"version: 1\noverrides:\n  {ID_A}: {{allowed_genres: [any]}}\n"
+                 f"  {ID_B}: {{not_essay: true, note: 祭文}}\n")
+    got = load_overrides(path)
+    assert (got[ID_A].allowed_genres, got[ID_A].decides_genre) == (("any",), True)
+    assert (got[ID_B].not_essay, got[ID_B].note) == (True, "祭文")
+    assert OverrideEntry(allowed_genres=("Narrative", "argumentative")).allowed_genres == (
+        "argumentative", "narrative")  # the rules' order

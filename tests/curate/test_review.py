@@ -13,6 +13,7 @@ from essaybench.curate.overrides import OverrideEntry
 from essaybench.curate.review import (
     ReviewInputError,
     ReviewLabels,
+    entry,
     parse_decision,
     parse_labels,
     read_review_file,
@@ -62,13 +63,39 @@ def test_labels_in_english_chinese_or_by_first_letter(
 
 @pytest.mark.parametrize("typed,problem", [
     ("poem", "'poem' is neither a genre nor a set"),
-    ("narrative,argumentative", "'argumentative' gives a second genre"),
-    ("open,c", "'c' gives a second set"),
+    ("narrative,n", "'n' gives a genre twice"),
+    ("open,c", "'c' gives a set twice"),
     (" , ", "no label given"),
+    ("any,narrative", "give no genre with it"),
+    ("not_essay,open", "'not_essay' stands alone"),
 ])
 def test_bad_labels_say_which_word(typed: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         parse_labels(typed)
+
+
+@pytest.mark.parametrize("typed,labels", [
+    ("any", ReviewLabels(None, None, ("any",))),
+    ("文体不限,open", ReviewLabels(None, PromptSetLabel.OPEN, ("any",))),
+    ("narrative,argumentative,c",
+     ReviewLabels(None, PromptSetLabel.CONSTRAINED, ("argumentative", "narrative"))),
+    ("not_essay:请假条，不是作文", ReviewLabels(None, None, not_essay=True,
+                                       reason="请假条，不是作文")),
+    ("exclude", ReviewLabels(None, None, not_essay=True)),
+    ("非作文：新闻稿", ReviewLabels(None, None, not_essay=True, reason="新闻稿")),
+])
+def test_a_reviewer_decides_any_genre_a_choice_or_not_an_essay(
+    typed: str, labels: ReviewLabels,
+) -> None:
+    assert parse_labels(typed) == labels
+
+
+def test_not_an_essay_needs_the_reviewers_reason() -> None:
+    with pytest.raises(ValueError, match="not_essay needs the reviewer's reason"):
+        entry(parse_labels("none"))
+    assert entry(parse_labels("none"), note="笑话") == OverrideEntry(not_essay=True, note="笑话")
+    inline = entry(parse_labels("not_essay:祭文"), note="ignored", reviewer="li")
+    assert (inline.not_essay, inline.note, inline.reviewer) == (True, "祭文", "li")
 
 
 def test_a_decision_is_prompt_id_equals_labels() -> None:
@@ -186,4 +213,48 @@ def test_a_prompt_that_leaves_the_genre_open_shows_what_it_allows(tmp_path: Path
     assert (first.why, first.allowed_genres, first.genre_segment, first.genre_span) == (
         "genre_open", ("any",), "requirements", "文体不限")
     doc = yaml.safe_load(review_file_text([first], "classify-x", tmp_path / "r.yaml"))
-    assert doc["items"][0]["allowed_genres"] == ["any"]
+    # what the rules found is context; allowed_genres is left for the reviewer's decision
+    assert "(the prompt allows any)" in doc["items"][0]["current"]
+    assert doc["items"][0]["allowed_genres"] == []
+
+
+def test_a_review_file_records_any_a_choice_and_not_an_essay(tmp_path: Path) -> None:
+    filled = _filled(tmp_path, {
+        NO_GENRE: {"allowed_genres": ["any"]},
+        NO_SET: {"genre": ["narrative", "议论文"], "prompt_set": "open"},
+        BY_LLM: {"genre": "not_essay", "note": "请假条", "reviewer": "li"}})
+    assert read_review_file(filled) == {
+        NO_GENRE: OverrideEntry(allowed_genres=("any",)),
+        NO_SET: OverrideEntry(allowed_genres=("argumentative", "narrative"),
+                              prompt_set=PromptSetLabel.OPEN),
+        BY_LLM: OverrideEntry(not_essay=True, note="请假条", reviewer="li")}
+    flagged = _filled(tmp_path, {NO_GENRE: {"not_essay": True, "note": "新闻"}})
+    assert read_review_file(flagged)[NO_GENRE] == OverrideEntry(not_essay=True, note="新闻")
+
+
+@pytest.mark.parametrize("fill,problem", [
+    ({"not_essay": True}, "not_essay needs the reviewer's reason"),
+    ({"not_essay": True, "note": "x", "prompt_set": "open"}, "'not_essay' stands alone"),
+    ({"genre": "n", "allowed_genres": ["any"]}, "genre or allowed_genres, not both"),
+    ({"allowed_genres": ["any", "narrative"]}, "give no genre with it"),
+])
+def test_a_contradictory_decision_in_a_review_file_is_refused(
+    tmp_path: Path, fill: dict[str, object], problem: str,
+) -> None:
+    with pytest.raises(ReviewInputError, match=problem):
+        read_review_file(_filled(tmp_path, {NO_GENRE: fill}))  # type: ignore[dict-item]
+
+
+def test_a_prompt_decided_not_an_essay_or_any_needs_nothing_more() -> None:
+    items = review_items(classified(), {})
+    removed = OverrideEntry(not_essay=True, note="笑话")
+    assert still_needs(items[1], removed) == []
+    assert still_needs(items[0], OverrideEntry(allowed_genres=("any",))) == []
+    decided = {NO_GENRE: OverrideEntry(allowed_genres=("any",)), NO_SET: removed}
+    assert review_items(classified(), decided) == []
+
+
+def test_the_listing_item_carries_the_labellers_answer() -> None:
+    table = classified().with_columns(pl.Series(
+        "llm_answer", ["llm parse_error: evidence '流' shows nothing", None, None, None]))
+    assert review_items(table, {})[0].labeller == "llm parse_error: evidence '流' shows nothing"

@@ -57,3 +57,18 @@ CREATE TABLE IF NOT EXISTS runs (
     code_version VARCHAR NOT NULL,
     created_at TIMESTAMPTZ NOT NULL
 );
+
+-- Gold sets attached to a published prompt set (reference answers and acceptance criteria
+-- by prompt id; essaybench gold attach). Never edited: a changed set is a new version.
+CREATE TABLE IF NOT EXISTS gold_sets (
+    prompt_set_version VARCHAR NOT NULL,  -- the prompt set it is attached to
+    version VARCHAR NOT NULL,         -- the set's own version (g1, spot-v3, ...)
+    sha256 VARCHAR NOT NULL,          -- of its canonical content (bench/gold.py)
+    n_items BIGINT NOT NULL,
+    n_criteria BIGINT NOT NULL,       -- items with acceptance criteria
+    format VARCHAR NOT NULL,          -- yaml | spot_jsonl: the file it was attached from
+    source VARCHAR NOT NULL,          -- that file, as given
+    path VARCHAR NOT NULL,            -- its canonical JSON, relative to the store root
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (prompt_set_version, version)
+);

@@ -43,6 +43,7 @@ from essaybench.cli import (  # noqa: E402
     benchmark,
     curate,
     estimate,
+    gold,
     llm,
     project,
     report,
@@ -105,6 +106,7 @@ app.add_typer(report.app)
 app.add_typer(rotation.app)
 app.add_typer(spot_check.app)
 app.add_typer(llm.app, name="llm")
+app.add_typer(gold.app, name="gold")
 app.add_typer(store_cmd.app, name="store")
 app.add_typer(project.app)
 

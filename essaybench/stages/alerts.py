@@ -99,7 +99,7 @@ def alerts_stage(store: Store, run_id: str, params: AlertParams,
         alerts: list[Alert] = [*judge_alerts(drift_now or {}), *health_alerts(store, run_id)]
         signal_alerts, signals_meta = signals(  # judge-free: drift and relevance
             store, store.get_snapshot(judged.upstream_snapshot_ids[0]).read(),
-            baseline.run_id, baseline.essays, params.signals)
+            baseline.run_id, baseline.essays, params.signals, run_id)
         alerts += signal_alerts
         not_compared: dict[str, str] = {}
         core, compared_on = compared_prompts(store, run_id, baseline.run_id)

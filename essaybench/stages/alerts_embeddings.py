@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from essaybench.bench.signals.reference import Similarity
 from essaybench.core.contracts import OK
 from essaybench.llm.embeddings import EmbeddingError, cosine, embed
 from essaybench.llm.registry import load_registry
@@ -56,3 +57,22 @@ def embedding_meta(model_name: str, essays_now: pl.DataFrame,
                                                    "essay_text_before").iter_rows()])
              if pairs.height else {})
     return {"model": model_name, "drift": drift, "relevance": relevance}
+
+
+def embedding_similarity(model_name: str, texts: list[str]
+                         ) -> tuple[Similarity | None, str | None]:
+    """The cosine of any two of ``texts`` by ``model_name``'s embeddings (each text
+    embedded once), or (None, the error) when the endpoint fails."""
+    try:
+        spec = load_registry().models.get(model_name)
+        if spec is None:
+            return None, "not in the model registry"
+        unique = sorted(set(texts))
+        vectors = dict(zip(unique, embed(spec, unique), strict=True))
+    except EmbeddingError as exc:
+        return None, str(exc)
+
+    def similarity(a: str, b: str) -> float | None:
+        return cosine(vectors[a], vectors[b]) if a in vectors and b in vectors else None
+
+    return similarity, None

@@ -15,10 +15,11 @@ from typing import Any
 import polars as pl
 
 from essaybench.bench.alerts import Alert
+from essaybench.bench.gold import load_gold
 from essaybench.bench.signals.drift import DriftSummary, drift_pairs, summarise
 from essaybench.bench.signals.params import SignalParams
 from essaybench.bench.signals.reference import (
-    load_gold,
+    gold_essays,
     reference_table,
     summarise_reference,
 )
@@ -28,7 +29,8 @@ from essaybench.bench.signals.relevance import (
     summarise_relevance,
 )
 from essaybench.core.contracts import OK
-from essaybench.stages.alerts_embeddings import embedding_meta
+from essaybench.stages.alerts_embeddings import embedding_meta, embedding_similarity
+from essaybench.stages.gold import AttachedGold, attach_gold_file, run_gold
 from essaybench.store import Snapshot, Store
 
 STAGE = "alerts"
@@ -80,9 +82,10 @@ def off_topic_alert(s: RelevanceSummary, params: SignalParams) -> Alert:
 
 
 def signals(store: Store, essays_now: pl.DataFrame, base_run: str | None,
-            base_essays: Snapshot | None, params: SignalParams
+            base_essays: Snapshot | None, params: SignalParams, run_id: str | None = None
             ) -> tuple[list[Alert], dict[str, Any]]:
-    """This run's signal alerts and the ``signals`` meta the stage records."""
+    """This run's signal alerts and the ``signals`` meta the stage records (``run_id``:
+    whose gold set to use when none is named, see :func:`reference_meta`)."""
     if not params.enabled:
         return [], {"enabled": False}
     found: list[Alert] = []
@@ -106,19 +109,55 @@ def signals(store: Store, essays_now: pl.DataFrame, base_run: str | None,
         meta["embedding"] = embedding_meta(
             params.embedding_model, essays_now,
             base_essays.read() if base_essays is not None else None)
-    if params.gold_file is not None:
-        meta["reference"] = reference_meta(essays_now, params.gold_file)
+    reference = reference_meta(store, run_id, essays_now, params)
+    if reference is not None:
+        meta["reference"] = reference
     return found, meta
 
 
-def reference_meta(essays: pl.DataFrame, gold_file: str) -> dict[str, Any]:
-    """The gold set's identity and, per model, the median reference-based metrics."""
-    loaded = load_gold(gold_file)
-    versions = sorted({str(v) for v in essays["prompt_set"].drop_nulls().to_list()})
-    table = reference_table(essays, loaded.gold)
-    return {"prompt_set": loaded.gold.prompt_set, "version": loaded.gold.version,
-            "fingerprint": loaded.fingerprint, "n_items": len(loaded.gold.items),
-            "matches_prompt_set": loaded.gold.prompt_set in versions,
-            "prompt_set_versions": sorted({str(v) for v in essays["prompt_set_version"]
-                                          .drop_nulls().to_list()}),
+def _run_versions(essays: pl.DataFrame) -> list[str]:
+    return (sorted({str(v) for v in essays["prompt_set_version"].drop_nulls().to_list()})
+            if "prompt_set_version" in essays.columns else [])
+
+
+def run_gold_set(store: Store, run_id: str | None, essays: pl.DataFrame,
+                 params: SignalParams) -> AttachedGold | None:
+    """The gold set the reference figures use: ``gold_file`` attached to the run's prompt
+    set (its ids checked against it), else the set the run uses (``stages/gold.py``)."""
+    versions = _run_versions(essays)
+    if not versions:
+        return None
+    if params.gold_file is not None:
+        return attach_gold_file(store, params.gold_file, versions[0])[0]
+    return run_gold(store, run_id, versions[0]) if run_id is not None else None
+
+
+def reference_meta(store: Store, run_id: str | None, essays: pl.DataFrame,
+                   params: SignalParams) -> dict[str, Any] | None:
+    """The gold set's identity and, per model, the median reference-based metrics (None:
+    no gold set). A run without a prompt-set version (older essays) reads ``gold_file``
+    as it is, unattached."""
+    attached = run_gold_set(store, run_id, essays, params)
+    versions = _run_versions(essays)
+    if attached is not None:
+        loaded, bound = attached.loaded, attached.record.prompt_set_version
+        source = "store" if params.gold_file is None else params.gold_file
+    elif params.gold_file is not None:
+        loaded, bound, source = load_gold(params.gold_file), None, params.gold_file
+    else:
+        return None
+    gold = loaded.gold
+    similarity, embedding_error = None, None
+    if params.embedding_model is not None:
+        texts = [*(t or "" for t in gold_essays(essays, gold)["essay_text"]),
+                 *(i.reference for i in gold.items)]
+        similarity, embedding_error = embedding_similarity(params.embedding_model, texts)
+    table = reference_table(essays, gold, similarity)
+    return {"prompt_set": bound or gold.prompt_set or "", "prompt_set_version": bound,
+            "version": gold.version, "fingerprint": loaded.fingerprint,
+            "sha256": loaded.fingerprint, "source": source, "n_items": len(gold.items),
+            "n_criteria": len(gold.criteria()),
+            "matches_prompt_set": bound is not None and bound in versions,
+            "prompt_set_versions": versions,
+            "embedding_model": params.embedding_model, "embedding_error": embedding_error,
             "models": {r.model: asdict(r) for r in summarise_reference(table)}}

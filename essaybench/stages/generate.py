@@ -19,6 +19,7 @@ from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import ChatRequest
 from essaybench.runs.lineage import check_session_run
 from essaybench.runs.rotation import recorded_selection, rotation_selection
+from essaybench.stages.gold import judge_config
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 from essaybench.store.runs import get_run
@@ -84,9 +85,11 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
         params["rotation"] = rotation
     if sampler is not None:  # recorded before the loop: a killed run's rerun finds it
         params["sampling"] = config.sampling.model_dump(mode="json")
-    prefetch = (JudgePrefetch.for_prompts(selected, config.judge,
-                                          config.generate.min_chinese_share)
-                if prefetch_judge and sampler is None else None)
+    prefetch = None
+    if prefetch_judge and sampler is None:  # the judge's calls, criteria included
+        judging, _ = judge_config(store, run_id, config, version)
+        prefetch = JudgePrefetch.for_prompts(selected, judging.judge,
+                                             config.generate.min_chinese_share)
     if prefetch is not None:
         prefetch.early = list(early)
 

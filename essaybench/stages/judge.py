@@ -26,6 +26,7 @@ from essaybench.bench.judge.second import (
 from essaybench.core.contracts import StageOutput
 from essaybench.llm.session import GatewaySession
 from essaybench.runs.lineage import check_session_run
+from essaybench.stages.gold import gold_meta, judge_config
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -70,10 +71,18 @@ def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Sn
     upstream.require_stage("generate", f"the {STAGE} stage")
     check_session_run(session, run_id)
     essays = upstream.read()
+    versions = sorted({str(v) for v in essays["prompt_set_version"].drop_nulls()}) \
+        if "prompt_set_version" in essays.columns else []
+    gold = None
+    if config.judge.gold_criteria and versions:  # criteria for the gold prompts' calls
+        config, gold = judge_config(store, run_id, config, versions[0])
 
     def compute() -> StageOutput:
         with session.reusing_failures_since(same_run_start(store, run_id, upstream)):
-            return judge_output(essays, config, session)
+            out = judge_output(essays, config, session)
+        if gold is not None:  # with the judgments, and in the run's record (a rerun's pin)
+            out.meta["gold"] = out.run_meta["gold"] = gold_meta(gold)
+        return out
 
     return run_stage(store, run_id=run_id, stage=STAGE, upstream=[upstream],
                      params=config.judge, rows_in=essays.height, compute=compute)

@@ -35,6 +35,8 @@ class SignalParams(BaseModel):
                                         "for drift and relevance, figures only (None: "
                                         "lexical only).")
     gold_file: str | None = Field(default=None, description="A gold file (reference answers "
-                                  "and acceptance criteria by prompt id, bench/signals/"
-                                  "reference.py): reference-based metrics per model, "
-                                  "secondary figures (None: none).")
+                                  "and acceptance criteria by prompt id, bench/gold.py) "
+                                  "attached to the run's prompt set and used for the "
+                                  "reference-based metrics per model, secondary figures "
+                                  "(None: the gold set attached with essaybench gold "
+                                  "attach, if any).")

@@ -249,6 +249,18 @@ def test_weekly_spot_check_two_weeks(judged_copy: tuple[Store, Snapshot, Snapsho
         means = mine.group_by("question").agg(pl.col("human").mean())
         assert item["human_scores"] == pytest.approx(
             dict(zip(means["question"], means["human"], strict=True)))
+    # the promoted version is a gold set of the run's prompt set: per prompt its best
+    # human-scored essay is the reference
+    from essaybench.stages.gold import attach_gold_file
+
+    version = str(store.require_ok_snapshot("generate", "r1", "test").read()[
+        "prompt_set_version"][0])
+    attached, _ = attach_gold_file(store, gold / "spot_gold.v2.jsonl", version)
+    assert attached.record.version == "spot-v2" and attached.record.format == "spot_jsonl"
+    for ref in attached.loaded.gold.items:
+        best = max(i["human_score"] for i in v2 if i["prompt_id"] == ref.prompt_id)
+        assert ref.human_score == best and ref.reference in {
+            i["essay_text"] for i in v2 if i["human_score"] == best}
 
 
 @pytest.mark.parametrize(("column", "value", "message"), [

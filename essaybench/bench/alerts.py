@@ -30,7 +30,6 @@ Pure: two runs' essays (generate snapshots) and judgments (judge snapshots) in, 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -39,10 +38,9 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from essaybench.bench.compare import compare_runs
-from essaybench.bench.compliance import compliance_table
+from essaybench.bench.compliance import compliance_table, is_off_language
 from essaybench.bench.flagged_rule import RECORDED_BEFORE, FlaggedRule, ranked_score
 from essaybench.bench.signals.params import SignalParams
-from essaybench.constraints import count_chinese_chars
 from essaybench.core.contracts import OK
 from essaybench.core.export import markdown_grid
 from essaybench.llm.cost_basis import essays_cost_per_1k
@@ -55,7 +53,6 @@ AlertKind = Literal["quality_drop", "over_length", "under_length", "violation",
 ALL_MODELS = "(all)"  # the model column of an alert about a judge or the whole run
 Severity = Literal["critical", "warning"]
 TRUNCATED = "truncated"
-_LATIN = re.compile(r"[A-Za-z]")
 
 
 class AlertParams(BaseModel):
@@ -141,14 +138,6 @@ def alerts_frame(alerts: list[Alert]) -> pl.DataFrame:
 
 def alerts_of_frame(table: pl.DataFrame) -> list[Alert]:
     return [Alert(**row) for row in table.iter_rows(named=True)]
-
-
-def is_off_language(text: str) -> bool:
-    """Not written in Chinese: more Latin letters than ideographs (an empty essay is
-    not off-language; it is a violation)."""
-    han = count_chinese_chars(text)
-    latin = len(_LATIN.findall(text))
-    return latin > han
 
 
 @dataclass(frozen=True)

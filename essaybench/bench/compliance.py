@@ -21,10 +21,17 @@ judged against its ±APPROX_TOLERANCE range, so its bounds are those of the rang
 
 Null essays (generation failed) get a null verdict and are left out of every
 rate; an empty string is an essay of length 0 (the model answered nothing).
+
+Off-language essays. An essay not written in Chinese (the generate stage's
+``off_language``, else :func:`is_off_language`) gets the verdict ``off_language``:
+its length in characters is no Chinese essay's length (an English essay of 800
+letters is not "compliant" with 不少于800字), so it is counted apart
+(``n_off_language``) and left out of the compliance rates and the mean lengths.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -40,6 +47,17 @@ from essaybench.constraints import (
 )
 
 LengthVerdict = Literal["compliant", "under", "over", "no_requirement"]
+OFF_LANGUAGE = "off_language"  # the table's verdict of an essay not written in Chinese
+LENGTH_VERDICTS = ("compliant", "over", "under")  # the verdicts a rate counts
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def is_off_language(text: str) -> bool:
+    """Not written in Chinese: more Latin letters than ideographs (an empty essay is
+    not off-language; it is a violation)."""
+    han = count_chinese_chars(text)
+    latin = len(_LATIN.findall(text))
+    return latin > han
 
 
 @dataclass(frozen=True)
@@ -89,11 +107,16 @@ def compliance_table(essays: pl.DataFrame, prompt_column: str = "text") -> pl.Da
 
     ``essay_chars`` is the ideograph count, ``essay_grid_chars`` the grid count
     the verdict uses. A null essay keeps its requirement columns and gets null
-    counts, verdict and deviation.
+    counts, verdict and deviation; an off-language one (module doc) gets its counts, the
+    verdict ``off_language`` and no deviation.
     """
     cols: dict[str, list[object]] = {name: [] for name in _TABLE_SCHEMA}
-    for prompt, essay in zip(essays[prompt_column].to_list(), essays["essay_text"].to_list(),
-                             strict=True):
+    texts = essays["essay_text"].to_list()
+    off = ([bool(v) for v in essays["off_language"].fill_null(False).to_list()]
+           if "off_language" in essays.columns  # measured by the generate stage
+           else [t is not None and is_off_language(t) for t in texts])
+    for prompt, essay, foreign in zip(essays[prompt_column].to_list(), texts, off,
+                                      strict=True):
         req = _requirement(prompt) if prompt is not None else None
         cols["req_min_chars"].append(req.min_chars if req else None)
         cols["req_max_chars"].append(req.max_chars if req else None)
@@ -101,8 +124,10 @@ def compliance_table(essays: pl.DataFrame, prompt_column: str = "text") -> pl.Da
         check = check_length(prompt or "", essay) if essay is not None else None
         cols["essay_chars"].append(check.chinese_chars if check else None)
         cols["essay_grid_chars"].append(check.grid_chars if check else None)
-        cols["length_verdict"].append(check.verdict if check else None)
-        cols["length_deviation"].append(check.deviation if check else None)
+        foreign = foreign and check is not None
+        cols["length_verdict"].append(OFF_LANGUAGE if foreign else
+                                      check.verdict if check else None)
+        cols["length_deviation"].append(None if foreign or check is None else check.deviation)
     return essays.with_columns(
         pl.Series(name, values, dtype=_TABLE_SCHEMA[name]) for name, values in cols.items())
 
@@ -111,15 +136,18 @@ def compliance_rates(table: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.
     """Per group of a ``compliance_table``: how often essays meet their length requirement.
 
     Columns: ``n_essays`` (rows), ``n_with_requirement`` (rows whose prompt has
-    one, null essays included), ``n_checked`` (with a requirement and a
-    non-null essay: the denominator of the three rates), ``compliance_rate``,
-    ``over_rate``, ``under_rate`` (null when ``n_checked`` is 0), and
-    ``mean_essay_grid_chars`` and ``mean_essay_chars`` over the group's
-    non-null essays (requirement or not).
+    one, null essays included), ``n_off_language`` (essays not written in Chinese,
+    requirement or not: counted apart), ``n_checked`` (with a requirement and a
+    non-null essay in Chinese: the denominator of the three rates),
+    ``compliance_rate``, ``over_rate``, ``under_rate`` (null when ``n_checked`` is
+    0), and ``mean_essay_grid_chars`` and ``mean_essay_chars`` over the group's
+    non-null essays in Chinese (requirement or not).
     """
     has_req = (pl.col("req_min_chars").is_not_null() | pl.col("req_max_chars").is_not_null()
                | pl.col("req_approx_chars").is_not_null())
-    checked = has_req & pl.col("length_verdict").is_not_null()
+    foreign = pl.col("length_verdict") == OFF_LANGUAGE
+    checked = has_req & pl.col("length_verdict").is_in(LENGTH_VERDICTS)
+    in_chinese = pl.col("length_verdict").is_not_null() & ~foreign
 
     def share(verdict: str) -> pl.Expr:
         hits = (checked & (pl.col("length_verdict") == verdict)).sum()
@@ -129,10 +157,12 @@ def compliance_rates(table: pl.DataFrame, by: Sequence[str] = ("model",)) -> pl.
     return (table.group_by(list(by), maintain_order=True)
             .agg(pl.len().alias("n_essays"),
                  has_req.sum().alias("n_with_requirement"),
+                 foreign.fill_null(False).sum().alias("n_off_language"),
                  checked.sum().alias("n_checked"),
                  share("compliant").alias("compliance_rate"),
                  share("over").alias("over_rate"),
                  share("under").alias("under_rate"),
-                 pl.col("essay_grid_chars").mean().alias("mean_essay_grid_chars"),
-                 pl.col("essay_chars").mean().alias("mean_essay_chars"))
+                 pl.col("essay_grid_chars").filter(in_chinese).mean()
+                 .alias("mean_essay_grid_chars"),
+                 pl.col("essay_chars").filter(in_chinese).mean().alias("mean_essay_chars"))
             .sort(list(by)))

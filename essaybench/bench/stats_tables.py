@@ -14,6 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.bench.aggregate import genre_choice, has_chosen_genres
+from essaybench.bench.compliance import is_off_language
 from essaybench.bench.pairwise.tables import position_bias
 from essaybench.constraints.counting import count_chinese_chars
 from essaybench.stats.bias import length_bias, self_preference
@@ -39,11 +40,23 @@ class StatsParams(BaseModel):
                                   "(default: ratings centred on 1000).")
 
 
+def essay_lengths(essays: pl.DataFrame) -> list[int | None]:
+    """Each essay's length in Chinese characters, the length the score–length slope and
+    the length-controlled ranking read; None for a failed essay and for one not written
+    in Chinese (bench/compliance.py: an English essay's 0 Chinese characters are not a
+    length, and would pull the slope)."""
+    texts = essays["essay_text"].to_list()
+    off = ([bool(v) for v in essays["off_language"].fill_null(False).to_list()]
+           if "off_language" in essays.columns else
+           [t is not None and is_off_language(t) for t in texts])
+    # A plain comprehension: map_elements costs more per essay than the count itself.
+    return [count_chinese_chars(t) if t is not None and not foreign else None
+            for t, foreign in zip(texts, off, strict=True)]
+
+
 def _with_lengths(judgments: pl.DataFrame, essays: pl.DataFrame, score: str) -> pl.DataFrame:
     """The judgments columns length bias reads, with each essay's length beside them."""
-    # A plain comprehension: map_elements costs more per essay than the count itself.
-    counts = [count_chinese_chars(t) if t is not None else None
-              for t in essays["essay_text"].to_list()]
+    counts = essay_lengths(essays)
     lengths = essays.select(*ESSAY_KEYS).with_columns(
         pl.Series("length_chars", counts, dtype=pl.Int64))
     return (judgments.select(*ESSAY_KEYS, "judge", "genre", "status", score)

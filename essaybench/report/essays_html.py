@@ -88,7 +88,7 @@ def _essay(e: EssayView, genre: str) -> str:
     summary += "\n"
     if e.grid_chars is not None:
         summary += f'        <span class="muted">{e.grid_chars} chars'
-        if e.verdict and e.verdict not in ("compliant", "no_requirement"):
+        if e.verdict and e.verdict not in ("compliant", "no_requirement", "off_language"):
             summary += f" ({_name(e.verdict)} {percent(e.deviation)})"
         summary += "</span>\n"
     if e.off_language:

@@ -24,7 +24,7 @@ from essaybench.bench.flagged_rule import (
     ranked_judgments,
     second_opinion_table,
 )
-from essaybench.constraints import count_chinese_chars
+from essaybench.bench.stats_tables import essay_lengths
 from essaybench.core.contracts import OK, OVERALL
 from essaybench.report.charts import (
     bradley_terry_chart,
@@ -88,6 +88,8 @@ class JudgeSection:
     flagged_note: str = ""  # the run's flagged_essays rule, in words
     # judge.repeats: per model, the spread of the repeated judgments (aggregate.judge_repeats)
     repeats: list[dict[str, object]] = field(default_factory=list)
+    # scored essays not written in Chinese: left out of the score–length chart (no length)
+    off_language_points: int = 0
 
 
 def _hex(rgba: tuple[float, float, float, float]) -> str:
@@ -117,11 +119,11 @@ def heat_table(t5: pl.DataFrame, title: str, labels: Labels) -> HeatTable:
 
 def _length_points(data: RunData, judge: str) -> pl.DataFrame:
     """Each ok judgment's weighted score beside its essay's length in Chinese characters
-    (the length the stats stage's slope is fitted on)."""
+    (the length the stats stage's slope is fitted on); an off-language essay's length is
+    null (``bench/stats_tables.essay_lengths``), not 0."""
     keys = ["prompt_id", "model", "sample_index"]
     lengths = data.essays.select(*keys, pl.Series(
-        "length_chars", [count_chinese_chars(t) if t else 0
-                         for t in data.essays["essay_text"].to_list()], dtype=pl.Int64))
+        "length_chars", essay_lengths(data.essays), dtype=pl.Int64))
     return (data.judgments.filter((pl.col("judge") == judge) & (pl.col("status") == OK)
                                   & pl.col("score_weighted").is_not_null())
             .select(*keys, pl.col("score_weighted").alias("score"))
@@ -151,6 +153,8 @@ def judge_section(ids: ChartIds, data: RunData, judge: str, labels: Labels) -> J
     diffs = diffs_to(judge, baseline, [r.model for r in board], data.stats) if baseline else []
     by_cell = mine.with_columns((pl.col("genre") + "/" + pl.col("prompt_set")).alias("genre"))
     length_bias = _rows(data.stats.get("length_bias"), judge)
+    points = _length_points(data, judge)
+    plotted = points.filter(pl.col("length_chars").is_not_null())
     section = JudgeSection(
         judge=judge, leaderboard=board, leaderboard_svg=leaderboard_chart(ids, judge, board),
         heatmaps=[heat_table(table5(ranked if column == "score_weighted" else mine, column),
@@ -160,8 +164,8 @@ def judge_section(ids: ChartIds, data: RunData, judge: str, labels: Labels) -> J
         forest_svg=forest_chart(ids, judge, baseline, diffs) if baseline else None,
         trait_svg=trait_profile_chart(ids, judge, trait_means(mine), labels),
         trait_cells_svg=trait_cells_chart(ids, judge, trait_means(by_cell), labels),
-        scatter_svg=length_scatter_chart(ids, judge, _length_points(data, judge),
-                                         _fit(length_bias)),
+        scatter_svg=length_scatter_chart(ids, judge, plotted, _fit(length_bias)),
+        off_language_points=points.height - plotted.height,
         length_bias=length_bias, second_opinions=second,
         flagged_note=f"{data.flagged_rule}: {SECOND_OPINION_NOTE[data.flagged_rule]}",
         repeats=judge_repeats(mine).to_dicts() if has_repeats(mine) else [])

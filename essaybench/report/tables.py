@@ -15,8 +15,7 @@ from string import ascii_uppercase
 import polars as pl
 
 from essaybench.bench.aggregate import table5
-from essaybench.bench.alerts import is_off_language
-from essaybench.bench.compliance import compliance_rates, compliance_table
+from essaybench.bench.compliance import compliance_rates, compliance_table, is_off_language
 from essaybench.constraints import count_grid_chars
 from essaybench.core.contracts import OK, OVERALL
 from essaybench.llm.cost_basis import essays_cost_per_1k, essays_cost_upper_bound

@@ -155,3 +155,23 @@ def test_only_the_body_length_is_checked(prompt: str, n: int, verdict: str) -> N
 def test_a_prompt_with_only_a_title_length_has_no_essay_requirement() -> None:
     c = check_length("写一篇记叙文，题目不超过10个字", essay(300))
     assert (c.requirement, c.verdict) == (None, "no_requirement")
+
+
+def test_off_language_essays_are_counted_apart_from_length_compliance() -> None:
+    """Issue 28: an English essay of 800 letters is not "compliant" with 不少于800字: its
+    verdict is off_language, counted in n_off_language, out of the rates and mean lengths."""
+    english = "word " * 200  # 800 letters: grid-compliant with 不少于800字 if counted
+    rows = [("a", "不少于800字", essay(800), False), ("a", "不少于800字", essay(700), False),
+            ("a", "不少于800字", english, True), ("a", "写一篇作文", english, True)]
+    frame = pl.DataFrame(rows, schema={"model": pl.String, "text": pl.String,
+                                       "essay_text": pl.String, "off_language": pl.Boolean},
+                         orient="row")
+    for table in (frame, frame.drop("off_language")):  # measured, or detected here
+        t = compliance_table(table)
+        assert t["length_verdict"].to_list() == ["compliant", "under", "off_language",
+                                                 "off_language"]
+        assert t["length_deviation"].to_list()[2:] == [None, None]
+        (a,) = compliance_rates(t).to_dicts()
+        assert (a["n_essays"], a["n_off_language"], a["n_checked"]) == (4, 2, 2)
+        assert (a["compliance_rate"], a["under_rate"]) == (0.5, 0.5)
+        assert a["mean_essay_grid_chars"] == 750.0

@@ -92,6 +92,36 @@ def test_model_facts_count_failures_language_cost_and_latency(
         seek["cost_usd"].sum() / ok_chars * 1000)
 
 
+def test_off_language_essays_are_not_length_compliant_nor_plotted(
+        reported_runs: ReportedRuns) -> None:
+    """Issue 28: gpt-writer answers in English in r2. Its essays are counted off-language,
+    not checked for length (they were "compliant"), and left out of the score–length chart
+    and the stats stage's slope, the page says how many."""
+    from essaybench.report.labels import labels_for
+    from essaybench.report.sections import judge_section
+    from essaybench.report.svg import ChartIds
+
+    data = load_run(reported_runs.store, "r2")
+    facts = {r["model"]: r for r in model_facts(data.essays).iter_rows(named=True)}
+    gpt_ok = data.essays.filter((pl.col("model") == "gpt-writer") & (pl.col("status") == "ok"))
+    assert facts["gpt-writer"]["n_off_language"] == gpt_ok.height > 0
+    assert facts["gpt-writer"]["n_checked"] == 0
+    assert facts["gpt-writer"]["compliance_rate"] is None
+    seek = facts["deepseek-writer"]  # writes Chinese
+    assert seek["n_checked"] > 0 and seek["compliance_rate"] is not None
+    section = judge_section(ChartIds(), data, "qwen-judge", labels_for(data.judgments))
+    keys = ["prompt_id", "model", "sample_index"]
+    scored = data.judgments.filter((pl.col("status") == "ok")
+                                   & pl.col("score_weighted").is_not_null()).join(
+        data.essays.select(*keys, "off_language"), on=keys)
+    off = scored.filter(pl.col("off_language")).height
+    assert off >= scored.filter(pl.col("model") == "gpt-writer").height > 0
+    assert section.off_language_points == off
+    # the stats stage's slope: fitted on the essays in Chinese only
+    [fit] = [r for r in data.stats["length_bias"].to_dicts() if r["genre"] == "all"]
+    assert fit["n"] == scored.height - off
+
+
 def test_failures_list_each_failed_essay_once_with_every_judge_it_missed(
         reported_runs: ReportedRuns) -> None:
     """Issue 28: a failed essay is one row naming the judges that skipped it (not one more

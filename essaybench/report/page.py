@@ -40,6 +40,20 @@ from essaybench.store import Store
 TEMPLATES = resource("templates", package="essaybench.report")
 
 
+# The position-bias table's columns (bench/pairwise/tables.position_bias) as the page
+# heads them: (column, heading, "count" | "rate")
+POSITION_BIAS_COLUMNS = (
+    ("pairs_ok", "pairs judged in both orders", "count"),
+    ("swap_flips", "verdict changed when swapped", "count"),
+    ("swap_flip_rate", "swap-flip rate", "rate"),
+    ("calls_ok", "calls ok", "count"),
+    ("first_wins", "first position won", "count"),
+    ("second_wins", "second position won", "count"),
+    ("ties", "ties", "count"),
+    ("first_position_win_rate", "first-position win rate (ties left out)", "rate"),
+)
+
+
 @dataclass(frozen=True)
 class DecisionRow:
     model: str
@@ -93,6 +107,10 @@ def context(data: RunData) -> dict[str, Any]:
         "filter_statuses": _options([e.row_status for e in essays]),
         "position_bias": (data.stats["position_bias"].to_dicts()
                           if "position_bias" in data.stats else []),
+        "position_bias_columns": POSITION_BIAS_COLUMNS,
+        # only the judges that compared pairwise get a heading there
+        "pairwise_judges": [s for s in sections
+                            if s.win_rate_svg or s.bt_svg or s.bradley_terry],
         "comparison": (data.alerts.comparison.to_dicts() if data.alerts is not None
                        and data.alerts.comparison is not None else []),
         "font_note": font_note(),

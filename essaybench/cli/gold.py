@@ -25,11 +25,12 @@ def attach(
     store: StoreOpt = Path(DEFAULT_STORE_ROOT),
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT_S,
 ) -> None:
-    """Check FILE's prompt ids against the prompt set and store it with the set's version
-    (content-hashed; the same content again changes nothing, the same version with other
-    content is refused). Runs on that prompt set use the newest attached set (a rerun:
-    the one its run used) for the reference figures and, with judge.gold_criteria, for
-    the acceptance criteria in the judge calls."""
+    """Attach a gold file to a published prompt set (prompt ids checked).
+
+    Stored content-hashed with the set's version: the same content again changes nothing,
+    the same version with other content is refused. Runs on that prompt set use the
+    newest attached set (a rerun: the one its run used) for the reference figures and,
+    with judge.gold_criteria, for the acceptance criteria in the judge calls."""
     from essaybench.stages.gold import attach_gold_file
     from essaybench.store import Store
 
@@ -57,7 +58,7 @@ def list_(
         console.print(f"no gold set attached in {store}", markup=False)
         return
     print_frame(pl.DataFrame([{
-        "prompt_set": r.prompt_set_version[:16], "version": r.version,
-        "sha256": r.sha256[:12], "items": r.n_items, "criteria": r.n_criteria,
-        "format": r.format, "attached": r.created_at.strftime("%Y-%m-%d %H:%M")
-        if r.created_at else ""} for r in records]), "gold sets")
+        "prompt_set": r.prompt_set_version, "version": r.version, "sha256": r.sha256[:8],
+        "items": r.n_items, "criteria": r.n_criteria,
+        "attached": r.created_at.strftime("%Y-%m-%d") if r.created_at else ""}
+        for r in records]), "gold sets")

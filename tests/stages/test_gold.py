@@ -109,7 +109,7 @@ def test_gold_attach_and_list_commands(curated_copy: Store, tmp_path: Path,
     assert "gold set g1 (1 items, 1 with criteria, sha256 " in run.output
     assert f"attached to prompt set {version}" in " ".join(run.output.split())
     listed = CliRunner().invoke(app, ["gold", "list", "--store", str(store.root)])
-    assert listed.exit_code == 0 and "g1" in listed.output and "yaml" in listed.output
+    assert listed.exit_code == 0 and "g1" in listed.output and version in listed.output
     bad = write_gold(tmp_path / "bad.yaml", [{"prompt_id": "p-x", "reference": "参考"}], "g2")
     run = CliRunner().invoke(app, ["gold", "attach", str(bad), "--store", str(store.root)])
     assert run.exit_code == 2

@@ -47,9 +47,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
+from essaybench.curate.evidence import EvidenceCheck, check_evidence, essay_task_cue
 from essaybench.curate.genre_rules import ANY_GENRE, RuleGenre, genre_by_rules
 from essaybench.curate.labeler import (
     BatchLabeler,
+    EssayAnswer,
     LabelRequest,
     LabelResult,
     LabelStatus,
@@ -109,6 +111,7 @@ class _Row:
     rule: RuleGenre | None = None
     llm_note: str = ""
     removed: str | None = None  # a reviewer's reason: not an essay, out of the prompt set
+    llm_verdict: EssayAnswer | None = None  # the labeller's not_essay / unsure, when accepted
 
     @property
     def llm_answer(self) -> str | None:
@@ -178,7 +181,7 @@ def _plan(table: pl.DataFrame, params: ClassifyParams,
             if (need_genre or row.prompt_set is None) and row.prompt_id not in requests:
                 requests[row.prompt_id] = LabelRequest(
                     prompt_id=row.prompt_id, text=row.text, need_genre=need_genre,
-                    need_set=row.prompt_set is None)
+                    need_set=row.prompt_set is None, need_essay=need_genre)
     return _Plan(rows, list(requests.values()), overrides)
 
 
@@ -230,7 +233,8 @@ async def arun_classify(table: pl.DataFrame, params: ClassifyParams,
 
 
 def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
-    """Fill what the request asked for; False if the labeler left something asked unanswered."""
+    """Fill what the request asked for; False if the labeler left something asked
+    unanswered (or answered it in a way that is not accepted)."""
     if result is None:
         return True
     asked_genre = row.genre is None and not (row.genre_choice or row.not_essay)
@@ -238,39 +242,55 @@ def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
     if result.status != LabelStatus.OK:
         row.llm_note = f"llm {result.status.value}: {result.error or ''}".strip()
         return True
-    if asked_genre and result.genre is not None:
-        where = _evidence_segment(row, result.evidence)
-        if where == "material":
-            row.llm_note = (f"llm genre {result.genre.value} rejected: its evidence "
-                            f"{result.evidence[:60]!r} is in the material, not the task")
+    shown = f"{result.evidence[:80]!r}"
+    if result.essay is EssayAnswer.UNSURE:
+        row.llm_verdict = EssayAnswer.UNSURE
+        row.llm_note = f"llm unsure whether this is an essay request: {shown}"
+        return True
+    if result.essay is EssayAnswer.NOT_ESSAY:
+        check = _check(row, result.evidence)
+        if check.problem is not None:
+            row.llm_note = f"llm not_essay rejected: its evidence {shown} {check.problem}"
             return False
-        row.genre, row.genre_source = result.genre.value, "llm"
-        row.allowed, row.genre_open = (result.genre.value,), False
-        row.genre_segment, row.genre_span = where, result.evidence
+        row.llm_verdict = EssayAnswer.NOT_ESSAY
+        row.llm_note = f"llm not_essay: {shown}"
+        return True
+    allowed = (result.genre.value,) if result.genre is not None else result.allowed_genres
+    if asked_genre and allowed:
+        label = "|".join(allowed)
+        check = _check(row, result.evidence)
+        cue = _essay_cue(row)
+        if check.problem is not None or cue is None:
+            why = (f"its evidence {shown} {check.problem}" if check.problem is not None
+                   else "the prompt holds no essay-task cue the rules know (作文, 文章, 写一篇, "
+                        "a body length, a title instruction)")
+            row.llm_note = f"llm genre {label} rejected: {why}"
+            return False
+        row.genre = result.genre.value if result.genre is not None else None
+        row.genre_source, row.allowed = "llm", tuple(allowed)
+        row.genre_open = row.allowed == (ANY_GENRE,)
+        row.genre_segment, row.genre_span = check.segment, result.evidence
         row.genre_evidence = f"llm: {result.evidence} | {row.genre_evidence}"
+        row.llm_note = f"llm genre {label} accepted: {shown} (essay cue {cue})"
     if asked_set and result.prompt_set is not None:
         row.prompt_set, row.set_source = result.prompt_set.value, "llm"
         row.set_evidence = f"llm: {result.evidence} | {row.set_evidence}"
-    complete = row.genre is not None and row.prompt_set is not None
+    complete = (row.genre is not None or row.genre_choice) and row.prompt_set is not None
     if not complete:
         row.llm_note = "llm ok but did not give every label asked for"
     return complete
 
 
-def _evidence_segment(row: _Row, evidence: str) -> str | None:
-    """The segment of the prompt the labeler's evidence quote sits in (its first
-    occurrence); None if it cannot be located verbatim (normalisation differences)."""
+def _check(row: _Row, evidence: str) -> EvidenceCheck:
+    if row.rule is None or row.rule.parts is None:
+        return EvidenceCheck("cannot be placed: the prompt was not split")
+    return check_evidence(evidence, row.text, row.rule.parts)
+
+
+def _essay_cue(row: _Row) -> str | None:
     if row.rule is None or row.rule.parts is None:
         return None
-    quote = evidence.strip()
-    if len(quote) >= 2 and quote[0] in "“\"'‘「『" and quote[-1] in "”\"'’」』":
-        quote = quote[1:-1].strip()
-    at = row.text.find(quote) if quote else -1
-    if at < 0:
-        return None
-    segments = {row.rule.parts.segment_at(i) for i in range(at, at + len(quote))}
-    return "material" if segments == {"material"} else next(
-        (s for s in ("task", "requirements") if s in segments), None)
+    return essay_task_cue(row.text, row.rule.parts)
 
 
 def _apply_override(row: _Row, entry: OverrideEntry) -> None:
@@ -318,6 +338,13 @@ def _decide(row: _Row, params: ClassifyParams) -> tuple[str, str | None, str]:
     elif row.not_essay:
         reason, evidence = "genre_not_essay", row.genre_evidence
         missing = "no genre: the task asks for something other than an essay"
+    elif row.genre is None and row.llm_verdict is EssayAnswer.NOT_ESSAY:
+        reason, evidence = "llm_not_essay", row.genre_evidence
+        missing = "the labeller says the request asks for no essay (not published)"
+        example = "not_essay: true, note: <why>} or {genre: <...>"
+    elif row.genre is None and row.llm_verdict is EssayAnswer.UNSURE:
+        reason, evidence = "llm_unsure", row.genre_evidence
+        missing = "the labeller cannot tell whether the request asks for an essay"
     elif row.genre is None:
         reason, missing, evidence = "genre_undecided", "genre undecided", row.genre_evidence
     else:

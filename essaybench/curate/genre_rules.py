@@ -82,11 +82,12 @@ _PRODUCT = re.compile(r"(?:写|撰写|创作|起草|拟|编写|设计)"
 _ESSAY_HEAD = re.compile(
     r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|演讲稿|发言稿|"
     r"辩论稿|周记|日记|随笔|游记|征文|文)\s*(?:吗|吧|呢)?\s*$")
-_NON_ESSAY_HEAD = re.compile(
-    r"(?:信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|报告|总结|纪要|评语|点评|短评|"
+_NON_ESSAY_WORDS = (
+    r"信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|报告|总结|纪要|评语|点评|短评|"
     r"影评|摘要|简介|文案|广告语?|标语|口号|诗|词|歌词|剧本|脚本|童话(?:故事)?|小说|寓言故事|"
     r"致辞|主持词|颁奖词|开场白|申请书|合同|简历|说明书|攻略|模板|大纲|推文|帖子|海报|祝福语?|"
-    r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品)\s*(?:吗|吧|呢)?\s*$")
+    r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品")
+_NON_ESSAY_HEAD = re.compile(rf"(?:{_NON_ESSAY_WORDS})\s*(?:吗|吧|呢)?\s*$")
 
 _STRONG: set[Segment] = {"task", "requirements"}
 # 对X的看法: X is what the opinion is about, its words are no genre cues
@@ -213,6 +214,28 @@ def genre_by_rules(text: str) -> RuleGenre:
     span = strong[winner][0][1]
     return RuleGenre(winner, f"rule cues: {detail}{weak_note}{note}", (winner.value,),
                      False, span, parts.segment_at(span[0]), parts)
+
+
+# Words that say the task asks for an essay at all (issue 30): 作文, 文章, 写一篇…, an essay
+# form, a body-length requirement, a title instruction. A labeller's genre is accepted only
+# where the task or requirements hold one (classify).
+ESSAY_TASK = re.compile(
+    r"作文|文章|短文|(?:写|撰写|创作|完成)(?:一篇|篇)|议论文|记叙文|说明文|描写文|散文|随笔|杂文|"
+    r"读后感|观后感|演讲稿|征文|(?:不少于|不低于|不超过|不多于|至少)\s*[\d一二三四五六七八九十百千]+\s*字|"
+    r"[\d一二三四五六七八九十百千]+\s*字(?:左右|以上|以内)|字数|为题|(?:题目|标题)自拟|"
+    r"自拟(?:题目|标题)|文体不限|体裁不限")
+# A non-essay product named anywhere in a task (the evidence of a not_essay answer).
+NON_ESSAY_WORD = re.compile(_NON_ESSAY_WORDS)
+
+
+def rule_cues(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """Every word of ``text`` the rules read as a cue, with its span, in text order: genre
+    words, open-genre phrases, genre cues, essay-task words and non-essay products."""
+    view = matching_text(text)
+    rxs = (*_EXPLICIT.values(), _OPEN_GENRE, *(r for rs in _CUE_RXS.values() for r in rs),
+           ESSAY_TASK, NON_ESSAY_WORD)
+    found = {(m.start(), m.end()) for rx in rxs for m in rx.finditer(view) if m.end() > m.start()}
+    return [(text[a:b], (a, b)) for a, b in sorted(found)]
 
 
 def genre_word_in(text: str) -> str | None:

@@ -39,6 +39,17 @@ class PromptSetLabel(StrEnum):
     CONSTRAINED = "constrained"  # also length, audience, material, style ... requirements
 
 
+class EssayAnswer(StrEnum):
+    """The labeller's first answer: does the request ask for an essay at all?"""
+
+    ESSAY = "essay"
+    NOT_ESSAY = "not_essay"  # the prompt is kept out of the set, the evidence its reason
+    UNSURE = "unsure"  # the prompt goes to review
+
+
+ANY = "any"  # a genre answer: the prompt leaves the genre to the writer
+
+
 class LabelStatus(StrEnum):
     OK = "ok"
     PARSE_ERROR = "parse_error"
@@ -53,6 +64,8 @@ class LabelRequest(BaseModel):
     text: str
     need_genre: bool = True
     need_set: bool = False
+    # ask first whether the request is an essay at all (templates from v3 on)
+    need_essay: bool = False
 
     @model_validator(mode="after")
     def _needs_something(self) -> Self:
@@ -65,15 +78,23 @@ class LabelResult(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     status: LabelStatus
+    essay: EssayAnswer | None = None  # None: not asked (templates before v3)
     genre: Genre | None = None
+    # the labeller's open genre (("any",)) or choice of two or more genres; genre is then None
+    allowed_genres: tuple[str, ...] = ()
     prompt_set: PromptSetLabel | None = None
     evidence: str = ""
     error: str | None = None
 
     @model_validator(mode="after")
     def _failures_carry_no_label(self) -> Self:
-        if self.status != LabelStatus.OK and (self.genre or self.prompt_set):
+        if self.status != LabelStatus.OK and (
+                self.genre or self.prompt_set or self.essay or self.allowed_genres):
             raise ValueError(f"a {self.status.value} result cannot carry a label")
+        if self.essay not in (None, EssayAnswer.ESSAY) and (self.genre or self.allowed_genres):
+            raise ValueError(f"a {self.essay} answer carries no genre")
+        if self.genre is not None and self.allowed_genres:
+            raise ValueError("a result carries a genre or allowed genres, not both")
         return self
 
     @classmethod
@@ -132,7 +153,7 @@ class FakeLabeler:
 
 # --- the prompt template ----------------------------------------------------------
 
-_PART_FIELDS = frozenset({"prompt_text", "genre_values", "set_values"})
+_PART_FIELDS = frozenset({"prompt_text", "genre_values", "set_values", "essay_values"})
 # the user message must place the prompt, the task list and the answer format
 _USER_FIELDS = frozenset({"prompt_text", "tasks", "answer_format"})
 
@@ -150,10 +171,17 @@ class LabelPromptTemplate(BaseModel):
     genre_task: str
     set_task: str
     answer_format: str
+    essay_task: str | None = None  # v3 on: is the request an essay at all?
+
+    @property
+    def asks_essay(self) -> bool:
+        return self.essay_task is not None
 
     @model_validator(mode="after")
     def _known_placeholders(self) -> Self:
-        for name in ("system", "user", "genre_task", "set_task", "answer_format"):
+        for name in ("system", "user", "genre_task", "set_task", "answer_format", "essay_task"):
+            if getattr(self, name) is None:
+                continue
             template = Template(getattr(self, name))
             allowed = _PART_FIELDS | _USER_FIELDS if name == "user" else _PART_FIELDS
             used = set(template.get_identifiers())
@@ -174,7 +202,7 @@ class RenderedPrompt:
 
 
 def default_template_path() -> Path:
-    return resource("rubrics") / "classify" / "classify_prompt.v2.yaml"
+    return resource("rubrics") / "classify" / "classify_prompt.v3.yaml"
 
 
 def load_label_template(path: Path | str | None = None) -> LabelPromptTemplate:
@@ -184,14 +212,23 @@ def load_label_template(path: Path | str | None = None) -> LabelPromptTemplate:
 
 
 def render_label_prompt(template: LabelPromptTemplate, request: LabelRequest) -> RenderedPrompt:
+    if request.need_essay and template.essay_task is None:
+        raise ValueError(f"{template.id} v{template.version} cannot ask whether a prompt is an "
+                         "essay (no essay_task); use version 3 or later")
     genre_values = " | ".join(f'"{g.value}"' for g in Genre)
+    if request.need_essay:
+        genre_values += f' | "{ANY}" | [two or more genres] | null'
     set_values = " | ".join(f'"{s.value}"' for s in PromptSetLabel)
     fields = {
         "prompt_text": request.text,
+        "essay_values": (" | ".join(f'"{e.value}"' for e in EssayAnswer) if request.need_essay
+                         else "null"),
         "genre_values": genre_values if request.need_genre else "null",
         "set_values": set_values if request.need_set else "null",
     }
     parts = []
+    if request.need_essay and template.essay_task is not None:
+        parts.append(template.essay_task)
     if request.need_genre:
         parts.append(template.genre_task)
     if request.need_set:
@@ -229,15 +266,43 @@ def quoted_in_prompt(evidence: str, prompt_text: str) -> bool:
     return any(any(ch.isalnum() for ch in c) and c in prompt for c in candidates)
 
 
+def _genre_answer(value: object, request: LabelRequest) -> tuple[Genre | None, tuple[str, ...]]:
+    """A genre answer as (genre, allowed genres); ValueError when it is neither. A choice
+    (a list of two or more genres) and ``any`` only where the request asked the v3 way."""
+    words = value if isinstance(value, list) and request.need_essay else [value]
+    found: list[Genre] = []
+    for word in words:
+        text = str(word).strip()
+        if request.need_essay and text.lower() in (ANY, "文体不限") and len(words) == 1:
+            return None, (ANY,)
+        genre = _CHINESE_GENRE.get(text) or next(
+            (g for g in Genre if g.value == text.lower()), None)
+        if genre is None:
+            raise ValueError(f"genre {value!r} is not one of {[g.value for g in Genre]}"
+                             + (f", {ANY!r} or a list of genres" if request.need_essay else ""))
+        if genre not in found:
+            found.append(genre)
+    if not found:
+        raise ValueError("genre is an empty list")
+    if len(found) == 1:
+        return found[0], ()
+    return None, tuple(g.value for g in Genre if g in found)
+
+
 def parse_label_reply(reply: str, request: LabelRequest) -> LabelResult:
     """The reply as a result; only the requested labels are read. The steps:
 
     1. the reply is exactly one JSON object (``llm.structured.reply_object``: a code fence
        allowed; no second object, no text around it, no key twice), else ``parse_error``;
-    2. each requested label: null is the model declining (``refused``, its evidence the
-       reason); missing or not an allowed value is a ``parse_error``;
-    3. the evidence of a label is a passage of the prompt (:func:`quoted_in_prompt`), else
-       ``parse_error``: a label with made-up or copied-template evidence is no label.
+    2. asked whether the request is an essay (v3): ``essay`` | ``not_essay`` | ``unsure``;
+       null is the model declining (``refused``); ``not_essay`` and ``unsure`` end the
+       answer (no genre or set is read), ``not_essay`` with its evidence as the reason;
+    3. each requested label: null is the model declining (``refused``, its evidence the
+       reason); missing or not an allowed value is a ``parse_error``; asked the v3 way, the
+       genre may also be ``any`` or a list of two or more genres (a choice);
+    4. the evidence of a label (and of ``not_essay``) is a passage of the prompt
+       (:func:`quoted_in_prompt`), else ``parse_error``: a label with made-up or
+       copied-template evidence is no label.
     """
     try:
         answer = reply_object(reply)
@@ -245,28 +310,57 @@ def parse_label_reply(reply: str, request: LabelRequest) -> LabelResult:
         return LabelResult.failure(LabelStatus.PARSE_ERROR, f"{exc}: {reply[:200]!r}")
     raw_evidence = answer.get("evidence")
     evidence = raw_evidence if isinstance(raw_evidence, str) else ""
-    wanted: list[tuple[str, type[StrEnum], Mapping[str, StrEnum]]] = []
+    essay: EssayAnswer | None = None
+    if request.need_essay:
+        if "essay" not in answer:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"reply has no 'essay': {answer}")
+        if answer["essay"] is None:
+            return LabelResult.failure(LabelStatus.REFUSED,
+                                       f"model gave no essay answer: {evidence}")
+        essay = next((e for e in EssayAnswer if e.value == str(answer["essay"]).strip().lower()),
+                     None)
+        if essay is None:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"essay {answer['essay']!r} is "
+                                       f"not one of {[e.value for e in EssayAnswer]}")
+        if essay is EssayAnswer.UNSURE:
+            return LabelResult(status=LabelStatus.OK, essay=essay, evidence=evidence)
+        if essay is EssayAnswer.NOT_ESSAY:
+            if not quoted_in_prompt(evidence, request.text):
+                return LabelResult.failure(
+                    LabelStatus.PARSE_ERROR, f"evidence {str(raw_evidence)[:200]!r} is not a "
+                    "passage of the prompt (it must be copied from it verbatim): not_essay "
+                    "rejected")
+            return LabelResult(status=LabelStatus.OK, essay=essay, evidence=evidence)
+    labels: dict[str, object] = {}
     if request.need_genre:
-        wanted.append(("genre", Genre, _CHINESE_GENRE))
+        if "genre" not in answer:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"reply has no 'genre': {answer}")
+        if answer["genre"] is None:
+            return LabelResult.failure(LabelStatus.REFUSED, f"model gave no genre: {evidence}")
+        try:
+            labels["genre"], labels["allowed_genres"] = _genre_answer(answer["genre"], request)
+        except ValueError as exc:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, str(exc))
     if request.need_set:
-        wanted.append(("prompt_set", PromptSetLabel, _CHINESE_SET))
-    labels: dict[str, StrEnum] = {}
-    for key, enum, chinese in wanted:
-        if key not in answer:
-            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"reply has no {key!r}: {answer}")
-        value = answer[key]
+        if "prompt_set" not in answer:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR,
+                                       f"reply has no 'prompt_set': {answer}")
+        value = answer["prompt_set"]
         if value is None:
-            return LabelResult.failure(LabelStatus.REFUSED, f"model gave no {key}: {evidence}")
-        label = chinese.get(str(value).strip()) or next(
-            (m for m in enum if m.value == str(value).strip().lower()), None)
-        if label is None:
-            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"{key} {value!r} is not one of "
-                                       f"{[m.value for m in enum]}")
-        labels[key] = label
+            return LabelResult.failure(LabelStatus.REFUSED,
+                                       f"model gave no prompt_set: {evidence}")
+        pset = _CHINESE_SET.get(str(value).strip()) or next(
+            (m for m in PromptSetLabel if m.value == str(value).strip().lower()), None)
+        if pset is None:
+            return LabelResult.failure(LabelStatus.PARSE_ERROR, f"prompt_set {value!r} is not "
+                                       f"one of {[m.value for m in PromptSetLabel]}")
+        labels["prompt_set"] = pset
     if not quoted_in_prompt(evidence, request.text):
+        shown = [str(v) for k, v in labels.items() if v and k != "allowed_genres"] + [
+            "|".join(labels.get("allowed_genres") or ())]  # type: ignore[arg-type]
         return LabelResult.failure(
             LabelStatus.PARSE_ERROR,
             f"evidence {str(raw_evidence)[:200]!r} is not a passage of the prompt (it must be "
-            f"copied from it verbatim): labels {', '.join(v.value for v in labels.values())} "
-            "rejected")
-    return LabelResult.model_validate({"status": LabelStatus.OK, "evidence": evidence, **labels})
+            f"copied from it verbatim): labels {', '.join(x for x in shown if x)} rejected")
+    return LabelResult.model_validate({"status": LabelStatus.OK, "essay": essay,
+                                       "evidence": evidence, **labels})

@@ -26,8 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from essaybench.curate.genre_rules import genre_word_in
+from essaybench.curate.evidence import MIN_EVIDENCE_CHARS
 from essaybench.curate.labeler import (
+    ANY,
+    EssayAnswer,
     Genre,
     LabelPromptTemplate,
     LabelRequest,
@@ -45,7 +47,7 @@ from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 STAGE = "classify"
 EVIDENCE_MAX_CHARS = 200  # with the keys, fits max_tokens=256 even at one token per character
 _EXCERPT_CHARS = 200
-MIN_EVIDENCE_LETTERS = 4  # letters (a CJK character is one) in a label's evidence
+MIN_EVIDENCE_LETTERS = MIN_EVIDENCE_CHARS  # letters (a CJK character is one) in evidence
 _QUOTES = "“”\"'‘’「」『』"
 
 _STATUS: dict[CallStatus, LabelStatus] = {
@@ -62,27 +64,43 @@ def _label_field(values: list[str]) -> dict[str, Any]:
     return {"type": ["string", "null"], "enum": [*values, None]}
 
 
-def label_schema(request: LabelRequest) -> dict[str, Any]:
+def label_schema(request: LabelRequest, essay_key: bool | None = None) -> dict[str, Any]:
     """The JSON schema of the answer the rendered template asks for.
 
-    The template's answer line always shows all three keys and writes ``null`` for a
+    The template's answer line always shows all its keys and writes ``null`` for a
     label that is not asked, so the schema keeps that key too, pinned to null:
     a reply that follows the prompt word for word must also pass the schema (on
     endpoints without constrained decoding a mismatch would cost a re-ask per call).
     A requested label may be null: that is the model declining, read as ``refused``.
+    ``essay_key``: the template has the ``essay`` key (v3 on; default: the request asks it).
+    Asked the v3 way, the genre may be null after a not_essay/unsure answer, ``any``, or a
+    list of two or more genres.
     """
-    genre = _label_field([g.value for g in Genre]) if request.need_genre else {"type": "null"}
+    with_essay = request.need_essay if essay_key is None else essay_key
+    genres = [g.value for g in Genre]
+    genre: dict[str, Any] = {"type": "null"}
+    if request.need_genre and request.need_essay:
+        genre = {"anyOf": [_label_field([*genres, ANY]),
+                           {"type": "array", "items": {"type": "string", "enum": genres},
+                            "minItems": 2, "maxItems": len(genres), "uniqueItems": True}]}
+    elif request.need_genre:
+        genre = _label_field(genres)
     pset = (_label_field([s.value for s in PromptSetLabel]) if request.need_set
             else {"type": "null"})
+    properties: dict[str, Any] = {}
+    if with_essay:
+        properties["essay"] = (_label_field([e.value for e in EssayAnswer])
+                               if request.need_essay else {"type": "null"})
+    properties.update({
+        "genre": genre,
+        "prompt_set": pset,
+        "evidence": {"type": "string", "maxLength": EVIDENCE_MAX_CHARS},
+    })
     return {
         "title": "classify_label",
         "type": "object",
-        "properties": {
-            "genre": genre,
-            "prompt_set": pset,
-            "evidence": {"type": "string", "maxLength": EVIDENCE_MAX_CHARS},
-        },
-        "required": ["genre", "prompt_set", "evidence"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -97,10 +115,10 @@ def _excerpt(text: str | None) -> str:
 def meaningful_evidence(evidence: str) -> bool:
     """Whether ``evidence`` (a passage of the prompt) can show a label: at least
     ``MIN_EVIDENCE_LETTERS`` letters (a CJK character is one; digits and punctuation are
-    none), or a genre word or cue of the rules (议论文, 文体不限, 经历 …)."""
+    none). A two-character cue alone (经历) is not enough either (issue 30): classify then
+    checks that the passage holds a cue in the task (``curate.evidence``)."""
     text = normalize_text(evidence).strip().strip(_QUOTES)
-    return (sum(ch.isalpha() for ch in text) >= MIN_EVIDENCE_LETTERS
-            or genre_word_in(text) is not None)
+    return sum(ch.isalpha() for ch in text) >= MIN_EVIDENCE_LETTERS
 
 
 def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:
@@ -110,12 +128,15 @@ def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:
         if result.text is None:
             return LabelResult.failure(LabelStatus.PARSE_ERROR, "ok call without reply text")
         label = parse_label_reply(result.text, request)
-        if label.status is LabelStatus.OK and not meaningful_evidence(label.evidence):
+        if (label.status is LabelStatus.OK and label.essay is not EssayAnswer.UNSURE
+                and not meaningful_evidence(label.evidence)):
+            answer = [v for v in (label.essay, label.genre, label.prompt_set) if v] + list(
+                label.allowed_genres)
             return LabelResult.failure(
                 LabelStatus.PARSE_ERROR,
                 f"evidence {label.evidence!r} shows nothing (at least {MIN_EVIDENCE_LETTERS} "
-                "letters of the prompt, or a genre word or cue): labels "
-                f"{', '.join(v for v in (label.genre, label.prompt_set) if v)} rejected")
+                f"characters of the prompt that are not digits or punctuation): "
+                f"{', '.join(answer)} rejected")
         return label
     status = _STATUS[result.status]
     error = f"{result.status.value}: {result.error or result.error_kind or 'no detail'}"
@@ -152,14 +173,22 @@ class GatewayLabeler:
         self._queue: list[_Queued] = []
         self._sender: asyncio.Task[None] | None = None
 
+    def ask(self, request: LabelRequest) -> LabelRequest:
+        """``request`` as this labeller's template can ask it: a template before v3 cannot
+        ask whether the prompt is an essay (its answers carry no essay answer)."""
+        if request.need_essay and not self.template.asks_essay:
+            return request.model_copy(update={"need_essay": False})
+        return request
+
     def chat_request(self, request: LabelRequest) -> ChatRequest:
+        request = self.ask(request)
         rendered = render_label_prompt(self.template, request)
         return ChatRequest(
             model=self.model,
             messages=(Message(role="system", content=rendered.system),
                       Message(role="user", content=rendered.user)),
             params=self.params,
-            response_schema=label_schema(request),
+            response_schema=label_schema(request, self.template.asks_essay),
             stage=STAGE,
             tag=request.prompt_id,
         )
@@ -171,7 +200,8 @@ class GatewayLabeler:
     async def label_many(self, requests: Sequence[LabelRequest]) -> list[LabelResult]:
         """Results in request order; the requests join the next gateway batch."""
         loop = asyncio.get_running_loop()
-        queued = [_Queued(r, self.chat_request(r), loop.create_future()) for r in requests]
+        queued = [_Queued(self.ask(r), self.chat_request(r), loop.create_future())
+                  for r in requests]
         if self._sender is None or self._sender.done():
             # A sender left by an earlier event loop is gone, and so are its waiters.
             self._queue = [q for q in self._queue if q.future.get_loop() is loop]

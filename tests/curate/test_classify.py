@@ -12,6 +12,7 @@ from essaybench.core.hashing import prompt_id
 from essaybench.curate.classify import ClassifyParams, arun_classify, run_classify
 from essaybench.curate.genre_rules import genre_by_rules
 from essaybench.curate.labeler import (
+    EssayAnswer,
     FakeLabeler,
     Genre,
     LabelRequest,
@@ -43,8 +44,11 @@ def table(texts: list[str]) -> pl.DataFrame:
     return pl.DataFrame(data, schema={**RECORD_COLUMNS, **FILTER_COLUMNS})
 
 
-def ok(genre: Genre | None = None, pset: PromptSetLabel | None = None) -> LabelResult:
-    return LabelResult(status=LabelStatus.OK, genre=genre, prompt_set=pset, evidence="fake")
+def ok(genre: Genre | None = None, pset: PromptSetLabel | None = None,
+       evidence: str = "为题写一篇作文") -> LabelResult:
+    """An answer; a genre comes with "essay" and evidence from UNDECIDED's task."""
+    return LabelResult(status=LabelStatus.OK, essay=EssayAnswer.ESSAY if genre else None,
+                       genre=genre, prompt_set=pset, evidence=evidence)
 
 
 # --- genre rules -----------------------------------------------------------------------
@@ -155,11 +159,13 @@ def test_labeler_is_asked_only_about_what_rules_left_open() -> None:
     fake = FakeLabeler({prompt_id(UNDECIDED): ok(Genre.NARRATIVE),
                         prompt_id(LONG_OPEN): ok(pset=PromptSetLabel.CONSTRAINED)})
     out = run_classify(t, ClassifyParams(mode="rules+llm"), fake)
-    asked = {(r.prompt_id, r.need_genre, r.need_set) for r in fake.calls}
-    assert asked == {(prompt_id(UNDECIDED), True, False), (prompt_id(LONG_OPEN), False, True)}
+    asked = {(r.prompt_id, r.need_genre, r.need_set, r.need_essay) for r in fake.calls}
+    assert asked == {(prompt_id(UNDECIDED), True, False, True),
+                     (prompt_id(LONG_OPEN), False, True, False)}
     row = out.table.row(1, named=True)
     assert (row["genre"], row["genre_source"], row["decision"]) == ("narrative", "llm", "kept")
-    assert row["genre_evidence"].startswith("llm: fake | rule: undecided")
+    assert row["genre_evidence"].startswith("llm: 为题写一篇作文 | rule: undecided")
+    assert row["llm_answer"].startswith("llm genre narrative accepted")
     long_row = out.table.row(2, named=True)
     assert (long_row["genre_source"], long_row["set_source"]) == ("rule", "llm")
     assert out.meta["llm"] == {"requests": 2, "status": {"ok": 2}, "incomplete": 0}
@@ -320,7 +326,16 @@ def test_template_renders_only_the_asked_tasks() -> None:
     template = load_label_template()
     both = render_label_prompt(template, LabelRequest(prompt_id="p", text="写$一篇作文",
                                                       need_genre=True, need_set=True))
-    assert (both.template_id, both.template_version) == ("classify_prompt", 2)
+    assert (both.template_id, both.template_version) == ("classify_prompt", 3)
+    assert "是否作文" not in both.user and '"essay": null' in both.user
+    first = render_label_prompt(template, LabelRequest(prompt_id="p", text="写一篇作文",
+                                                       need_essay=True))
+    assert "是否作文" in first.user and '"essay": "essay" | "not_essay" | "unsure"' in first.user
+    assert '"any"' in first.user
+    old = load_label_template(Path(__file__).resolve().parents[2] / "rubrics" / "classify"
+                              / "classify_prompt.v2.yaml")
+    with pytest.raises(ValueError, match="cannot ask whether a prompt is an essay"):
+        render_label_prompt(old, LabelRequest(prompt_id="p", text="x", need_essay=True))
     assert "写$一篇作文" in both.user and "文体" in both.user and "题目类型" in both.user
     assert '"genre": "argumentative" | "narrative"' in both.user
     assert '"prompt_set": "open" | "constrained"' in both.user

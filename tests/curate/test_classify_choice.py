@@ -91,7 +91,7 @@ def test_labeler_genre_with_evidence_only_in_the_material_is_rejected() -> None:
     out = run_classify(table([MATERIAL_ONLY]), ClassifyParams(mode="rules+llm"), fake)
     row = out.table.row(0, named=True)
     assert row["genre"] is None and row["decision"] == "unclassified"
-    assert "in the material, not the task" in row["detail"]
+    assert "only in the material, not in the task or requirements" in row["detail"]
     assert out.meta["llm"]["incomplete"] == 1
 
 

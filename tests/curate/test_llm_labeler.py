@@ -41,11 +41,12 @@ BOTH = LabelRequest(prompt_id="p-both", text="以“门”为题写一篇作文�
                     need_set=True)
 
 
-def reply(genre: str | None = None, pset: str | None = None,
-          evidence: str = "写一篇作文") -> str:
-    # the default evidence is a passage of GENRE and BOTH
-    return json.dumps({"genre": genre, "prompt_set": pset, "evidence": evidence},
-                      ensure_ascii=False)
+def reply(genre: str | list[str] | None = None, pset: str | None = None,
+          evidence: str = "写一篇作文", essay: str | None = None) -> str:
+    # the default evidence is a passage of GENRE and BOTH; the default template (v3) has the
+    # essay key, null where the request does not ask it
+    return json.dumps({"essay": essay, "genre": genre, "prompt_set": pset,
+                       "evidence": evidence}, ensure_ascii=False)
 
 
 def scripted(*replies: str, **model: Any) -> FakeScenario:
@@ -104,13 +105,24 @@ def test_schema_asks_only_the_requested_labels_with_enums() -> None:
 
 def test_schema_accepts_what_the_template_asks_for_and_rejects_other_labels() -> None:
     # the rendered answer line writes "prompt_set": null when the set is not asked
-    validate(json.loads(reply("narrative", None)), label_schema(GENRE))
-    validate(json.loads(reply(None, None)), label_schema(GENRE))  # declining is well-formed
-    for bad in (reply("poem"), reply("narrative", "open"),
-                '{"genre": "narrative", "evidence": "x"}',
-                '{"genre": "narrative", "prompt_set": null, "evidence": "x", "extra": 1}'):
+    schema = label_schema(GENRE, essay_key=True)
+    validate(json.loads(reply("narrative", None)), schema)
+    validate(json.loads(reply(None, None)), schema)  # declining is well-formed
+    for bad in (reply("poem"), reply("narrative", "open"), reply("narrative", essay="essay"),
+                '{"essay": null, "genre": "narrative", "evidence": "x"}',
+                '{"essay": null, "genre": "narrative", "prompt_set": null, "evidence": "x", '
+                '"extra": 1}'):
         with pytest.raises(StructuredError):
-            validate(json.loads(bad), label_schema(GENRE))
+            validate(json.loads(bad), schema)
+    asked = label_schema(GENRE.model_copy(update={"need_essay": True}))
+    for good in (reply("narrative", essay="essay"), reply("any", essay="essay"),
+                 reply(["argumentative", "narrative"], essay="essay"),
+                 reply(None, essay="not_essay"), reply(None, essay="unsure")):
+        validate(json.loads(good), asked)
+    for bad in (reply(["narrative"], essay="essay"), reply("narrative", essay="maybe"),
+                reply(["any", "narrative"], essay="essay")):
+        with pytest.raises(StructuredError):
+            validate(json.loads(bad), asked)
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -139,7 +151,7 @@ def test_request_carries_template_schema_and_params(tmp_path: Path) -> None:
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert GENRE.text in request["messages"][1]["content"]
     assert request["params"] == {"max_tokens": 256, "temperature": 0.0}
-    assert request["schema"] == label_schema(GENRE)
+    assert request["schema"] == label_schema(GENRE, essay_key=True)
 
 
 def test_model_declining_is_refused_without_a_label(tmp_path: Path) -> None:
@@ -226,10 +238,16 @@ def test_evidence_that_shows_nothing_is_no_label(tmp_path: Path, evidence: str) 
     assert "shows nothing" in (result.error or ""), result.error
 
 
-@pytest.mark.parametrize("evidence", ["经历", "“记叙文”", "写一篇作文", "不少于600字"])
-def test_a_genre_word_or_four_letters_are_evidence(evidence: str) -> None:
+@pytest.mark.parametrize("evidence", ["写一篇作文", "不少于600字", "“记叙文写作”"])
+def test_four_letters_are_evidence(evidence: str) -> None:
     assert meaningful_evidence(evidence)
     assert not meaningful_evidence("600字") and not meaningful_evidence("“门”")
+
+
+@pytest.mark.parametrize("evidence", ["经历", "“记叙文”", "流"])
+def test_a_short_cue_alone_is_no_evidence(evidence: str) -> None:
+    """Issue 30, item 3: at least four characters; a two- or three-letter cue passed."""
+    assert not meaningful_evidence(evidence)
 
 
 @pytest.mark.parametrize("evidence", ["以“门”为题", "  写一篇作文。 ", "以“门”为题写一篇作文。",
@@ -262,8 +280,8 @@ def test_a_reply_that_is_not_exactly_one_object_is_no_label(tmp_path: Path, text
 def test_placeholder_evidence_leaves_the_prompt_unclassified(tmp_path: Path) -> None:
     text = "以“门”为题写一篇作文。"
     placeholder = template_placeholder(LabelRequest(prompt_id="x", text=text))
-    with run_fake_server(scripted(reply("argumentative", evidence=placeholder))) as server, \
-            Ledger(tmp_path / "l.duckdb") as ledger:
+    answer = reply("argumentative", evidence=placeholder, essay="essay")
+    with run_fake_server(scripted(answer)) as server, Ledger(tmp_path / "l.duckdb") as ledger:
         gateway = Gateway(registry_of(fake_spec()), ledger,
                           base_urls={"fake": server.base_url}, backoff=FAST)
         out = run_classify(prompt_table([text]), ClassifyParams(mode="rules+llm"),
@@ -329,7 +347,8 @@ def test_run_classify_with_gateway_labeler(tmp_path: Path) -> None:
     decided = "以“底线”为题，写一篇议论文。"
     t = prompt_table([undecided[0], decided, *undecided[1:]])
     path = tmp_path / "l.duckdb"
-    with run_fake_server(scripted(reply("narrative", evidence="为题写一篇作文"))) as server, \
+    answer = reply("narrative", evidence="为题写一篇作文", essay="essay")
+    with run_fake_server(scripted(answer)) as server, \
             Ledger(path) as ledger:
         gateway = Gateway(registry_of(fake_spec()), ledger,
                           base_urls={"fake": server.base_url}, backoff=FAST)
@@ -387,3 +406,17 @@ def test_concurrent_calls_never_overlap_gateway_batches(tmp_path: Path) -> None:
     assert {r.status for r in results} <= {LabelStatus.PARSE_ERROR, LabelStatus.REFUSED}
     assert all(r.genre is None for r in results)
     assert batches == 2
+
+
+def test_a_template_before_v3_is_not_asked_whether_it_is_an_essay(tmp_path: Path) -> None:
+    v2 = load_label_template(Path(__file__).resolve().parents[2] / "rubrics" / "classify"
+                             / "classify_prompt.v2.yaml")
+    asked = GENRE.model_copy(update={"need_essay": True})
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        gateway = Gateway(registry_of(fake_spec()), ledger, base_urls={"fake": "http://x"})
+        old = GatewayLabeler(gateway, "fake", template=v2).chat_request(asked)
+        new = GatewayLabeler(gateway, "fake").chat_request(asked)
+    assert "essay" not in (old.response_schema or {})["properties"]
+    assert "是否作文" not in old.messages[1].content
+    assert (new.response_schema or {})["properties"]["essay"]["enum"] == [
+        "essay", "not_essay", "unsure", None]

@@ -116,7 +116,8 @@ def test_benchmark_measures_a_registry_labeler(tmp_path: Path,
         '{"id": "b", "kind": "chat", "text": "写一篇议论文，谈谈诚信", "is_essay": true, '
         '"genre": "argumentative", "allowed_genres": ["argumentative"], "prompt_set": "open"}',
     ]) + "\n", encoding="utf-8")
-    answer = '{"genre": "narrative", "prompt_set": null, "evidence": "写一篇作文"}'
+    answer = ('{"essay": "essay", "genre": "narrative", "prompt_set": null, '
+              '"evidence": "写一篇作文"}')
     scenario = FakeScenario.model_validate(
         {"models": {"*": {"structured": "script", "structured_script": [answer]}}})
     with run_fake_server(scenario) as server:

@@ -34,10 +34,11 @@ def test_rules_plus_llm_labels_through_the_gateway(
         encoding="utf-8")
     config = load_curate_config(tmp_path / "curate.yaml")
     store = Store(tmp_path / "store")
-    # The labeller quotes each prompt's first words as its evidence (evidence must be a
-    # passage of the prompt; the fake's schema-generated strings are not).
+    # The labeller says "essay" and quotes each prompt's task as its evidence (a passage of
+    # the prompt holding a cue the rules know; the fake's schema-generated strings are not).
     rules = [{"contains": [p], "reply": json.dumps(
-        {"genre": "narrative", "prompt_set": None, "evidence": p[:4]}, ensure_ascii=False)}
+        {"essay": "essay", "genre": "narrative", "prompt_set": None,
+         "evidence": p[p.index("写一篇"):p.index("写一篇") + 5]}, ensure_ascii=False)}
         for p in PROMPTS]
     scenario = FakeScenario.model_validate({"seed": 3, "models": {"*": {"rules": rules}}})
     with run_fake_server(scenario) as server:

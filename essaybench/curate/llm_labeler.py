@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from essaybench.curate.evidence import MIN_EVIDENCE_CHARS
+from essaybench.curate.label_budget import answer_max_tokens
 from essaybench.curate.labeler import (
     ANY,
     EssayAnswer,
@@ -45,7 +46,7 @@ from essaybench.llm.gateway import Gateway
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 STAGE = "classify"
-EVIDENCE_MAX_CHARS = 200  # with the keys, fits max_tokens=256 even at one token per character
+EVIDENCE_MAX_CHARS = 200  # max_tokens is derived from it (curate/label_budget.py)
 _EXCERPT_CHARS = 200
 MIN_EVIDENCE_LETTERS = MIN_EVIDENCE_CHARS  # letters (a CJK character is one) in evidence
 _QUOTES = "“”\"'‘’「」『』"
@@ -161,14 +162,24 @@ class GatewayLabeler:
         model: str,
         *,
         temperature: float = 0.0,
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         template: LabelPromptTemplate | None = None,
     ) -> None:
-        gateway.spec(model)  # an unknown model fails here, not once per prompt
+        spec = gateway.spec(model)  # an unknown model fails here, not once per prompt
         self.gateway = gateway
         self.model = model
-        self.params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         self.template = template if template is not None else load_label_template()
+        # the longest answer the template's schema allows, at the model's tokens per
+        # character: a fixed 256 cut Chinese evidence off (issue 30, item 5)
+        widest = LabelRequest(prompt_id="budget", text="", need_genre=True, need_set=True,
+                              need_essay=self.template.asks_essay)
+        self.needed_tokens = answer_max_tokens(label_schema(widest, self.template.asks_essay),
+                                               spec.family)
+        if max_tokens is not None and max_tokens < self.needed_tokens:
+            raise ValueError(f"labeller max_tokens {max_tokens} is below the "
+                             f"{self.needed_tokens} the longest answer of {model} may need")
+        self.params: dict[str, Any] = {"temperature": temperature,
+                                       "max_tokens": max_tokens or self.needed_tokens}
         self.batches = 0  # gateway batches sent, for tests and logs
         self._queue: list[_Queued] = []
         self._sender: asyncio.Task[None] | None = None

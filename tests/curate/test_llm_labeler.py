@@ -13,6 +13,7 @@ import pytest
 
 from essaybench.core.hashing import prompt_id
 from essaybench.curate.classify import ClassifyParams, run_classify
+from essaybench.curate.label_budget import answer_max_tokens
 from essaybench.curate.labeler import (
     Genre,
     LabelRequest,
@@ -150,7 +151,9 @@ def test_request_carries_template_schema_and_params(tmp_path: Path) -> None:
     request = json.loads(raw)
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert GENRE.text in request["messages"][1]["content"]
-    assert request["params"] == {"max_tokens": 256, "temperature": 0.0}
+    budget = answer_max_tokens(label_schema(GENRE.model_copy(update={
+        "need_set": True, "need_essay": True}), essay_key=True), "fake")
+    assert request["params"] == {"max_tokens": budget, "temperature": 0.0}
     assert request["schema"] == label_schema(GENRE, essay_key=True)
 
 

@@ -13,6 +13,8 @@ holds every line of the previous one plus the newly accepted essays (an essay al
 the set, by ``essay_sha256``, is not added twice). Published versions are never edited.
 No field names the model; the essay text is kept as written (a model that names itself in
 its essay is named there; the pack masks such names, the gold set does not alter essays).
+A version is read as a gold set like a gold YAML file (``bench/gold.py``; ``essaybench gold
+attach`` ties it to a prompt set): per prompt its highest-scored essay is the reference.
 """
 
 from __future__ import annotations

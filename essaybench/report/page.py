@@ -25,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from essaybench.core.paths import resource
 from essaybench.llm.cost_basis import upper_bound_note
 from essaybench.report.adaptive import adaptive_view
+from essaybench.report.agreement import LENGTH_CONTROL_NOTE, AgreementView, agreement_view
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
@@ -83,6 +84,14 @@ def _decisions(data: RunData, sections: list[JudgeSection]) -> list[DecisionRow]
     return [DecisionRow(m, [b.get(m) for b in boards], facts.get(m, {})) for m in models]
 
 
+def _agreement(data: RunData, sections: list[JudgeSection]) -> AgreementView | None:
+    raw = {s.judge: {r.model: r.mean for r in s.leaderboard} for s in sections}
+    controlled: dict[str, dict[str, float | None]] = {
+        s.judge: (dict(s.length_control.models.select("model", "controlled_mean").iter_rows())
+                  if s.length_control is not None else {}) for s in sections}
+    return agreement_view(data.judgments, raw, controlled)
+
+
 def _options(values: list[str]) -> list[str]:
     return sorted({v for v in values if v})
 
@@ -97,6 +106,7 @@ def context(data: RunData) -> dict[str, Any]:
     facts = model_facts(data.essays)
     return {
         "data": data, "judges": sections, "decisions": _decisions(data, sections),
+        "agreement": _agreement(data, sections), "length_control_note": LENGTH_CONTROL_NOTE,
         "facts": facts.to_dicts(), "compliance_svg": compliance_chart(ids, facts),
         "cost_bound_note": upper_bound_note(dict(facts.select("model", "cost_upper_bound")
                                                  .iter_rows())),

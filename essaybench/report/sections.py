@@ -26,6 +26,7 @@ from essaybench.bench.flagged_rule import (
 )
 from essaybench.bench.stats_tables import essay_lengths
 from essaybench.core.contracts import OK, OVERALL
+from essaybench.report.agreement import length_control
 from essaybench.report.charts import (
     bradley_terry_chart,
     forest_chart,
@@ -41,6 +42,7 @@ from essaybench.report.data import RunData
 from essaybench.report.labels import Labels
 from essaybench.report.svg import ChartIds
 from essaybench.report.tables import DiffRow, LeaderRow, diffs_to, leaderboard
+from essaybench.stats.length_control import LengthControl
 
 HEAT_CMAP = "YlGnBu"
 
@@ -90,6 +92,8 @@ class JudgeSection:
     repeats: list[dict[str, object]] = field(default_factory=list)
     # scored essays not written in Chinese: left out of the score–length chart (no length)
     off_language_points: int = 0
+    # the leaderboard adjusted for essay length (report/agreement.py), beside the raw one
+    length_control: LengthControl | None = None
 
 
 def _hex(rgba: tuple[float, float, float, float]) -> str:
@@ -168,7 +172,8 @@ def judge_section(ids: ChartIds, data: RunData, judge: str, labels: Labels) -> J
         off_language_points=points.height - plotted.height,
         length_bias=length_bias, second_opinions=second,
         flagged_note=f"{data.flagged_rule}: {SECOND_OPINION_NOTE[data.flagged_rule]}",
-        repeats=judge_repeats(mine).to_dicts() if has_repeats(mine) else [])
+        repeats=judge_repeats(mine).to_dicts() if has_repeats(mine) else [],
+        length_control=length_control(ranked, data.essays))
     if data.pairwise is not None and "win_rates" in data.stats:
         section.win_rate_svg = win_rate_chart(ids, judge, data.stats["win_rates"])
     if data.pairwise is not None and "bradley_terry" in data.stats:

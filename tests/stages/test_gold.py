@@ -32,7 +32,13 @@ from essaybench.llm.ledger import Ledger
 from essaybench.llm.session import LEDGER_FILE, open_gateway
 from essaybench.stages.alerts_signals import reference_meta
 from essaybench.stages.generate import generate_stage
-from essaybench.stages.gold import attach_gold_file, prompt_ids_of, run_gold, stored_gold
+from essaybench.stages.gold import (
+    attach_gold_file,
+    judge_config,
+    prompt_ids_of,
+    run_gold,
+    stored_gold,
+)
 from essaybench.stages.judge import judge_stage
 from essaybench.store import Store
 from essaybench.store.gold_sets import GoldConflictError, gold_sets
@@ -57,6 +63,13 @@ def test_attach_checks_ids_and_stores_the_set_with_the_prompt_set_version(
     version = store.latest_prompt_set_version()
     assert version is not None
     a, b = sorted(prompt_ids_of(store, version))[:2]
+    on = BenchmarkConfig(generate=GenerateParams(models=("w",)),
+                         judge=JudgeParams(judges=["j"], gold_criteria=True))
+    with pytest.raises(NotFoundError) as missing:  # the option on, nothing attached
+        judge_config(store, "r1", on, version)
+    assert str(missing.value) == (f"judge.gold_criteria is on but no gold set is attached to "
+                              f"prompt set {version}: essaybench gold attach --prompt-set "
+                              f"{version} FILE (or turn the option off)")
     items: list[dict[str, object]] = [{"prompt_id": a, "reference": "参考范文甲",
                                        "criteria": CRITERIA},
                                       {"prompt_id": b, "reference": "参考范文乙"}]
@@ -93,6 +106,10 @@ def test_attach_checks_ids_and_stores_the_set_with_the_prompt_set_version(
     assert added and [r.version for r in gold_sets(store, version)] == ["g2", "g1"]
     found = run_gold(store, "a-new-run", version)
     assert found is not None and found.record == newer.record
+    config, used = judge_config(store, "a-new-run", on, version)
+    assert used is not None and used.record == newer.record
+    assert config.judge.criteria == {a: tuple(CRITERIA), b: ("新增一条",)}
+    assert config.judge.criteria_id == newer.record.sha256
 
 
 def test_gold_attach_and_list_commands(curated_copy: Store, tmp_path: Path,

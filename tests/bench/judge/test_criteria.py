@@ -9,6 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from essaybench.bench.adaptive_order import SamplingParams
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.criteria import load_criteria_block
@@ -82,7 +83,7 @@ def test_the_option_is_validated() -> None:
     with pytest.raises(ValidationError, match="not supported with sharding or adaptive"):
         BenchmarkConfig(generate=gen, judge=ON, sharding=ShardingParams(shards=2))
     with pytest.raises(ValidationError, match="not supported with sharding or adaptive"):
-        BenchmarkConfig(generate=gen, judge=ON, sampling={"mode": "adaptive"})
+        BenchmarkConfig(generate=gen, judge=ON, sampling=SamplingParams(mode="adaptive"))
     assert BenchmarkConfig(generate=gen, judge=ON).judge.gold_criteria
     assert not JudgeParams(judges=["j"]).gold_criteria  # off by default
 

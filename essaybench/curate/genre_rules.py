@@ -78,7 +78,7 @@ _CUE_RXS = {genre: [re.compile(c) for c in cues] for genre, cues in _CUES.items(
 # What the task asks to be written: the noun phrase after the verb up to a clause break;
 # its head (last word) says whether it is an essay.
 _PRODUCT = re.compile(r"(?:写|撰写|创作|起草|拟|编写|设计)"
-                      r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下)*(?P<np>[^，。；！？!?;,\n]{1,30})")
+                      r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下|张|部|本)*(?P<np>[^，。；！？!?;,\n]{1,30})")
 _ESSAY_HEAD = re.compile(
     r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|演讲稿|发言稿|"
     r"辩论稿|周记|日记|随笔|游记|征文|文)\s*(?:吗|吧|呢)?\s*$")
@@ -86,8 +86,20 @@ _NON_ESSAY_WORDS = (
     r"信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|报告|总结|纪要|评语|点评|短评|"
     r"影评|摘要|简介|文案|广告语?|标语|口号|诗|词|歌词|剧本|脚本|童话(?:故事)?|小说|寓言故事|"
     r"致辞|主持词|颁奖词|开场白|申请书|合同|简历|说明书|攻略|模板|大纲|推文|帖子|海报|祝福语?|"
-    r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品")
+    r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品|"
+    # issue 30: letters and notes, news, jokes, reviews, case studies, orations, fiction
+    # and fragments the always-a-genre labeller published
+    r"请假条|假条|便条|借条|收条|留言条|新闻稿?|消息|通讯稿?|简讯|报道|笑话|段子|书评|乐评|剧评|"
+    r"综述|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|故事|独白|同人(?:文|小说)?|"
+    r"抽象(?:文学|话)|开头|结尾|(?:分析|研究|调研|评测|测评)文章")
 _NON_ESSAY_HEAD = re.compile(rf"(?:{_NON_ESSAY_WORDS})\s*(?:吗|吧|呢)?\s*$")
+# A product named at the end of a long task sentence ("写一篇主人公……的玄幻小说。").
+_PRODUCT_END = re.compile(r"(?:写|撰写|创作|编写)(?:一|篇|个|段|首|部|则)+[^。！？；\n]{0,200}?的"
+                          r"(?P<np>[^，。；！？、的\s]{1,8})(?=\s*(?:[。；！？\n]|$))")
+# A task that is an exercise on a given text, not writing: correcting, joking.
+_NON_WRITING_TASK = re.compile(
+    r"(?:改正|修改|订正|批改|纠正|找出|指出)[^。！？；\n]{0,20}?(?:错误|错别字|病句|不当之处|语病)|"
+    r"改错|改病句|讲(?:一个|个|几个)?笑话")
 
 _STRONG: set[Segment] = {"task", "requirements"}
 # 对X的看法: X is what the opinion is about, its words are no genre cues
@@ -169,10 +181,20 @@ def genre_by_rules(text: str) -> RuleGenre:
         note += "; ignored in the material " + ", ".join(
             h.word for h in hits if h.segment not in _STRONG)
     strong_view = parts.keep(_STRONG, masked)
+    task_view = parts.keep({"task"}, scan)
     heads = [(m["np"].strip(), m.start("np"), m.end("np"))
-             for m in _PRODUCT.finditer(parts.keep({"task"}, scan))]
+             for rx in (_PRODUCT, _PRODUCT_END) for m in rx.finditer(task_view)]
     products = [(a, b) for np, a, b in heads if _NON_ESSAY_HEAD.search(np)]
-    if products and not any(_ESSAY_HEAD.search(np) for np, _, _ in heads):
+    # 祭文 ends like an essay (…文) but names a non-essay: the non-essay reading wins
+    essay_named = any(_ESSAY_HEAD.search(np) and not _NON_ESSAY_HEAD.search(np)
+                      for np, _, _ in heads)
+    exercise = _NON_WRITING_TASK.search(task_view)
+    if exercise is not None and not essay_named:
+        a, b = exercise.span()
+        return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, an "
+                         f"exercise, not an essay{note}", span=(a, b), segment="task",
+                         not_essay=True, parts=parts)
+    if products and not essay_named:
         a, b = products[0]
         return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, "
                          f"not an essay{note}", span=(a, b), segment="task", not_essay=True,

@@ -114,3 +114,17 @@ def test_a_wrong_essay_answer_is_no_answer(reply: str, status: str, error: str) 
     got = parse_label_reply(reply, ASKED)
     assert (got.status.value, got.essay, got.genre) == (status, None, None)
     assert error in (got.error or "")
+
+
+def test_a_labeller_genre_needs_an_essay_task_cue_in_the_prompt() -> None:
+    """Issue 30, item 2: "谈谈我的经历" holds genre cues (a tie) but no 作文, 文章, 写一篇,
+    length or title: the labeller's genre is not accepted, the prompt goes to review."""
+    text = "谈谈我的经历"
+    answer = LabelResult(status=LabelStatus.OK, essay=EssayAnswer.ESSAY, genre=Genre.NARRATIVE,
+                         evidence="谈谈我的经历")
+    row = labelled(text, answer)
+    assert (row["decision"], row["reason"], row["genre"]) == (
+        "unclassified", "genre_undecided", None)
+    assert "holds no essay-task cue" in str(row["llm_answer"])
+    with_cue = labelled(text + "，写一篇作文", answer)
+    assert (with_cue["decision"], with_cue["genre"]) == ("kept", "narrative")

@@ -111,3 +111,36 @@ def test_traditional_characters_match_and_the_span_quotes_the_original() -> None
     rule = genre_by_rules(text)
     assert rule.genre == Genre.NARRATIVE and rule.span is not None
     assert text[rule.span[0]:rule.span[1]] == "記敘文"
+
+
+@pytest.mark.parametrize(("text", "product"), [
+    ("帮我写一张请假条，因为得了流感，明天不能上学。", "请假条"),  # a leave letter
+    ("请写一篇新闻稿，报道我校的运动会。", "新闻稿"),
+    ("以“校园新风”为题写一则消息，不超过200字。", "消息"),
+    ("写一篇祭文，悼念去世的祖父。", "祭文"),  # an oration
+    ("请写一篇关于供应链管理的文献综述。", "文献综述"),
+    ("请围绕某企业的供应链危机写一篇案例分析。", "案例分析"),
+    ("请帮我写一篇1500字左右的《百年孤独》的书评。", "书评"),
+    ("请写一篇主人公名叫“夜星痕”的失忆少年，性格外冷内热的玄幻小说。", "玄幻小说"),
+    ("帮我写一个文章开头，讽刺饭圈现象。", "文章开头"),
+    ("给我讲个笑话吧。", "讲个笑话"),  # a joke
+    ("阅读下面这封信，改正其中的错误：“亲爱的妈妈，我最近写了一篇作文……”", "改正其中的错误"),
+])
+def test_letters_news_jokes_reviews_cases_orations_corrections_are_no_essays(
+    text: str, product: str,
+) -> None:
+    """Issue 30, item 2: the rules name these as non-essays, with the reason."""
+    rule = genre_by_rules(text)
+    assert rule.not_essay and not rule.decided
+    assert "the task asks for" in rule.evidence and product in rule.evidence
+    assert "not an essay" in rule.evidence
+
+
+@pytest.mark.parametrize("text", [
+    "写一篇记叙文，讲一个关于诚信的故事，字数：500～700字",  # 故事 inside an essay request
+    "请以“开头”为题写一篇议论文。",
+    "写一篇说明文，介绍一种新闻的写法。",
+])
+def test_an_essay_request_naming_such_a_word_stays_an_essay(text: str) -> None:
+    rule = genre_by_rules(text)
+    assert rule.decided and not rule.not_essay

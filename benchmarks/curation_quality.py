@@ -20,6 +20,16 @@ prompts the rules decide, >= 85% of essays decided, no non-essay published). Exi
 The set was written by the people who wrote the rules: its figures guard against
 regressions and show what the rules do on the kinds of prompts it holds; they are not
 a measure on unseen data.
+
+Adversarial labellers (issue 30; ``--skip-adversaries`` leaves them out): the fake server
+scripted as labellers that stay inside the answer schema and answer "essay,
+argumentative" for everything they are asked, with evidence from the task
+(``always_genre``), the template's placeholder (``placeholder``) or the material
+(``material``). For the team set and for the held-out real prompts of ../shared/data
+(``data/eval/shared_heldout_labels.v1.jsonl``, labelled before the issue-30 rule changes;
+skipped with a message where ../shared is absent) it prints the non-essays published and
+those the labeller published. Target: 0 published by the ``always_genre`` labeller (exit
+code 1 otherwise).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from essaybench.curate.classify import ClassifyParams
 from essaybench.curate.config import load_curate_config
 from essaybench.curate.filter import FilterParams
 from essaybench.curate.labeler import PromptLabeler
+from essaybench.curate.llm_labeler import GatewayLabeler
 from essaybench.curate.quality import (
     PRED_CLASSES,
     TRUE_CLASSES,
@@ -49,8 +60,13 @@ from essaybench.curate.quality import (
     quality_report,
     targets_met,
 )
+from essaybench.curate.quality_heldout import LabelledText, leak_report, load_shared_heldout
+from essaybench.llm.registry import load_registry
+from essaybench.llm.session import open_gateway
 
 EVAL_SET = PROJECT_ROOT / "data" / "eval" / "curation_eval.v1.jsonl"
+HELDOUT_LABELS = PROJECT_ROOT / "data" / "eval" / "shared_heldout_labels.v1.jsonl"
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 WB_LABELS = PROJECT_ROOT / "data" / "eval" / "writingbench_zh_labels.v1.jsonl"
 WB_QUERIES = (PROJECT_ROOT.parent / "shared" / "data" / "writingbench_zh_queries"
               / "zh_queries.jsonl")
@@ -112,10 +128,6 @@ def _items(args: argparse.Namespace) -> list[EvalItem]:
 
 def _with_llm(items: list[EvalItem], args: argparse.Namespace, base: ClassifyParams,
               filter_params: FilterParams) -> Evaluation:
-    from essaybench.curate.llm_labeler import GatewayLabeler
-    from essaybench.llm.registry import load_registry
-    from essaybench.llm.session import open_gateway
-
     params = base.model_copy(update={"mode": "rules+llm", "llm_model": args.labeler_model})
     with tempfile.TemporaryDirectory() as tmp, open_gateway(
             load_registry(args.registry), args.store or Path(tmp),
@@ -124,18 +136,50 @@ def _with_llm(items: list[EvalItem], args: argparse.Namespace, base: ClassifyPar
         return evaluate(items, filter_params, params, labeler)
 
 
+def heldout_items() -> list[LabelledText] | None:
+    """The held-out real prompts, or None (with the reason on stderr) without ../shared."""
+    if not SHARED_DATA.is_dir():
+        print(f"skipping the held-out real prompts: {SHARED_DATA} is absent (../shared/data "
+              "is not on this machine; its texts are never copied into the project)",
+              file=sys.stderr)
+        return None
+    return load_shared_heldout(HELDOUT_LABELS, SHARED_DATA)
+
+
+def adversary_section(name: str, items: Sequence[LabelledText], filter_params: FilterParams,
+                      base: ClassifyParams) -> tuple[list[str], bool]:
+    """The leak figures of rules only and of each adversarial labeller; whether the
+    always-a-genre labeller published no non-essay."""
+    from benchmarks.curation_adversary import MODES, adversary_report
+
+    lines = [f"== {name}: {len(items)} prompts, adversarial labellers (fake server)",
+             "-- rules only", *leak_report(items, filter_params, base).lines()]
+    met = True
+    for mode in MODES:
+        report = adversary_report(items, mode, filter_params, base)
+        lines += [f"-- rules + {mode} labeller (calls {report.llm_status})", *report.lines()]
+        if mode == "always_genre":
+            met = not report.published_by_llm
+    lines.append(f"target: 0 non-essays published by the always_genre labeller: "
+                 f"{'MET' if met else 'NOT MET'}")
+    return lines, met
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--eval-set", type=Path, default=EVAL_SET)
     parser.add_argument("--skip-writingbench", action="store_true",
-                        help="Only the --eval-set, not the labelled WritingBench sample.")
+                        help="Only the --eval-set, not the labelled WritingBench sample nor "
+                        "the held-out real prompts.")
     parser.add_argument("--labeler-model", help="Registry model for the rules+llm run.")
     parser.add_argument("--registry", type=Path,
                         help="Model registry (default: $ESSAYBENCH_MODELS or configs/models.yaml).")
     parser.add_argument("--store", type=Path, help="Ledger folder (default: a temporary one).")
     parser.add_argument("--overrides", help="Override file named in the review hints.")
     parser.add_argument("--list-undecided", type=int, default=15, metavar="N")
+    parser.add_argument("--skip-adversaries", action="store_true",
+                        help="Leave out the adversarial labellers (issue 30).")
     args = parser.parse_args(argv)
     config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
     items = _items(args)
@@ -149,6 +193,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     met = targets_met(report)
     print("\nrules-only targets: " + "; ".join(
         f"{name} {'MET' if ok else 'NOT MET'}" for name, ok in met.items()))
+    heldout = None if args.skip_writingbench else heldout_items()
+    if not args.skip_adversaries:
+        sets = [("team set", [LabelledText(i.id, i.text, i.is_essay) for i in items])]
+        if heldout is not None:
+            sets.append(("held-out real prompts (../shared/data)", heldout))
+        for name, subset in sets:
+            started = time.perf_counter()
+            lines, ok = adversary_section(name, subset, config.filter, base)
+            print("\n" + "\n".join(lines) + f"\n({time.perf_counter() - started:.1f} s)")
+            met[f"{name}: no non-essay published by an always-a-genre labeller"] = ok
     if args.labeler_model:
         started = time.perf_counter()
         run = _with_llm(items, args, base, config.filter)
@@ -163,6 +217,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               "evidence only in the material)")
         print(f"({time.perf_counter() - started:.1f} s; {changed} predictions differ from "
               "rules only)")
+        if heldout is not None:
+            with tempfile.TemporaryDirectory() as tmp, open_gateway(
+                    load_registry(args.registry), args.store or Path(tmp),
+                    [args.labeler_model]) as session:
+                labelled = leak_report(heldout, config.filter, base.model_copy(update={
+                    "mode": "rules+llm", "llm_model": args.labeler_model}),
+                    GatewayLabeler(session.gateway, args.labeler_model))
+            print(f"\n-- held-out real prompts, rules + {args.labeler_model} "
+                  f"(calls {labelled.llm_status})\n" + "\n".join(labelled.lines()))
     return 0 if all(met.values()) else 1
 
 

@@ -27,7 +27,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from essaybench.constraints import length_requirement
-from essaybench.core.contracts import Decision, kept_rows
+from essaybench.core.contracts import Decision, StageOutput, kept_rows
 from essaybench.curate.classify import ClassifyParams, run_classify
 from essaybench.curate.filter import FilterParams, run_filter
 from essaybench.curate.genre_rules import ANY_GENRE
@@ -182,14 +182,8 @@ def evaluate(items: Sequence[EvalItem], filter_params: FilterParams,
              classify_params: ClassifyParams,
              labeler: PromptLabeler | None = None) -> Evaluation:
     """Every item through filter then classify, as the curate flow runs them."""
-    n = len(items)
-    data: dict[str, list[str | None]] = {c: [None] * n for c in RECORD_COLUMNS}
-    data["record_id"] = [i.id for i in items]
-    data["source"] = ["eval"] * n
-    data["raw_text"] = [i.text for i in items]
-    data["decision"] = [Decision.KEPT.value] * n
-    filtered = run_filter(pl.DataFrame(data, schema=RECORD_COLUMNS), filter_params).table
-    stage = run_classify(kept_rows(filtered), classify_params, labeler)
+    filtered, stage = filter_and_classify([(i.id, i.text) for i in items], filter_params,
+                                          classify_params, labeler)
     classified = stage.table
     by_id = {r["record_id"]: r for r in classified.iter_rows(named=True)}
     outcomes = []
@@ -206,6 +200,21 @@ def evaluate(items: Sequence[EvalItem], filter_params: FilterParams,
                                 tuple(row["allowed_genres"] or ()), row["prompt_set"], length,
                                 str(row["detail"] or "")))
     return Evaluation(outcomes, stage.meta)
+
+
+def filter_and_classify(items: Sequence[tuple[str, str]], filter_params: FilterParams,
+                        classify_params: ClassifyParams, labeler: PromptLabeler | None = None,
+                        ) -> tuple[pl.DataFrame, StageOutput]:
+    """(id, text) pairs through the real filter and classify stages: the filter table
+    (every item, ``record_id`` = id) and the classify stage's output (the kept ones)."""
+    n = len(items)
+    data: dict[str, list[str | None]] = {c: [None] * n for c in RECORD_COLUMNS}
+    data["record_id"] = [i for i, _ in items]
+    data["source"] = ["eval"] * n
+    data["raw_text"] = [t for _, t in items]
+    data["decision"] = [Decision.KEPT.value] * n
+    filtered = run_filter(pl.DataFrame(data, schema=RECORD_COLUMNS), filter_params).table
+    return filtered, run_classify(kept_rows(filtered), classify_params, labeler)
 
 
 @dataclass

@@ -128,10 +128,100 @@ def test_benchmark_measures_a_registry_labeler(tmp_path: Path,
             "    family: fake\n    structured_output: json_schema\n    max_retries: 0\n"
             "    timeout_s: 10\n", encoding="utf-8")
         main(["--eval-set", str(eval_set), "--labeler-model", "labeler", "--registry",
-              str(registry), "--store", str(tmp_path / "store"), "--skip-writingbench"])
+              str(registry), "--store", str(tmp_path / "store"), "--skip-writingbench",
+              "--skip-adversaries"])
     out = capsys.readouterr().out
     rules, llm = out.split("== rules + labeler")
     assert "essays decided                  50.0% (1/2" in rules
     assert "essays decided                 100.0% (2/2" in llm
     assert "labeler: 1 requests, statuses {'ok': 1}" in llm
     assert "1 predictions differ from rules only" in llm
+
+
+# --- issue 30: adversarial labellers and the held-out real prompts ------------------------
+
+def _adversary(items: list[object], mode: str) -> object:
+    from benchmarks.curation_adversary import adversary_report
+
+    config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
+    params = ClassifyParams(keep_genre_choice=config.classify.keep_genre_choice)
+    return adversary_report(items, mode, config.filter, params)  # type: ignore[arg-type]
+
+
+ADVERSARY_SET = [
+    # rules leave these undecided, so a rules+llm labeller is asked about them
+    ("essay", "以“门”为题写一篇作文。", True),
+    ("interview", "制定一份采访一位退休老教师的问题清单，目标是全面呈现她几十年来的教学经验与人生"
+     "智慧，为刚入职的年轻教师提供参考，内容需要覆盖她初上讲台时遇到的挑战、最难忘的学生、教学方法"
+     "的变化、对教育改革的看法、对年轻人的建议等方面，问题要简洁明了，具有启发性，能让受访者愿意分享"
+     "真实的经历和感悟。", False),
+]
+LETTER = "请根据下面的信，帮我看看哪里写得不好：“老师您好，我想请三天假，因为我得了流感。”"
+
+
+@pytest.mark.parametrize("mode", ["always_genre", "placeholder", "material"])
+def test_an_adversarial_labeller_publishes_no_non_essay(mode: str) -> None:
+    from essaybench.curate.quality_heldout import LabelledText
+
+    items = [LabelledText(i, t, e) for i, t, e in ADVERSARY_SET]
+    report = _adversary(items, mode)  # type: ignore[arg-type]
+    assert report.published == [] and report.published_by_llm == []  # type: ignore[attr-defined]
+    assert report.undecided == ["interview"]  # type: ignore[attr-defined]
+    if mode == "always_genre":  # the essay it is asked about gets its genre
+        assert report.essays_kept == 1  # type: ignore[attr-defined]
+
+
+def test_the_adversaries_quote_the_task_the_placeholder_or_the_material() -> None:
+    from benchmarks.curation_adversary import evidence_for, placeholder
+
+    assert evidence_for(LETTER, "always_genre") in LETTER
+    quoted = evidence_for(LETTER, "material")
+    assert "老师您好" in quoted and quoted in LETTER  # the quoted letter
+    assert evidence_for(LETTER, "placeholder") == placeholder() not in LETTER
+
+
+def test_the_held_out_real_prompts_leak_nothing_through_an_always_genre_labeller() -> None:
+    from benchmarks.curation_quality import HELDOUT_LABELS, SHARED_DATA
+    from essaybench.curate.quality_heldout import load_shared_heldout
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"../shared/data not present ({SHARED_DATA} missing): the held-out "
+                    "prompts' texts are read from there")
+    items = load_shared_heldout(HELDOUT_LABELS, SHARED_DATA)
+    assert len(items) == 85 and sum(not i.is_essay for i in items) == 54
+    report = _adversary(items, "always_genre")  # type: ignore[arg-type]
+    assert report.published_by_llm == []  # type: ignore[attr-defined]
+    assert report.essays_kept >= 28  # type: ignore[attr-defined]
+
+
+def test_held_out_items_are_read_by_reference_and_checked(tmp_path: Path) -> None:
+    from essaybench.curate.quality_heldout import load_shared_heldout
+
+    (tmp_path / "writingbench_zh_queries").mkdir()
+    (tmp_path / "writingpreferencebench").mkdir()
+    (tmp_path / "writingbench_zh_queries" / "zh_queries.jsonl").write_text(
+        '{"index": "7", "query": "写一封信"}\n', encoding="utf-8")
+    (tmp_path / "writingpreferencebench" / "prompts.jsonl").write_text(
+        '{"question_id": "abcdef123", "prompt": "写一篇散文"}\n', encoding="utf-8")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        '{"source": "writingbench_zh_queries", "line": 1, "key": "7", "is_essay": false}\n'
+        '{"source": "writingpreferencebench", "key": "abcdef123", "is_essay": true}\n',
+        encoding="utf-8")
+    items = load_shared_heldout(labels, tmp_path)
+    assert [(i.id, i.text, i.is_essay) for i in items] == [
+        ("wb-line1", "写一封信", False), ("wpb-abcdef12", "写一篇散文", True)]
+    labels.write_text('{"source": "writingbench_zh_queries", "line": 1, "key": "8", '
+                      '"is_essay": false}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="has index '7', the label says '8'"):
+        load_shared_heldout(labels, tmp_path)
+
+
+def test_the_benchmark_skips_the_held_out_part_with_a_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import benchmarks.curation_quality as bench
+
+    monkeypatch.setattr(bench, "SHARED_DATA", tmp_path / "absent")
+    assert bench.heldout_items() is None
+    assert "skipping the held-out real prompts" in capsys.readouterr().err

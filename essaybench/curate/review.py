@@ -215,12 +215,21 @@ def review_items(table: pl.DataFrame, overrides: Mapping[str, OverrideEntry], *,
             where=_where(row), decided=overrides.get(pid),
             allowed_genres=tuple(row.get("allowed_genres") or ()),
             genre_span=row.get("genre_span"), genre_segment=row.get("genre_segment"),
-            labeller=row.get("llm_answer") or None)
+            labeller=row.get("llm_answer") or _labeller_in(row.get("detail")))
         settled = item.decided is not None and (
             not still_needs(item, item.decided) if needs else True)
         if include_decided or not settled:
             items.append(item)
     return items
+
+
+def _labeller_in(detail: str | None) -> str | None:
+    """The labeller's note in a detail written before the ``llm_answer`` column existed
+    ("genre undecided (rule: …; llm parse_error: …); to resolve, …")."""
+    if not detail or "; llm " not in detail:
+        return None
+    note = detail.split("; llm ", 1)[1]
+    return "llm " + note.rsplit("); to resolve", 1)[0]
 
 
 def unknown_ids(prompt_ids: Iterable[str], table: pl.DataFrame) -> list[str]:

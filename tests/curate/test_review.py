@@ -258,3 +258,10 @@ def test_the_listing_item_carries_the_labellers_answer() -> None:
     table = classified().with_columns(pl.Series(
         "llm_answer", ["llm parse_error: evidence '流' shows nothing", None, None, None]))
     assert review_items(table, {})[0].labeller == "llm parse_error: evidence '流' shows nothing"
+
+
+def test_an_older_snapshot_shows_the_labellers_note_from_its_detail() -> None:
+    detail = ("genre undecided (rule: undecided, no genre word or cue; llm parse_error: "
+              "evidence '流' shows nothing); to resolve, add to overrides.yaml under ...")
+    table = classified().with_columns(pl.Series("detail", [detail, None, None, None]))
+    assert review_items(table, {})[0].labeller == "llm parse_error: evidence '流' shows nothing"

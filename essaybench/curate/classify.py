@@ -19,8 +19,12 @@ the deciding evidence's span (``genre_span``, the passage itself) and its segmen
 
 Labels: ``genre`` is the single decided genre or null; ``allowed_genres`` is a list:
 ``[genre]`` for a decided genre, several genres for a choice, ``["any"]`` for an open
-genre, ``[]`` when undecided. A labeler's genre is accepted only if its evidence is a
-passage of the task or requirements, not of the material alone.
+genre, ``[]`` when undecided. What a labeller's answer may change is
+:mod:`essaybench.curate.classify_row`'s business: it first says whether the request is an
+essay at all (``not_essay``: unclassified with reason ``llm_not_essay``; ``unsure``:
+``llm_unsure``), and its genre counts only with evidence from the task or requirements on
+a prompt that carries an essay-task cue. A reviewer's ``not_essay`` removes a prompt
+(``reviewed_not_essay``); ``allowed_genres`` records an open genre or a choice.
 
 Set rules: a binding constraint (essaybench.constraints) makes the prompt
 constrained. Otherwise it is open, except in ``rules+llm`` mode for a prompt
@@ -47,8 +51,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
-from essaybench.curate.evidence import EvidenceCheck, check_evidence, essay_task_cue
-from essaybench.curate.genre_rules import ANY_GENRE, RuleGenre, genre_by_rules
+from essaybench.curate.classify_row import ClassifyRow, apply_llm, apply_override
+from essaybench.curate.genre_rules import genre_by_rules
 from essaybench.curate.labeler import (
     BatchLabeler,
     EssayAnswer,
@@ -92,55 +96,14 @@ class ClassifyParams(BaseModel):
 # --- the stage --------------------------------------------------------------------
 
 
-@dataclass
-class _Row:
-    prompt_id: str
-    text: str
-    genre: str | None
-    genre_source: str | None
-    genre_evidence: str
-    prompt_set: str | None
-    set_source: str | None
-    set_evidence: str
-    constraints: str
-    binding_kinds: frozenset[str]
-    allowed: tuple[str, ...] = ()
-    genre_open: bool = False
-    genre_segment: str | None = None
-    genre_span: str | None = None
-    rule: RuleGenre | None = None
-    llm_note: str = ""
-    removed: str | None = None  # a reviewer's reason: not an essay, out of the prompt set
-    llm_verdict: EssayAnswer | None = None  # the labeller's not_essay / unsure, when accepted
-
-    @property
-    def llm_answer(self) -> str | None:
-        """What the labeller answered and what became of it (the review listing shows it)."""
-        return self.llm_note or None
-
-    @property
-    def allowed_genres(self) -> list[str]:
-        return list(self.allowed)
-
-    @property
-    def not_essay(self) -> bool:
-        """The rules found the task asks for a non-essay product: no genre to ask for."""
-        return self.genre is None and self.rule is not None and self.rule.not_essay
-
-    @property
-    def genre_choice(self) -> bool:
-        """The rules found an open genre or a choice: nothing for a labeler to decide."""
-        return self.genre is None and bool(self.allowed)
-
-
 @dataclass(frozen=True)
 class _Plan:
-    rows: list[_Row]
+    rows: list[ClassifyRow]
     requests: list[LabelRequest]
     overrides: dict[str, OverrideEntry]
 
 
-def _rule_row(prompt_id: str, text: str, params: ClassifyParams) -> _Row:
+def _rule_row(prompt_id: str, text: str, params: ClassifyParams) -> ClassifyRow:
     found = extract_constraints(text)
     bound = binding(found)
     rule = genre_by_rules(text)
@@ -157,11 +120,11 @@ def _rule_row(prompt_id: str, text: str, params: ClassifyParams) -> _Row:
         ignored = [f"{c.kind}:{c.evidence}" for c in found]
         set_evidence = "rule: no constraint found" + (
             f" (not binding: {'; '.join(ignored)})" if ignored else "")
-    return _Row(prompt_id, text, rule.genre.value if rule.genre else None,
-                "rule" if rule.decided else None, rule.evidence, pset,
-                "rule" if pset else None, set_evidence, constraints_json(found),
-                frozenset(c.kind for c in bound), rule.allowed, rule.open_genre,
-                rule.segment, text[rule.span[0]:rule.span[1]] if rule.span else None, rule)
+    return ClassifyRow(prompt_id, text, rule.genre.value if rule.genre else None,
+                       "rule" if rule.decided else None, rule.evidence, pset,
+                       "rule" if pset else None, set_evidence, constraints_json(found),
+                       frozenset(c.kind for c in bound), rule.allowed, rule.open_genre,
+                       rule.segment, text[rule.span[0]:rule.span[1]] if rule.span else None, rule)
 
 
 def _plan(table: pl.DataFrame, params: ClassifyParams,
@@ -232,94 +195,7 @@ async def arun_classify(table: pl.DataFrame, params: ClassifyParams,
     return _finish(table, params, plan, results)
 
 
-def _apply_llm(row: _Row, result: LabelResult | None) -> bool:
-    """Fill what the request asked for; False if the labeler left something asked
-    unanswered (or answered it in a way that is not accepted)."""
-    if result is None:
-        return True
-    asked_genre = row.genre is None and not (row.genre_choice or row.not_essay)
-    asked_set = row.prompt_set is None
-    if result.status != LabelStatus.OK:
-        row.llm_note = f"llm {result.status.value}: {result.error or ''}".strip()
-        return True
-    shown = f"{result.evidence[:80]!r}"
-    if result.essay is EssayAnswer.UNSURE:
-        row.llm_verdict = EssayAnswer.UNSURE
-        row.llm_note = f"llm unsure whether this is an essay request: {shown}"
-        return True
-    if result.essay is EssayAnswer.NOT_ESSAY:
-        check = _check(row, result.evidence)
-        if check.problem is not None:
-            row.llm_note = f"llm not_essay rejected: its evidence {shown} {check.problem}"
-            return False
-        row.llm_verdict = EssayAnswer.NOT_ESSAY
-        row.llm_note = f"llm not_essay: {shown}"
-        return True
-    allowed = (result.genre.value,) if result.genre is not None else result.allowed_genres
-    if asked_genre and allowed:
-        label = "|".join(allowed)
-        check = _check(row, result.evidence)
-        cue = _essay_cue(row)
-        if check.problem is not None or cue is None:
-            why = (f"its evidence {shown} {check.problem}" if check.problem is not None
-                   else "the prompt holds no essay-task cue the rules know (作文, 文章, 写一篇, "
-                        "a body length, a title instruction)")
-            row.llm_note = f"llm genre {label} rejected: {why}"
-            return False
-        row.genre = result.genre.value if result.genre is not None else None
-        row.genre_source, row.allowed = "llm", tuple(allowed)
-        row.genre_open = row.allowed == (ANY_GENRE,)
-        row.genre_segment, row.genre_span = check.segment, result.evidence
-        row.genre_evidence = f"llm: {result.evidence} | {row.genre_evidence}"
-        row.llm_note = f"llm genre {label} accepted: {shown} (essay cue {cue})"
-    if asked_set and result.prompt_set is not None:
-        row.prompt_set, row.set_source = result.prompt_set.value, "llm"
-        row.set_evidence = f"llm: {result.evidence} | {row.set_evidence}"
-    complete = (row.genre is not None or row.genre_choice) and row.prompt_set is not None
-    if not complete:
-        row.llm_note = "llm ok but did not give every label asked for"
-    return complete
-
-
-def _check(row: _Row, evidence: str) -> EvidenceCheck:
-    if row.rule is None or row.rule.parts is None:
-        return EvidenceCheck("cannot be placed: the prompt was not split")
-    return check_evidence(evidence, row.text, row.rule.parts)
-
-
-def _essay_cue(row: _Row) -> str | None:
-    if row.rule is None or row.rule.parts is None:
-        return None
-    return essay_task_cue(row.text, row.rule.parts)
-
-
-def _apply_override(row: _Row, entry: OverrideEntry) -> None:
-    who = f"manual ({entry.reviewer})" if entry.reviewer else "manual"
-    note = f": {entry.note}" if entry.note else ""
-    was = (f"{row.genre_source}:{row.genre}" if row.genre
-           else f"allows {', '.join(row.allowed)}" if row.allowed else "undecided")
-    if entry.not_essay:
-        row.removed = f"{who}: {entry.note}"
-        row.genre, row.genre_source, row.allowed, row.genre_open = None, "manual", (), False
-        row.genre_segment, row.genre_span = None, None
-        row.genre_evidence = f"{who}: not an essay{note} | was {was}; {row.genre_evidence}"
-        return
-    decided = ((None, entry.allowed_genres) if entry.allowed_genres is not None
-               else (entry.genre.value, (entry.genre.value,)) if entry.genre is not None
-               else None)
-    if decided is not None:
-        row.genre, allowed = decided
-        row.genre_source, row.allowed = "manual", allowed
-        row.genre_open = allowed == (ANY_GENRE,)
-        row.genre_segment, row.genre_span = None, None
-        row.genre_evidence = f"{who}{note} | was {was}; {row.genre_evidence}"
-    if entry.prompt_set is not None:
-        was = f"{row.set_source}:{row.prompt_set}" if row.prompt_set else "undecided"
-        row.prompt_set, row.set_source = entry.prompt_set.value, "manual"
-        row.set_evidence = f"{who}{note} | was {was}; {row.set_evidence}"
-
-
-def _decide(row: _Row, params: ClassifyParams) -> tuple[str, str | None, str]:
+def _decide(row: ClassifyRow, params: ClassifyParams) -> tuple[str, str | None, str]:
     if row.removed is not None:
         return (Decision.UNCLASSIFIED.value, "reviewed_not_essay",
                 f"removed by review, not an essay: {row.removed} ({row.genre_evidence})")
@@ -362,9 +238,9 @@ def _finish(table: pl.DataFrame, params: ClassifyParams, plan: _Plan,
             results: dict[str, LabelResult]) -> StageOutput:
     incomplete = 0
     for row in plan.rows:
-        incomplete += not _apply_llm(row, results.get(row.prompt_id))
+        incomplete += not apply_llm(row, results.get(row.prompt_id))
         if row.prompt_id in plan.overrides:
-            _apply_override(row, plan.overrides[row.prompt_id])
+            apply_override(row, plan.overrides[row.prompt_id])
     decisions = [_decide(row, params) for row in plan.rows]
     columns: dict[str, list[Any]] = {
         name: [getattr(row, name) for row in plan.rows] for name in CLASSIFY_COLUMNS}

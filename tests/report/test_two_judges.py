@@ -197,6 +197,10 @@ def test_a_length_controlled_leaderboard_beside_the_raw_one(two_judges: TwoJudge
     raw = rows.drop_nulls().group_by("model").agg(pl.col("score").mean())
     assert {r[1]: r[3] for r in body} == {m: number(v) for m, v in raw.iter_rows()}
     assert fit.left_out > 0 and f"{fit.left_out} scored essay(s) without a length" in leaderboard
+    # gpt-writer wrote English only: on the raw board, named as not ranked here
+    assert "gpt-writer" not in fit.models["model"].to_list()
+    assert "Not ranked here (no scored essay in Chinese): gpt-writer." in " ".join(
+        leaderboard.split('data-judge="j2">', 2)[2].split())
 
 
 def test_the_two_judge_page_escapes_essay_text(two_judges: TwoJudges) -> None:

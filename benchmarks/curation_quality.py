@@ -211,10 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(format_report(f"rules + {args.labeler_model}", quality_report(llm), llm,
                             args.list_undecided))
         changed = sum(a.pred_class != b.pred_class for a, b in zip(rules, llm, strict=True))
-        rejected = sum("in the material, not the task" in o.detail for o in llm)
+        rejected = sum("llm genre" in o.detail and "rejected:" in o.detail for o in llm)
         print(f"labeler: {calls['requests']} requests, statuses {calls['status']}, "
-              f"{calls['incomplete']} without every label asked ({rejected} genres rejected: "
-              "evidence only in the material)")
+              f"{calls['incomplete']} without every label asked or accepted ({rejected} "
+              "genres refused: evidence or essay-task cue)")
         print(f"({time.perf_counter() - started:.1f} s; {changed} predictions differ from "
               "rules only)")
         if heldout is not None:

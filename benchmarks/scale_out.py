@@ -26,6 +26,8 @@ reaching the server, S3 and the fake only over a bridge; ``--no-netns`` skips th
 ``--partition`` cuts the worker's link for longer than the heartbeat timeout instead of
 killing it, then restores it: the shard is sent again elsewhere, and the old attempt, alive
 again and superseded, must record nothing more (the same checks then hold).
+``--disrupt partition kill`` does both on one stack, one sharded run each, against the same
+single-process reference (what ``tests/ops/test_scale_out.py`` runs: one stack, not two).
 
 Figures: wall time of each run (the flow run's start to end, from Prefect), the shards'
 start-up cost (flow run created → shard code running), and the ratio of the sharded wall
@@ -35,7 +37,7 @@ to the single-process wall plus that cost.
                                    [--also-shards 2 4 16] [--latency-ms 50]
                                    [--concurrency 8] [--no-kill] [--varying] [--keep DIR]
                                    [--provider-ignores-idempotency] [--no-netns]
-                                   [--partition]
+                                   [--partition | --disrupt {kill,partition} ...]
 
 Paper scale (README table): --prompts 728 --models 15 --latency-ms 300 --concurrency 64.
 """
@@ -87,6 +89,7 @@ WEEKLY = "pipeline/pipeline-weekly"
 STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
 PARTITION_S = STALE_S + 25.0  # --partition: the re-sent attempt runs while the old one lives
 GRACE_S = 90.0  # sharding.startup_grace_s: a shard killed before its first heartbeat
+DISRUPTIONS = ("kill", "partition")
 
 
 class Failed(AssertionError):
@@ -265,23 +268,30 @@ def isolated_network(args: argparse.Namespace) -> netns.Netns | None:
     return netns.create(args.workers)
 
 
-def disruption(args: argparse.Namespace, workers: dict[str, int], net: netns.Netns | None,
-               cleanup: ExitStack) -> Disrupt:
-    """``kill -9`` of a worker and what it started; with ``--partition``, its network
-    link cut for PARTITION_S and then restored (the worker and its flow runs live on)."""
-    if not args.partition:
+def disruption(kind: str, workers: dict[str, int], net: netns.Netns | None,
+               healers: list[threading.Timer]) -> Disrupt:
+    """``kill``: ``kill -9`` of a worker and what it started; ``partition``: its network
+    link cut for PARTITION_S and then restored (the worker and its flow runs live on; the
+    timer that restores it goes to ``healers``)."""
+    if kind == "kill":
         return lambda name: f"killed {name} (pids {kill_worker(workers[name])})"
     if net is None:
-        raise Failed("--partition needs the workers in network namespaces (root)")
+        raise Failed("a partition needs the workers in network namespaces (root)")
 
     def cut(name: str) -> str:
         k = int(name.removeprefix("worker-"))
         netns.cut(net, k)
         healer = threading.Timer(PARTITION_S, netns.heal, (net, k))
         healer.start()
-        cleanup.callback(healer.join)
+        healers.append(healer)
         return f"cut {name} off the network for {PARTITION_S:g} s"
     return cut
+
+
+
+def join_all(threads: list[threading.Timer]) -> None:
+    for thread in threads:
+        thread.join()
 
 
 def netns_gone(net: netns.Netns) -> None:
@@ -356,12 +366,19 @@ def main() -> int:
                              "it: the stale attempt must give way to the re-sent one")
     parser.add_argument("--no-kill", dest="kill", action="store_false",
                         help="measure only: kill no worker")
+    parser.add_argument("--disrupt", nargs="+", choices=DISRUPTIONS, default=None,
+                        metavar="{kill,partition}",
+                        help="one sharded run per disruption, in this order, on the same "
+                             "stack against the same single-process run (default: kill; "
+                             "partition with --partition; none with --no-kill)")
     parser.add_argument("--timeout", type=float, default=1500.0,
                         help="seconds for each run to finish")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep everything in this folder (default: a temporary one, "
                              "deleted on PASS)")
     args = parser.parse_args()
+    if args.disrupt is None:
+        args.disrupt = ["partition"] if args.partition else ["kill"] if args.kill else []
     folder = (args.keep or Path(tempfile.mkdtemp(prefix="essaybench-scale-out-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     parallel = args.parallel or 2 * args.workers
@@ -430,7 +447,8 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
         state = local_stack.read_state(folder / "stack")
         assert state is not None
         workers = {n: p for n, p in state.processes.items() if n.startswith("worker-")}
-        disrupt = disruption(args, workers, net, stack_)
+        healers: list[threading.Timer] = []
+        stack_.callback(join_all, healers)
         if net is not None:
             spaces = {name: namespace_of(pid) for name, pid in workers.items()}
             check(len(set(spaces.values()) | {namespace_of(os.getpid())}) == len(workers) + 1,
@@ -442,11 +460,18 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             check(single.state is not None and single.state.is_completed(),
                   f"single-process run {single.name}: {single.state_name}")
             table: list[tuple[int, float, int, float]] = []
-            for n_shards in [args.shards, *args.also_shards]:
+            plan: list[tuple[int, str | None]] = [
+                *[(args.shards, kind) for kind in args.disrupt or [None]],
+                *[(n, None) for n in args.also_shards]]
+            for n_shards, kind in plan:
+                if healers:  # a partitioned worker: back on the network and polling first
+                    join_all(healers)
+                    wait_for(lambda: local_stack.online_workers(api, state.pool)
+                             >= len(workers), 120, "every worker online again")
                 paid_before, _ = fake_counts(server)
                 sharded, run_id, killed, attempts, cost = sharded_run(
                     args, client, parts, workers, n_shards,
-                    disrupt if args.kill and not table else None)
+                    None if kind is None else disruption(kind, workers, net, healers))
                 verify(args, store, parts, server, single.name, run_id, paid_before, killed,
                        writers, attempts, n_shards)
                 wall_1, wall_n = seconds(single), seconds(sharded)
@@ -456,11 +481,10 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
                       f"({len(attempts)} shards, {sum(attempts.values())} flow runs); shard "
                       f"start-up median {per_shard:.1f} s (created → running), "
                       f"{startup_total:.1f} s of wall at {parallel} at once")
-                bound = 1.15 * wall_1 + startup_total
-                how = "cut off" if args.partition else "killed"
-                print(f"sharded / (single + start-up) = "
-                      f"{wall_n / (wall_1 + startup_total):.3f} (within 1.15x: "
-                      f"{wall_n <= bound}){f' (a worker was {how})' if killed else ''}",
+                ratio = wall_n / (wall_1 + startup_total)
+                how = "cut off" if kind == "partition" else "killed"
+                print(f"sharded / (single + start-up) = {ratio:.3f} (within 1.15x: "
+                      f"{ratio <= 1.15}){f' (a worker was {how})' if killed else ''}",
                       flush=True)
                 table.append((len(attempts), wall_n, sum(attempts.values()), per_shard))
         if len(table) > 1:

@@ -186,7 +186,7 @@ def create_pool(api: str, pool: str, limit: int) -> None:
             base_job_template=ProcessWorker.get_default_base_job_template()), overwrite=True)
 
 
-def _online_workers(api: str, pool: str) -> int:
+def online_workers(api: str, pool: str) -> int:
     try:
         reply = httpx.post(f"{api}/work_pools/{pool}/workers/filter", json={}, timeout=5,
                            trust_env=False)
@@ -262,7 +262,7 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
             starter.spawn(f"worker-{k}", [PREFECT, "worker", "start", "--pool", state.pool,
                                           "--name", f"{host}-{k}"], client_env,
                           state.netns.exec_prefix(k) if state.netns else ())
-        _wait(lambda: _online_workers(api, state.pool) >= workers, left(),
+        _wait(lambda: online_workers(api, state.pool) >= workers, left(),
               f"{workers} workers online in pool {state.pool}",
               lambda: next(filter(None, (starter.exited(f"worker-{k}")
                                          for k in range(1, workers + 1))), None))

@@ -38,6 +38,28 @@ STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
           "tests/flows/test_batch_suspend.py")
 
 
+# The groups that take longest (minutes each on a quiet 2-core host), longest first. The
+# workers take groups in collection order (pytest_configure turns xdist's "most tests
+# first" reordering off), so these start at once and the short ones fill in around them:
+# longest-first keeps the two workers' shares even. Left to xdist's own order (by number
+# of tests), the stacks and the demo, few tests each, started last and ran alone at the end.
+SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "tests/cli/test_project.py",
+              "tests/test_wheel.py", "tests/stages/test_adaptive.py",
+              "tests/llm/test_embedded_cache.py", "tests/flows/test_weekly_project.py",
+              "tests/flows/test_pipeline_flow.py", "tests/stages/test_drift.py",
+              "tests/test_wheel_project.py", "tests/flows/test_deployment_verdicts.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.option.loadscopereorder = False  # --no-loadscope-reorder: SLOW_FIRST decides
+
+
+def group_of(nodeid: str) -> str:
+    module = nodeid.split("::")[0]
+    return "stacks" if module in STACKS else module
+
+
 # tryfirst: xdist's worker turns each item's group into its node id (``…@group``) in its own
 # collection hook, after this one.
 @pytest.hookimpl(tryfirst=True)
@@ -45,8 +67,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("stacks" if module in STACKS else module))
+        item.add_marker(pytest.mark.xdist_group(group_of(item.nodeid)))
+    rank = {group: i for i, group in enumerate(SLOW_FIRST)}
+    # A stable sort: each module's items keep their order (and stay together).
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,7 +1,7 @@
 """``python benchmarks/scale_out.py`` (issue 17) end to end: PostgreSQL, a Prefect server on
 it, two workers (each in a network namespace of its own where permitted), moto's S3 server
 and the fake OpenAI-compatible server; the weekly pipeline in one process and in 8 shards,
-one worker killed mid-run. The script
+one worker cut off and back, then one killed, mid-run. The script
 checks everything itself and prints PASS last; this test runs it as a user would and
 bounds its time."""
 
@@ -17,7 +17,8 @@ from ops import netns
 
 pytestmark = pytest.mark.slow
 
-BUDGET_S = 900  # ~4 min on a quiet 2-core host; the stack's start and stop included
+BUDGET_S = 1200  # ~6 min on a quiet 2-core host with both disruptions; the stack's
+# start and stop included
 
 
 def _passes(*args: str) -> list[str]:
@@ -30,24 +31,21 @@ def _passes(*args: str) -> list[str]:
 
 
 def test_scale_out_benchmark_passes() -> None:
-    lines = _passes()
+    """One stack, one single-process reference, then sharded runs on it: where network
+    namespaces exist, first a worker cut off and back (not dead, only unreachable for
+    longer than the heartbeat timeout: the shard is sent again elsewhere; when the link
+    returns, the old attempt, superseded, records nothing more), then a worker killed.
+    Each sharded run must equal the single-process one with nothing paid twice."""
+    partition = netns.available()
+    lines = _passes(*(["--disrupt", "partition", "kill"] if partition else []))
     assert any("killed worker" in line for line in lines)  # the crash really happened
     checked = [line.strip() for line in lines if line.strip().startswith("ok ")]
+    runs = 2 if partition else 1
     for what in ("was served from its ledger, not sent again", "no call paid twice",
-                 "merged judge snapshot equals", "stack stopped"):
-        assert any(what in line for line in checked), what
-    if netns.available():
+                 "merged judge snapshot equals"):
+        assert sum(what in line for line in checked) == runs, what
+    assert any("stack stopped" in line for line in checked)
+    if partition:
+        assert any("cut worker-" in line and "off the network" in line for line in lines)
         assert any("network namespace of its own" in line for line in checked)
-
-
-@pytest.mark.skipif(not netns.available(), reason="cutting a worker's link needs network "
-                    "namespaces (root)")
-def test_a_worker_cut_off_and_back_gives_way_to_the_resent_shard() -> None:
-    """Not dead, only unreachable for longer than the heartbeat timeout: the shard is sent
-    again elsewhere; when the link returns, the old attempt, superseded, records nothing
-    more, and the merged run still equals the single-process one with nothing paid twice."""
-    lines = _passes("--partition")
-    assert any("cut worker-" in line and "off the network" in line for line in lines)
-    checked = [line.strip() for line in lines if line.strip().startswith("ok ")]
-    for what in ("no call paid twice", "merged judge snapshot equals", "namespaces removed"):
-        assert any(what in line for line in checked), what
+        assert any("namespaces removed" in line for line in checked)

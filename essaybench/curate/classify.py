@@ -51,7 +51,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from essaybench.constraints import binding, constraints_json, extract_constraints
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns
-from essaybench.curate.classify_row import ClassifyRow, apply_llm, apply_override
+from essaybench.curate.classify_row import (
+    ClassifyRow,
+    apply_llm,
+    apply_override,
+    set_fallback,
+)
 from essaybench.curate.genre_rules import genre_by_rules
 from essaybench.curate.labeler import (
     BatchLabeler,
@@ -124,7 +129,8 @@ def _rule_row(prompt_id: str, text: str, params: ClassifyParams) -> ClassifyRow:
                        "rule" if rule.decided else None, rule.evidence, pset,
                        "rule" if pset else None, set_evidence, constraints_json(found),
                        frozenset(c.kind for c in bound), rule.allowed, rule.open_genre,
-                       rule.segment, text[rule.span[0]:rule.span[1]] if rule.span else None, rule)
+                       rule.segment, text[rule.span[0]:rule.span[1]] if rule.span else None, rule,
+                       set_deferred=pset is None)
 
 
 def _plan(table: pl.DataFrame, params: ClassifyParams,
@@ -239,6 +245,7 @@ def _finish(table: pl.DataFrame, params: ClassifyParams, plan: _Plan,
     incomplete = 0
     for row in plan.rows:
         incomplete += not apply_llm(row, results.get(row.prompt_id))
+        set_fallback(row)
         if row.prompt_id in plan.overrides:
             apply_override(row, plan.overrides[row.prompt_id])
     decisions = [_decide(row, params) for row in plan.rows]

@@ -42,6 +42,7 @@ class ClassifyRow:
     llm_note: str = ""
     removed: str | None = None  # a reviewer's reason: not an essay, out of the prompt set
     llm_verdict: EssayAnswer | None = None  # the labeller's not_essay / unsure, when accepted
+    set_deferred: bool = False  # rules+llm: a long prompt's set was left to the labeller
 
     @property
     def llm_answer(self) -> str | None:
@@ -149,3 +150,14 @@ def apply_override(row: ClassifyRow, entry: OverrideEntry) -> None:
         was = f"{row.set_source}:{row.prompt_set}" if row.prompt_set else "undecided"
         row.prompt_set, row.set_source = entry.prompt_set.value, "manual"
         row.set_evidence = f"{who}{note} | was {was}; {row.set_evidence}"
+
+
+def set_fallback(row: ClassifyRow) -> None:
+    """A long prompt whose set was left to the labeller and that got none (a failed call,
+    a refusal, an answer not taken) is open, as rules alone call it: rules+llm is never
+    worse than rules only (issue 30); the evidence says so."""
+    if row.prompt_set is None and row.set_deferred:
+        why = row.llm_note or "no answer"
+        row.prompt_set, row.set_source = "open", "rule"
+        row.set_evidence = (f"rule: no constraint found; open as in rules-only mode, the "
+                            f"labeller gave no set ({why[:120]}) | {row.set_evidence}")

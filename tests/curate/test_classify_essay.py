@@ -128,3 +128,19 @@ def test_a_labeller_genre_needs_an_essay_task_cue_in_the_prompt() -> None:
     assert "holds no essay-task cue" in str(row["llm_answer"])
     with_cue = labelled(text + "，写一篇作文", answer)
     assert (with_cue["decision"], with_cue["genre"]) == ("kept", "narrative")
+
+
+def test_a_long_prompt_the_labeller_gives_no_set_is_open_as_in_rules_only() -> None:
+    """rules+llm is never worse than rules only: a failed set answer for a long prompt
+    without a constraint leaves it open (as rules alone say), not unclassified."""
+    from tests.curate.test_classify import LONG_OPEN
+
+    failed = FakeLabeler({prompt_id(LONG_OPEN): LabelResult.failure(
+        LabelStatus.PARSE_ERROR, "evidence copied from the template")})
+    out = run_classify(table([LONG_OPEN]), ClassifyParams(mode="rules+llm"), failed)
+    row = out.table.row(0, named=True)
+    assert [r.need_set for r in failed.calls] == [True]
+    assert (row["decision"], row["prompt_set"], row["set_source"]) == ("kept", "open", "rule")
+    assert "the labeller gave no set (llm parse_error: evidence copied" in row["set_evidence"]
+    rules_only = run_classify(table([LONG_OPEN]), ClassifyParams()).table.row(0, named=True)
+    assert (rules_only["decision"], rules_only["prompt_set"]) == ("kept", "open")

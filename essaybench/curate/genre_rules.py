@@ -90,7 +90,9 @@ _NON_ESSAY_WORDS = (
     # issue 30: letters and notes, news, jokes, reviews, case studies, orations, fiction
     # and fragments the always-a-genre labeller published
     r"请假条|假条|便条|借条|收条|留言条|新闻稿?|消息|通讯稿?|简讯|报道|笑话|段子|书评|乐评|剧评|"
-    r"综述|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|故事|独白|同人(?:文|小说)?|"
+    r"综述|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|独白|同人(?:文|小说)?|"
+    # a kind of story is fiction; a bare 故事 ("写一篇关于我和狗狗的故事") may be a narrative
+    r"(?:小|历史|奇幻|魔幻|玄幻|推理|悬疑|科幻|睡前|情感|爱情|恐怖|鬼|武侠|侦探)故事|"
     r"抽象(?:文学|话)|开头|结尾|(?:分析|研究|调研|评测|测评)文章")
 _NON_ESSAY_HEAD = re.compile(rf"(?:{_NON_ESSAY_WORDS})\s*(?:吗|吧|呢)?\s*$")
 # A product named at the end of a long task sentence ("写一篇主人公……的玄幻小说。").

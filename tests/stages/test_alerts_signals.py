@@ -130,3 +130,6 @@ def test_gold_references_are_secondary_figures_in_meta_and_report(
     page = render_report(load_run(store, "g1"))
     assert "Against the gold references (secondary, not a ranking)" in page
     assert "median cosine to the prompt" in page
+    assert writer["median_embedding"] is not None  # and shown as the third figure
+    assert "<th>embedding cosine</th>" in page
+    assert f'<td class="num">{writer["median_embedding"]:.3f}</td>' in page

@@ -25,11 +25,10 @@ from dataclasses import dataclass
 
 from essaybench.core.matching import matching_text
 from essaybench.curate.genre_rules import ESSAY_TASK, rule_cues
-from essaybench.curate.normalize import normalize_text
-from essaybench.curate.prompt_parts import PromptParts, Segment
+from essaybench.curate.labeler import passage_at
+from essaybench.curate.prompt_parts import PromptParts, Segment, quotations
 
 MIN_EVIDENCE_CHARS = 4  # letters (a CJK character is one) in a labeller's evidence
-_QUOTE_PAIRS = {"“": "”", "「": "」", "『": "』", "‘": "’", '"': '"', "'": "'"}
 _STRONG: frozenset[Segment] = frozenset({"task", "requirements"})
 
 
@@ -44,36 +43,15 @@ class EvidenceCheck:
 
 
 def quoted_spans(text: str) -> list[tuple[int, int]]:
-    """The outermost quotations of ``text`` (quotation marks included); 《》 titles are
-    names, not quotations. An unclosed mark quotes nothing."""
-    spans: list[tuple[int, int]] = []
-    i = 0
-    while i < len(text):
-        close = _QUOTE_PAIRS.get(text[i])
-        if close is None:
-            i += 1
-            continue
-        j = text.find(close, i + 1)
-        if j < 0:
-            i += 1
-            continue
-        spans.append((i, j + 1))
-        i = j + 1
-    return spans
+    """The outermost quotations of ``text`` (quotation marks included, as the segmenter
+    finds them: ``prompt_parts.quotations``); 《》 titles are names, not quotations."""
+    return [(a, b) for a, b in quotations(text, 0, len(text)) if text[a] != "《"]
 
 
 def locate(evidence: str, text: str) -> tuple[int, int] | None:
-    """Where ``evidence`` (as it is, or without one pair of quotation marks around it)
-    first occurs in ``text``, after normalising it as prompts are normalised."""
-    quote = normalize_text(evidence).strip()
-    candidates = [quote]
-    if len(quote) >= 2 and _QUOTE_PAIRS.get(quote[0]) == quote[-1]:
-        candidates.append(quote[1:-1].strip())
-    for candidate in candidates:
-        at = text.find(candidate) if candidate else -1
-        if at >= 0:
-            return at, at + len(candidate)
-    return None
+    """Where ``evidence`` first occurs in ``text`` (a normalised prompt, so the offsets of
+    ``labeler.passage_at`` index it)."""
+    return passage_at(evidence, text)
 
 
 def letters(text: str) -> int:

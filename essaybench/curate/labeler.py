@@ -254,16 +254,25 @@ _CHINESE_SET = {"开放式": PromptSetLabel.OPEN, "限制式": PromptSetLabel.CO
 _QUOTE_PAIRS = ("“”", "\"\"", "''", "‘’", "「」", "『』")
 
 
-def quoted_in_prompt(evidence: str, prompt_text: str) -> bool:
-    """Whether ``evidence`` is a passage of the prompt: after the normalisation the prompt
-    had (``normalize_text``), as it is or without one pair of quotation marks around it, a
-    substring of the prompt with at least one letter or digit in it."""
+def passage_at(evidence: str, prompt_text: str) -> tuple[int, int] | None:
+    """Where ``evidence`` first occurs in the prompt as normalised (``normalize_text``): as
+    it is or without one pair of quotation marks around it, with at least one letter or
+    digit in it; None when it is no passage of the prompt."""
     prompt = normalize_text(prompt_text)
     quote = normalize_text(evidence)
     candidates = [quote]
     if len(quote) >= 2 and quote[0] + quote[-1] in _QUOTE_PAIRS:
         candidates.append(quote[1:-1].strip())
-    return any(any(ch.isalnum() for ch in c) and c in prompt for c in candidates)
+    for candidate in candidates:
+        at = prompt.find(candidate) if any(ch.isalnum() for ch in candidate) else -1
+        if at >= 0:
+            return at, at + len(candidate)
+    return None
+
+
+def quoted_in_prompt(evidence: str, prompt_text: str) -> bool:
+    """Whether ``evidence`` is a passage of the prompt (:func:`passage_at`)."""
+    return passage_at(evidence, prompt_text) is not None
 
 
 def _genre_answer(value: object, request: LabelRequest) -> tuple[Genre | None, tuple[str, ...]]:

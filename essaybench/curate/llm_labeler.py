@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from essaybench.curate.evidence import MIN_EVIDENCE_CHARS
+from essaybench.curate.evidence import MIN_EVIDENCE_CHARS, letters
 from essaybench.curate.label_budget import answer_max_tokens
 from essaybench.curate.labeler import (
     ANY,
@@ -49,7 +49,6 @@ STAGE = "classify"
 EVIDENCE_MAX_CHARS = 200  # max_tokens is derived from it (curate/label_budget.py)
 _EXCERPT_CHARS = 200
 MIN_EVIDENCE_LETTERS = MIN_EVIDENCE_CHARS  # letters (a CJK character is one) in evidence
-_QUOTES = "“”\"'‘’「」『』"
 
 _STATUS: dict[CallStatus, LabelStatus] = {
     CallStatus.PARSE_ERROR: LabelStatus.PARSE_ERROR,
@@ -118,8 +117,7 @@ def meaningful_evidence(evidence: str) -> bool:
     ``MIN_EVIDENCE_LETTERS`` letters (a CJK character is one; digits and punctuation are
     none). A two-character cue alone (经历) is not enough either (issue 30): classify then
     checks that the passage holds a cue in the task (``curate.evidence``)."""
-    text = normalize_text(evidence).strip().strip(_QUOTES)
-    return sum(ch.isalpha() for ch in text) >= MIN_EVIDENCE_LETTERS
+    return letters(normalize_text(evidence)) >= MIN_EVIDENCE_LETTERS
 
 
 def to_label_result(result: ChatResult, request: LabelRequest) -> LabelResult:

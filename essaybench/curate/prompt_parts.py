@@ -111,7 +111,7 @@ class PromptParts:
                    for p in self.parts)
 
 
-def _quotes(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+def quotations(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """Outermost quotations in text[start:end] as (open, close) offsets, close exclusive."""
     i = start
     while i < end:
@@ -149,7 +149,7 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 
 def _blank_quotes(text: str, start: int, end: int) -> str:
     chars = list(text[start:end])
-    for a, b in _quotes(text, start, end):
+    for a, b in quotations(text, start, end):
         for k in range(a + 1 - start, b - 1 - start):
             chars[k] = " "
     return "".join(chars)
@@ -171,7 +171,7 @@ def _kind(text: str, start: int, end: int, after_header: bool) -> Segment | None
 def _material_inside(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of a task sentence that belong to the material (see the module doc)."""
     inside = [m.span() for m in _MATERIAL_REF.finditer(text, start, end)]
-    for a, b in _quotes(text, start, end):
+    for a, b in quotations(text, start, end):
         if b - a - 2 < LONG_QUOTE or text[a] == "《":
             continue
         if _TITLE_BEFORE.search(text, start, a) or _TITLE_AFTER.match(text[b:end]):

@@ -154,10 +154,12 @@ def _sort_key(genre: str, prompt_set: str, prompt_id: str) -> tuple[int, int, st
     return g, s, genre, prompt_id
 
 
-def drilldown(essays: pl.DataFrame, judgments: pl.DataFrame, labels: Labels
-              ) -> list[PromptView]:
-    """Every prompt of the run with each model's essays and their judgments."""
-    checked = compliance_table(essays, prompt_column="prompt_text")
+def drilldown(essays: pl.DataFrame, judgments: pl.DataFrame, labels: Labels,
+              checked: pl.DataFrame | None = None) -> list[PromptView]:
+    """Every prompt of the run with each model's essays and their judgments; ``checked``:
+    ``compliance_table(essays, prompt_column="prompt_text")`` if the caller has it."""
+    if checked is None:
+        checked = compliance_table(essays, prompt_column="prompt_text")
     judged = _judgments(judgments, labels)
     prompts: dict[str, PromptView] = {}
     for r in checked.sort("model", "sample_index").iter_rows(named=True):

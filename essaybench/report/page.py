@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import polars as pl
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from essaybench.bench.compliance import compliance_table
 from essaybench.core.paths import resource
 from essaybench.llm.cost_basis import upper_bound_note
 from essaybench.report.adaptive import adaptive_view
@@ -77,8 +79,8 @@ def script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def _decisions(data: RunData, sections: list[JudgeSection]) -> list[DecisionRow]:
-    facts = {r["model"]: r for r in model_facts(data.essays).iter_rows(named=True)}
+def _decisions(model_facts: pl.DataFrame, sections: list[JudgeSection]) -> list[DecisionRow]:
+    facts = {r["model"]: r for r in model_facts.iter_rows(named=True)}
     boards = [{r.model: r for r in s.leaderboard} for s in sections]
     models = sorted(set(facts) | {m for b in boards for m in b})
     return [DecisionRow(m, [b.get(m) for b in boards], facts.get(m, {})) for m in models]
@@ -101,11 +103,13 @@ def context(data: RunData) -> dict[str, Any]:
     labels = labels_for(data.judgments)
     ids = ChartIds()
     sections = [judge_section(ids, data, judge, labels) for judge in judges_of(data.judgments)]
-    prompts = drilldown(data.essays, data.judgments, labels)
+    # every essay's length verdict, once (the drill-down and the model facts read it)
+    checked = compliance_table(data.essays, prompt_column="prompt_text")
+    prompts = drilldown(data.essays, data.judgments, labels, checked)
     essays = [e for p in prompts for e in p.essays]
-    facts = model_facts(data.essays)
+    facts = model_facts(data.essays, checked)
     return {
-        "data": data, "judges": sections, "decisions": _decisions(data, sections),
+        "data": data, "judges": sections, "decisions": _decisions(facts, sections),
         "agreement": _agreement(data, sections), "length_control_note": LENGTH_CONTROL_NOTE,
         "facts": facts.to_dicts(), "compliance_svg": compliance_chart(ids, facts),
         "cost_bound_note": upper_bound_note(dict(facts.select("model", "cost_upper_bound")

@@ -127,13 +127,15 @@ def _ok_lengths(essays: pl.DataFrame) -> pl.DataFrame:
                            pl.Series("is_off", off, dtype=pl.Boolean))
 
 
-def model_facts(essays: pl.DataFrame) -> pl.DataFrame:
+def model_facts(essays: pl.DataFrame, checked: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model: essays, failures, length compliance, off-language share (of ok essays),
     cost per 1,000 characters (``llm.cost_basis``: all its essays' spend, billed failures
     included, over the grid count of its ok essays; ``cost_upper_bound``: its essays priced
     without a cached-input figure), latency per 1,000 characters (ok essays) and p95
     latency."""
-    rates = compliance_rates(compliance_table(essays, prompt_column="prompt_text"))
+    if checked is None:  # each essay's length verdict (the caller may have it)
+        checked = compliance_table(essays, prompt_column="prompt_text")
+    rates = compliance_rates(checked)
     ok = _ok_lengths(essays)
     per_ok = ok.group_by("model").agg(
         pl.len().alias("n_ok"), pl.col("is_off").mean().alias("off_language_rate"),

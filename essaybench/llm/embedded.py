@@ -212,6 +212,7 @@ class EmbeddedServer:
         startup_timeout_s: float = 60.0,
         stop_grace_s: float = 5.0,
         port_attempts: int = 3,
+        embedding: bool = False,
     ) -> None:
         self.log_dir = Path(log_dir) if log_dir is not None else Path(
             tempfile.mkdtemp(prefix="essaybench-embedded-"))
@@ -224,6 +225,8 @@ class EmbeddedServer:
         self.startup_timeout_s = startup_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port_attempts = port_attempts
+        # llama.cpp's embedding mode: /v1/embeddings (mean-pooled hidden states), no chat
+        self.embedding = embedding
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.log_path: Path | None = None
@@ -277,7 +280,8 @@ class EmbeddedServer:
     def _spawn(self, model: Path, alias: str,
                port: int) -> tuple[subprocess.Popen[bytes], Path]:
         settings = {"model": str(model), "alias": alias, "port": port, "n_ctx": self.n_ctx,
-                    "n_threads": self.n_threads, "seed": self.seed, "cache_mib": self.cache_mib}
+                    "n_threads": self.n_threads, "seed": self.seed, "cache_mib": self.cache_mib,
+                    "embedding": self.embedding}
         log_path = self.log_dir / f"llama-server-{port}.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
@@ -364,6 +368,9 @@ def _server_params(xlc: Any, settings: dict[str, Any]) -> Any:
     # at once: a seeded reply then changed with the calls before it (measured: 4 of 4 at
     # temperature 0.9). Without it the results match; it costs ~25% more CPU per prompt.
     params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    if settings.get("embedding"):  # a server of its own: embedding mode serves no chat
+        params.embedding = True
+        params.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     return params
 
 

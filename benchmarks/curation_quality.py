@@ -41,6 +41,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
+
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.curate.classify import ClassifyParams
 from essaybench.curate.config import load_curate_config

@@ -220,20 +220,6 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     if sharding is not None:
         check_merged_task(run_id, store_root, parts_url_of(sharding, store_root),
                           {stage: result[stage] for stage in LLM_STAGES})
-    # From here on every stage reads and writes the catalog in this process, back to back:
-    # it stays open until the report is written (store/held.py: ~20 ms a connection saved,
-    # ~40 times at the paper's scale); other processes wait for its lock meanwhile.
-    with store.hold():
-        _after_calls(store, config, result, run_id, benchmark_config, store_root, snapshot_id,
-                     lock_timeout_s)
-    return result
-
-
-def _after_calls(store: Store, config: BenchmarkConfig, result: dict[str, Any], run_id: str,
-                 benchmark_config: str, store_root: str, snapshot_id: str | None,
-                 lock_timeout_s: float) -> None:
-    """Aggregate, pairwise (when configured), statistics, alerts and the report page,
-    each reading what the run's LLM stages wrote; adds what each wrote to ``result``."""
     result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
                                         snapshot_id, lock_timeout_s=lock_timeout_s))
     # Pairwise judging (when configured) and the statistics read what aggregate read.
@@ -255,6 +241,7 @@ def _after_calls(store: Store, config: BenchmarkConfig, result: dict[str, Any], 
                                           config.judge.skip_off_language)
     # The HTML page of everything above (a failed run's too: it shows what went wrong).
     result["report"] = report_task(run_id, store_root, lock_timeout_s)
+    return result
 
 
 def _force_with() -> str:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import duckdb
 
-from essaybench.store import held
 from essaybench.store.lock import (
     StoreBusyError,
     format_seconds,
@@ -58,11 +57,6 @@ def read_only(db_path: Path, lock_path: Path, what: str, *, wait_s: float = 10.0
     ``StoreBusyError`` when a writer holds it for longer than ``wait_s``."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no {what} at {db_path}")
-    h = held.held(db_path)
-    if h is not None:  # this process holds it open (Store.hold): its lock is ours already
-        with held.transaction(h, begin=False) as cur:
-            yield cur
-        return
     with _shared_lock(lock_path, f"{what} {db_path}", wait_s, poll_s):
         try:
             con = duckdb.connect(str(db_path), read_only=True)

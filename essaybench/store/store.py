@@ -33,7 +33,6 @@ from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
 from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
-from essaybench.store import held
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
@@ -148,19 +147,18 @@ class Store:
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A catalog connection held under the store's exclusive lock (a read-only
         connection under a shared one, when the store is read-only)."""
-        h = held.held(self.catalog_path)
-        if h is not None:  # this process holds the catalog open (Store.hold)
-            with held.transaction(h, begin=not self.read_only) as cur:
-                yield cur
-            return
         if self.read_only:
             with self._read_only_connection() as con:
                 yield con
             return
         self.root.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s):
-            con = self._open_catalog()
+            con = duckdb.connect(str(self.catalog_path))
             try:
+                con.execute(statement("catalog_schema"))
+                if self.catalog_path not in _MIGRATED:
+                    con.execute(statement("catalog_migrate"))
+                    _MIGRATED.add(self.catalog_path)
                 con.execute("BEGIN TRANSACTION")
                 try:
                     yield con
@@ -170,43 +168,6 @@ class Store:
                 con.execute("COMMIT")
             finally:
                 con.close()
-
-    def _open_catalog(self) -> duckdb.DuckDBPyConnection:
-        """The catalog opened read-write, its schema brought up to date (call under the
-        store's exclusive lock)."""
-        con = duckdb.connect(str(self.catalog_path))
-        try:
-            con.execute(statement("catalog_schema"))
-            if self.catalog_path not in _MIGRATED:
-                con.execute(statement("catalog_migrate"))
-                _MIGRATED.add(self.catalog_path)
-        except BaseException:
-            con.close()
-            raise
-        return con
-
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Keep the catalog open, under the store's exclusive lock, until the block ends:
-        each ``connect`` of this process in between (any ``Store`` of this root, any
-        thread) reuses it instead of opening the database again (``store/held.py``). For
-        a burst of catalog work in one process, such as the stages after a run's LLM
-        calls; other processes wait for the lock meanwhile. A read-only store, or a
-        catalog this process holds already, holds nothing more."""
-        if self.read_only or held.held(self.catalog_path) is not None:
-            yield
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s):
-            con = self._open_catalog()
-            if not held.register(self.catalog_path, con):  # another thread got there first
-                con.close()
-                yield
-                return
-            try:
-                yield
-            finally:
-                held.release(self.catalog_path)
 
     @contextmanager
     def _read_only_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -24,6 +24,7 @@ from essaybench.stages.collect import collect_stage
 from essaybench.stages.curate_step import NoUpstreamError, upstream_stage
 from essaybench.stages.dedup import dedup_stage
 from essaybench.stages.filter import filter_stage
+from essaybench.stages.gold import carry_gold_set
 from essaybench.stages.rouge import rouge_stage
 from essaybench.store import Snapshot, Store
 
@@ -88,6 +89,7 @@ def publish_prompt_set(store: Store, run_id: str, classified: Snapshot) -> Publi
         raise EmptyPromptSetError(
             f"no prompt survived curation ({funnel.raw} raw records: {steps or 'none'}): "
             f"nothing published; the latest prompt set stays {latest or '(none)'}")
+    previous = store.latest_prompt_set_version()
     folder = store.root / "prompt_sets" / prompt_set.version
     manifest = {
         "classify_snapshot_id": classified.snapshot_id,
@@ -101,6 +103,7 @@ def publish_prompt_set(store: Store, run_id: str, classified: Snapshot) -> Publi
         "funnel": funnel.to_dict(), "jsonl_path": str(paths["jsonl"].relative_to(store.root)),
         "parquet_path": str(paths["parquet"].relative_to(store.root)),
     })
+    carry_gold_set(store, previous, prompt_set.version)  # the gold items it still holds
     return PublishedPromptSet(prompt_set.version, prompt_set, funnel, paths,
                               classified.snapshot_id)
 

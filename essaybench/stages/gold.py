@@ -15,7 +15,13 @@ from pathlib import Path
 import polars as pl
 
 from essaybench.bench.config import BenchmarkConfig
-from essaybench.bench.gold import LoadedGold, check_prompt_ids, gold_from_stored, load_gold
+from essaybench.bench.gold import (
+    LoadedGold,
+    check_prompt_ids,
+    fingerprint,
+    gold_from_stored,
+    load_gold,
+)
 from essaybench.core.contracts import OK
 from essaybench.core.errors import NotFoundError, UserError
 from essaybench.store import Store
@@ -75,6 +81,34 @@ def attach_gold_file(store: Store, path: Path | str, prompt_set: str = "latest"
     stored, added = attach_gold_set(store, record,
                                     gold.model_dump(mode="json", exclude_none=True))
     return AttachedGold(stored, loaded), added
+
+
+def carry_gold_set(store: Store, previous: str | None, version: str) -> AttachedGold | None:
+    """A newly published prompt set ``version`` takes the newest gold set of ``previous``
+    (the version that was the latest), restricted to the prompts it still holds: a weekly
+    curation that publishes a new version keeps its gold items (and a run with
+    ``judge.gold_criteria`` keeps working) without attaching the file again. Nothing when
+    ``version`` has a gold set already, ``previous`` has none, or none of its prompts is
+    left; the carried set is stored like an attached one (its sha256 differs when items
+    were left out) and says where it came from."""
+    if previous is None or previous == version or gold_sets(store, version):
+        return None
+    older = gold_sets(store, previous)
+    if not older:
+        return None
+    source = stored_gold(store, older[0])
+    ids = prompt_ids_of(store, version)
+    items = tuple(i for i in source.loaded.gold.items if i.prompt_id in ids)
+    if not items:
+        return None
+    gold = source.loaded.gold.model_copy(update={"items": items})
+    record = GoldRecord(prompt_set_version=version, version=gold.version,
+                        sha256=fingerprint(gold), n_items=len(items),
+                        n_criteria=len(gold.criteria()), format=source.record.format,
+                        source=f"carried from prompt set {previous} ({source.record.source})",
+                        path="")
+    stored, _ = attach_gold_set(store, record, gold.model_dump(mode="json", exclude_none=True))
+    return AttachedGold(stored, LoadedGold(gold, record.sha256, stored.path, "stored"))
 
 
 def stored_gold(store: Store, record: GoldRecord) -> AttachedGold:

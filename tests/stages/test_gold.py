@@ -270,3 +270,36 @@ def test_reference_figures_use_the_attached_set_with_the_embedding_cosine(
     assert failing["embedding_error"] == "not in the model registry"
     assert failing["models"][JUDGED_WRITERS[0]]["median_embedding"] is None
     assert failing["models"][JUDGED_WRITERS[0]]["median_rouge_l"] is not None
+
+
+def test_a_new_prompt_set_version_keeps_the_gold_items_it_still_holds(
+        curated_copy: Store, tmp_path: Path) -> None:
+    """The weekly curation publishes a new version: the newest gold set of the version
+    that was the latest comes along, restricted to the prompts the new one still holds,
+    and says where it came from; a run with the criteria on then finds it."""
+    from essaybench.stages.curate import publish_prompt_set
+
+    store = curated_copy
+    version = store.latest_prompt_set_version()
+    assert version is not None
+    a, b = sorted(prompt_ids_of(store, version))[:2]
+    attach_gold_file(store, write_gold(tmp_path / "gold.yaml", [
+        {"prompt_id": a, "reference": "参考范文甲", "criteria": CRITERIA},
+        {"prompt_id": b, "reference": "参考范文乙"}]))
+    classified = store.require_ok_snapshot("classify", "curate", "test")
+    # the next week's curation: prompt b is no longer kept (it waits for review)
+    table = classified.read().with_columns(
+        pl.when(pl.col("prompt_id") == b).then(pl.lit("unclassified"))
+        .otherwise(pl.col("decision")).alias("decision"))
+    snap = store.write_snapshot("classify", table, classified.upstream_snapshot_ids)
+    published = publish_prompt_set(store, "curate-w2", snap)
+    assert published.version != version and b not in prompt_ids_of(store, published.version)
+    [carried] = gold_sets(store, published.version)
+    assert (carried.version, carried.n_items, carried.n_criteria) == ("g1", 1, 1)
+    assert carried.source.startswith(f"carried from prompt set {version} (")
+    gold = stored_gold(store, carried)  # stored like an attached one, its sha256 checked
+    assert [i.prompt_id for i in gold.loaded.gold.items] == [a]
+    on = BenchmarkConfig(generate=GenerateParams(models=("w",)),
+                         judge=JudgeParams(judges=["j"], gold_criteria=True))
+    _, used = judge_config(store, "week-2", on, published.version)
+    assert used is not None and used.record == carried

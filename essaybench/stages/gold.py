@@ -73,11 +73,18 @@ def attach_gold_file(store: Store, path: Path | str, prompt_set: str = "latest"
     version = resolve_prompt_set(store, prompt_set)
     loaded = load_gold(path)
     check_prompt_ids(loaded, prompt_ids_of(store, version), version)
+    return _attach(store, version, loaded, str(path))
+
+
+def _attach(store: Store, version: str, loaded: LoadedGold, source: str
+            ) -> tuple[AttachedGold, bool]:
+    """Store ``loaded`` as a gold set of prompt set ``version`` (its prompt ids checked
+    by the caller); (the attached set, whether it is new)."""
     gold = loaded.gold
     record = GoldRecord(prompt_set_version=version, version=gold.version,
                         sha256=loaded.fingerprint, n_items=len(gold.items),
                         n_criteria=len(gold.criteria()), format=loaded.format,
-                        source=str(path), path="")
+                        source=source, path="")
     stored, added = attach_gold_set(store, record,
                                     gold.model_dump(mode="json", exclude_none=True))
     return AttachedGold(stored, loaded), added
@@ -102,13 +109,9 @@ def carry_gold_set(store: Store, previous: str | None, version: str) -> Attached
     if not items:
         return None
     gold = source.loaded.gold.model_copy(update={"items": items})
-    record = GoldRecord(prompt_set_version=version, version=gold.version,
-                        sha256=fingerprint(gold), n_items=len(items),
-                        n_criteria=len(gold.criteria()), format=source.record.format,
-                        source=f"carried from prompt set {previous} ({source.record.source})",
-                        path="")
-    stored, _ = attach_gold_set(store, record, gold.model_dump(mode="json", exclude_none=True))
-    return AttachedGold(stored, LoadedGold(gold, record.sha256, stored.path, "stored"))
+    carried = LoadedGold(gold, fingerprint(gold), format=source.record.format)
+    return _attach(store, version, carried,
+                   f"carried from prompt set {previous} ({source.record.source})")[0]
 
 
 def stored_gold(store: Store, record: GoldRecord) -> AttachedGold:

@@ -9,14 +9,13 @@ a file is read is ``bench/gold.py``'s business; here it is data with an identity
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from essaybench.core.errors import UserError
+from essaybench.core.files import write_atomically
 from essaybench.core.hashing import canonical_json
 from essaybench.core.sql import statement
 from essaybench.store.store import Store
@@ -57,18 +56,6 @@ def gold_sets(store: Store, prompt_set_version: str | None = None) -> list[GoldR
     return _records(store, prompt_set_version)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def attach_gold_set(store: Store, record: GoldRecord, content: Any) -> tuple[GoldRecord, bool]:
     """Store ``content`` (the set's canonical JSON data) under ``record``; (the record in
     the store, whether it is new). The same content attached again is the existing
@@ -83,7 +70,7 @@ def attach_gold_set(store: Store, record: GoldRecord, content: Any) -> tuple[Gol
                 f"from {old.source}): a published gold set is never edited, give the "
                 "changed set a new version")
     rel = Path("gold") / record.prompt_set_version / f"{record.version}-{record.sha256[:12]}.json"
-    _write_atomically(store.root / rel, canonical_json(content).encode("utf-8"))
+    write_atomically(store.root / rel, canonical_json(content).encode("utf-8"))
     stored = GoldRecord(**{**record.__dict__, "path": rel.as_posix(),
                            "created_at": datetime.now(UTC)})
     with store.connect() as con:

@@ -12,9 +12,8 @@ Three views, each over what both judges of a pair scored:
   of the essays every judge scored, ranked (ties averaged) and put on 0–100 as
   100·(rank − ½)/n; the gap is the largest minus the smallest of an essay's percentiles.
 
-Spearman's ρ is the Pearson correlation of the average ranks (ties get the mean of the
-ranks they span, as ``scipy.stats.spearmanr`` does); None below :data:`MIN_ITEMS` items
-or when either side has no spread.
+Spearman's ρ is ``scipy.stats.spearmanr``'s (the Pearson correlation of the average
+ranks); None below :data:`MIN_ITEMS` items or when either side has no spread.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from itertools import combinations
 
 import numpy as np
 import polars as pl
-from scipy.stats import rankdata
+from scipy.stats import rankdata, spearmanr
 
 ESSAY_KEYS = ("prompt_id", "model", "sample_index")
 MIN_ITEMS = 3  # fewer items than this: no correlation worth printing
@@ -44,11 +43,9 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"spearman needs two 1-D arrays of one length, got {a.shape}, "
                          f"{b.shape}")
-    if len(a) < MIN_ITEMS:
+    if len(a) < MIN_ITEMS or np.ptp(a) == 0 or np.ptp(b) == 0:  # no spread: says nothing
         return None
-    ra, rb = rankdata(a) - (len(a) + 1) / 2, rankdata(b) - (len(b) + 1) / 2
-    den = float(np.sqrt((ra * ra).sum() * (rb * rb).sum()))
-    return float((ra * rb).sum() / den) if den > 0 else None
+    return float(spearmanr(a, b).statistic)
 
 
 def _wide(scores: pl.DataFrame, keys: Sequence[str], score: str) -> tuple[pl.DataFrame,

@@ -2,7 +2,7 @@
 configs/token_ratios.yaml that ``essaybench estimate`` counts tokens with when the ledger
 has no history (issue 26 item 5).
 
-Each text is split into three scripts (``bench.token_text.script_counts``): CJK (Chinese
+Each text is split into three scripts (``llm.token_text.script_counts``): CJK (Chinese
 characters, CJK and full-width punctuation), Latin letters, and the rest (digits, ASCII
 punctuation, spaces, newlines, JSON syntax). Per tokenizer a non-negative least-squares
 fit of tokens = Σ script characters × ratio runs over the texts an estimate counts: real
@@ -35,10 +35,10 @@ import numpy as np
 from scipy.optimize import nnls
 
 from essaybench.bench.judge.request import JudgeParams, load_scoring, make_renderer
-from essaybench.bench.token_text import SCRIPTS, script_counts
 from essaybench.core.contracts import GENRES
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.schema import generate_instance
+from essaybench.llm.token_text import SCRIPTS, script_counts
 
 SHARED = PROJECT_ROOT.parent / "shared" / "data"
 ENGLISH = ("The essay states a clear position and supports it with relevant evidence. "

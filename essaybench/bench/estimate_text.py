@@ -1,7 +1,7 @@
 """The sizes an estimate without ledger history reads from the text: an essay's length
 from its prompt (the length it asks for, capped at max_tokens), a structured reply's from
 its answer schema, and both in tokens of the model's tokenizer family
-(:mod:`essaybench.bench.token_text`)."""
+(:mod:`essaybench.llm.token_text`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from essaybench.bench.token_text import TokenRatios, token_ratios
 from essaybench.constraints.length import length_requirement
 from essaybench.llm.registry import ModelSpec
+from essaybench.llm.token_text import TokenRatios, token_ratios
 
 MIN_LENGTH_MARGIN = 1.2  # "不少于800字": assume essays run 20% past a minimum
 DEFAULT_ESSAY_CHARS = 800  # a prompt that asks for no length (a school essay's usual)

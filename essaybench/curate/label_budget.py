@@ -5,42 +5,29 @@ model's tokenizer (SmolLM2), so a 200-character evidence alone can need 370 toke
 budget is the longest answer the schema allows — every key, the longest value of each
 label (a list of every genre, where a choice is allowed), the evidence at its
 ``maxLength`` in Chinese characters — counted at the tokens per character of the model's
-tokenizer family (``configs/token_ratios.yaml``, measured by
-``benchmarks/token_ratios.py``; a family it does not list is counted at the highest
+tokenizer family (``llm.token_text.token_ratios``: ``configs/token_ratios.yaml``, measured
+by ``benchmarks/token_ratios.py``; a family it does not list is counted at the highest
 ratios it holds), plus a margin for whitespace, a code fence and the end of the reply.
-
-The ratios are read from the file here rather than through ``essaybench.bench`` (whose
-estimates use the same file): curation sits beside the benchmark, not above it.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from typing import Any
 
-from essaybench.core.paths import resource
-from essaybench.core.yamlio import read_yaml
+from essaybench.llm.token_text import token_ratios
 
 MARGIN = 1.25  # reply tokens beyond the counted characters (whitespace, tokenizer spread)
 FIXED_TOKENS = 16  # a code fence, a newline, the end-of-reply token
 _CJK_FILL = "字"  # the evidence counted as Chinese characters, the costly script
 
 
-@functools.cache
-def _ratio_table() -> dict[str, tuple[float, float]]:
-    """family -> (tokens per CJK character, tokens per other character)."""
-    doc = read_yaml(resource("configs", "token_ratios.yaml"), "token ratios")
-    families = doc.data.get("families") or {}
-    return {str(name): (float(r["cjk"]), float(max(r["latin"], r["other"])))
-            for name, r in families.items()}
-
-
 def ratios(family: str | None) -> tuple[float, float]:
     """(tokens per CJK character, per other character) of ``family``; for a family the
     file does not list, the highest of each it holds."""
-    table = _ratio_table()
+    table = {name: (r.cjk, max(r.latin, r.other))
+             for name, r in token_ratios().families.items()}
     if family in table:
         return table[family]
     return max(c for c, _ in table.values()), max(o for _, o in table.values())

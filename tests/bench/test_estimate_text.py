@@ -11,10 +11,10 @@ import pytest
 
 from essaybench.bench.estimate_text import essay_tokens, expected_reply, reply_tokens
 from essaybench.bench.judge.request import JudgeParams, load_scoring, make_renderer
-from essaybench.bench.token_text import script_counts, token_ratios
 from essaybench.core.contracts import GENRES
 from essaybench.core.paths import resource
 from essaybench.llm.fake.protocol import count_tokens, parse_chat
+from essaybench.llm.token_text import script_counts, token_ratios
 
 PROMPT = "阅读下面的材料，根据要求写作。（60分）……要求：选准角度，自拟标题，不少于800字。"
 EXAM = resource("data", "raw", "exam_prompts.md").read_text(encoding="utf-8")

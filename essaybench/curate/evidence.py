@@ -48,10 +48,10 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in quotations(text, 0, len(text)) if text[a] != "《"]
 
 
-def locate(evidence: str, text: str) -> tuple[int, int] | None:
-    """Where ``evidence`` first occurs in ``text`` (a normalised prompt, so the offsets of
-    ``labeler.passage_at`` index it)."""
-    return passage_at(evidence, text)
+def _quoted(span: tuple[int, int], quotes: list[tuple[int, int]]) -> bool:
+    """Whether ``span`` lies inside one of ``quotes`` (after its opening mark)."""
+    x, y = span
+    return any(q0 < x and y <= q1 for q0, q1 in quotes)
 
 
 def letters(text: str) -> int:
@@ -61,7 +61,7 @@ def letters(text: str) -> int:
 def check_evidence(evidence: str, text: str, parts: PromptParts) -> EvidenceCheck:
     """Whether ``evidence`` can carry a labeller's answer about ``text`` (split into
     ``parts``); see the module docstring."""
-    span = locate(evidence, text)
+    span = passage_at(evidence, text)  # ``text`` is normalised, as its offsets need
     if span is None:
         return EvidenceCheck("is not a passage of the prompt")
     a, b = span
@@ -75,8 +75,7 @@ def check_evidence(evidence: str, text: str, parts: PromptParts) -> EvidenceChec
     quotes = quoted_spans(text)
     for word, (x, y) in cues:
         segment = parts.segment_at(x)
-        quoted = any(q0 < x and y <= q1 for q0, q1 in quotes)
-        if segment in _STRONG and not quoted:
+        if segment in _STRONG and not _quoted((x, y), quotes):
             return EvidenceCheck(None, span, segment, word)
     word, (x, _) = cues[0]
     where = ("inside quotation marks (quoted material)"
@@ -93,6 +92,6 @@ def essay_task_cue(text: str, parts: PromptParts) -> str | None:
     quotes = quoted_spans(text)
     for found in ESSAY_TASK.finditer(matching_text(text)):
         x, y = found.span()
-        if parts.segment_at(x) in _STRONG and not any(q0 < x and y <= q1 for q0, q1 in quotes):
+        if parts.segment_at(x) in _STRONG and not _quoted((x, y), quotes):
             return text[x:y]
     return None

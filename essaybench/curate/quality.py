@@ -104,7 +104,8 @@ class WritingBenchLabel(_Labels):
     domain2: str
 
 
-def _read_jsonl(path: Path, model: type[_M]) -> list[_M]:
+def read_jsonl_models(path: Path, model: type[_M]) -> list[_M]:
+    """Each non-blank line of ``path`` as ``model``; ValueError naming file:line."""
     items = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -119,27 +120,35 @@ def _read_jsonl(path: Path, model: type[_M]) -> list[_M]:
 
 
 def load_eval_set(path: Path) -> list[EvalItem]:
-    items = _read_jsonl(path, EvalItem)
+    items = read_jsonl_models(path, EvalItem)
     dup = [k for k, n in Counter(i.id for i in items).items() if n > 1]
     if dup:
         raise ValueError(f"{path}: id {dup[0]} appears more than once")
     return items
 
 
+def writingbench_query(rows: list[str], line: int, index: str, labels: Path,
+                       queries: Path) -> str:
+    """The query text at ``line`` (1-based) of WritingBench's ``queries`` file (``rows``:
+    its lines), checked to carry the ``index`` the label in ``labels`` names."""
+    if line > len(rows):
+        raise ValueError(f"{labels}: line {line} is past the end of {queries}")
+    query = json.loads(rows[line - 1])
+    if str(query.get("index")) != index:
+        raise ValueError(f"{labels}: {queries} line {line} has index "
+                         f"{query.get('index')!r}, the label says {index!r}")
+    return str(query["query"])
+
+
 def load_writingbench_labels(labels: Path, queries: Path) -> list[EvalItem]:
     """The labelled sample with its texts read from ``queries`` (never stored with us)."""
     rows = queries.read_text(encoding="utf-8").splitlines()
     items = []
-    for label in _read_jsonl(labels, WritingBenchLabel):
-        if label.line > len(rows):
-            raise ValueError(f"{labels}: line {label.line} is past the end of {queries}")
-        query = json.loads(rows[label.line - 1])
-        if str(query.get("index")) != label.index:
-            raise ValueError(f"{labels}: {queries} line {label.line} has index "
-                             f"{query.get('index')!r}, the label says {label.index!r}")
+    for label in read_jsonl_models(labels, WritingBenchLabel):
+        text = writingbench_query(rows, label.line, label.index, labels, queries)
         fields = label.model_dump(exclude={"line", "index", "domain2"})
-        items.append(EvalItem(id=f"wb-line{label.line}", kind="writingbench",
-                              text=str(query["query"]), **fields))
+        items.append(EvalItem(id=f"wb-line{label.line}", kind="writingbench", text=text,
+                              **fields))
     return items
 
 

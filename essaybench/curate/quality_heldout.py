@@ -27,7 +27,11 @@ from essaybench.core.contracts import Decision
 from essaybench.curate.classify import ClassifyParams
 from essaybench.curate.filter import FilterParams
 from essaybench.curate.labeler import PromptLabeler
-from essaybench.curate.quality import filter_and_classify
+from essaybench.curate.quality import (
+    filter_and_classify,
+    read_jsonl_models,
+    writingbench_query,
+)
 
 WB_FILE = Path("writingbench_zh_queries") / "zh_queries.jsonl"
 WPB_FILE = Path("writingpreferencebench") / "prompts.jsonl"
@@ -59,21 +63,17 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
 def load_shared_heldout(labels: Path, shared_data: Path) -> list[LabelledText]:
     """The labelled items with their texts read from ``shared_data`` (../shared/data);
     ValueError when a referenced row is missing or its key does not match."""
-    wanted = [HeldoutLabel.model_validate(row) for row in _jsonl(labels)]
+    wanted = read_jsonl_models(labels, HeldoutLabel)
     wb = (shared_data / WB_FILE).read_text(encoding="utf-8").splitlines()
     wpb = {str(r["question_id"]): str(r["prompt"]) for r in _jsonl(shared_data / WPB_FILE)}
     items = []
     for label in wanted:
         if label.source == "writingbench_zh_queries":
-            if label.line is None or label.line > len(wb):
-                raise ValueError(f"{labels}: {label.source} line {label.line} is not in "
-                                 f"{shared_data / WB_FILE}")
-            query = json.loads(wb[label.line - 1])
-            if str(query.get("index")) != label.key:
-                raise ValueError(f"{labels}: line {label.line} has index "
-                                 f"{query.get('index')!r}, the label says {label.key!r}")
-            items.append(LabelledText(f"wb-line{label.line}", str(query["query"]),
-                                      label.is_essay, label.note))
+            if label.line is None:
+                raise ValueError(f"{labels}: a {label.source} label needs its line")
+            text = writingbench_query(wb, label.line, label.key, labels, shared_data / WB_FILE)
+            items.append(LabelledText(f"wb-line{label.line}", text, label.is_essay,
+                                      label.note))
         else:
             if label.key not in wpb:
                 raise ValueError(f"{labels}: question_id {label.key} is not in "

@@ -15,6 +15,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from essaybench.core.activity import doing
 from essaybench.core.export import markdown_grid
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.report import write_report
@@ -48,7 +49,8 @@ def report_task(run_id: str, store_root: str,
                 lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str | None:
     log = get_run_logger()
     try:
-        path = write_report(Store(store_root, lock_timeout_s), run_id)
+        with doing("report"):  # no stage row: a progress display names it all the same
+            path = write_report(Store(store_root, lock_timeout_s), run_id)
         create_markdown_artifact(markdown=summary_markdown(run_id, path),
                                  key=artifact_key(run_id, "report"),
                                  description=f"Report of run {run_id}")

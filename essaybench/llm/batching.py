@@ -290,9 +290,12 @@ class FollowUps:
                 if not release_all:
                     break
 
-    def after(self, request: ChatRequest, result: ChatResult) -> None:
+    def after(self, request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        """Ask ``request``'s follow-ups of its result; returns those not asked before
+        (what this batch may send for it)."""
+        asked: list[ChatRequest] = []
         if self.follow_up is None or self.pools is None:
-            return
+            return asked
         self._advance(1)
         for extra in self.follow_up(request, result):
             if self.gateway.batched(extra.model):
@@ -302,8 +305,10 @@ class FollowUps:
                 self.seen.add(call.key)
                 self.pending.append(call)
                 self.unique += 1
+                asked.append(extra)
         if self.pending:
             self.pools.wake.set()  # wakes the feeder
+        return asked
 
     def close_when_idle(self) -> None:
         """Every primary request is submitted: the feeder ends once nothing is pending

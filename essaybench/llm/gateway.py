@@ -255,7 +255,9 @@ class Gateway:
             done += 1
             if progress is not None:
                 progress(result, done, total)
-            follow.after(call.request, result)
+            asked = follow.after(call.request, result)
+            if follow_up is not None:  # so the ETA counts the follow-ups still to come
+                observer.followed(call.request, asked)
 
         observer = self.observer or current_progress()
         self._active_runs += 1

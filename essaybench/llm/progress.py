@@ -1,26 +1,38 @@
 """Progress of gateway batches: calls done/total per (stage, model), ok/failed, tokens.
 
-The gateway tells one :class:`Progress` observer when a call is queued to be sent and
-when it finishes; each event is an O(1) update (no logging per call: the gateway is
-tuned for 10k-call batches). Which observer is process-wide (``set_progress``): the CLI
-puts a live display there in a terminal; the default, a :class:`TextReporter`, logs one
-line every few seconds through the ``essaybench.progress`` logger, which a Prefect
-worker forwards to the flow run's log when ``PREFECT_LOGGING_EXTRA_LOGGERS=essaybench``.
-Calls served from the ledger are not counted: nothing is sent for them.
+The gateway tells one :class:`Progress` observer when a call is queued to be sent, when
+it finishes, and which follow-ups a finished call asked for (the judge calls of a fresh
+essay); each event is an O(1) update (no logging per call: the gateway is tuned for
+10k-call batches). The follow-ups the calls still to come will ask for count in the
+total and the ETA before they exist: as many per call as the typical call asked so far.
+Which observer is process-wide (``set_progress``): the CLI puts a live display there in a
+terminal, and a text reporter on a clock (``ticking``) when piped; the default, a
+:class:`TextReporter`, logs one line every few seconds through the ``essaybench.progress``
+logger, which a Prefect worker forwards to the flow run's log when
+``PREFECT_LOGGING_EXTRA_LOGGERS=essaybench``. Calls served from the ledger are not
+counted: nothing is sent for them. Each line names the stage that runs
+(``core.activity``), which is all there is to say while a stage makes no calls.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from essaybench.core import activity
+from essaybench.core.errors import UserError
 from essaybench.llm.types import ChatRequest, ChatResult
 
 LOGGER_NAME = "essaybench.progress"
-DEFAULT_INTERVAL_S = 5.0
+DEFAULT_INTERVAL_S = 10.0
+INTERVAL_ENV = "ESSAYBENCH_PROGRESS_S"  # seconds between two progress lines when piped
 logger = logging.getLogger(LOGGER_NAME)
 # INFO even though the root logger stays at WARNING: the lines are the point.
 logger.setLevel(logging.INFO)
@@ -37,6 +49,11 @@ class Progress(Protocol):
 
     def finished(self, request: ChatRequest, result: ChatResult) -> None:
         """``request``'s call ended with ``result`` (ok or not; before it is recorded)."""
+        ...
+
+    def followed(self, request: ChatRequest, asked: Sequence[ChatRequest]) -> None:
+        """``request``, sent in a batch with follow-ups, asked for ``asked`` (those not
+        asked for before; possibly none, e.g. a failed essay): told once per sent call."""
         ...
 
     def batch_ended(self) -> None:
@@ -65,6 +82,11 @@ class ProgressBoard:
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
     started: float | None = None
     last_note: str | None = None  # e.g. what a run waits for in provider batches
+    # Calls whose follow-ups are known, per (stage, model) of the asking call ...
+    asked_by: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # ... and per (stage, model) of the follow-ups: how many calls asked for how many
+    # (calls that asked for none of them are the rest of ``asked_by``'s total).
+    asks: dict[tuple[str, str], Counter[int]] = field(default_factory=dict)
 
     def note(self, line: str) -> None:
         """A line to show as it is (the gateway's batch mode: each open batch's state)."""
@@ -90,30 +112,90 @@ class ProgressBoard:
             tally.failed += 1
         tally.tokens += (result.usage.input_tokens or 0) + (result.usage.output_tokens or 0)
 
+    def followed(self, request: ChatRequest, asked: Sequence[ChatRequest]) -> None:
+        self.asked_by[(request.stage, request.model)] += 1
+        for key, n in Counter((r.stage, r.model) for r in asked).items():
+            self.asks.setdefault(key, Counter())[n] += 1
+
     def batch_ended(self) -> None:
         pass
+
+    def expected(self) -> dict[tuple[str, str], int]:
+        """Follow-ups not asked for yet, per (stage, model): the calls still to come that
+        ask for follow-ups, times the typical (median) number a call asked for so far.
+        The median, not the mean: the first essay's follow-ups also carry one-off calls
+        (the drift anchors), which would inflate a mean for the whole run."""
+        asking = sum(self.asked_by.values())
+        if asking == 0:
+            return {}
+        to_come = sum(max(0, self.tallies[key].total - n) for key, n in
+                      list(self.asked_by.items()) if key in self.tallies)
+        return {key: to_come * typical for key, counts in list(self.asks.items())
+                if (typical := _median(counts, asking)) > 0 and to_come > 0}
 
     def elapsed(self) -> float:
         return 0.0 if self.started is None else self.clock() - self.started
 
+    def remaining(self) -> int:
+        """Calls not done yet: planned, and the follow-ups expected."""
+        return (sum(t.total - t.done for t in list(self.tallies.values()))
+                + sum(self.expected().values()))
+
     def eta(self) -> float | None:
         """Seconds left at the pace so far; None before the first call is done."""
-        tallies = list(self.tallies.values())
-        done = sum(t.done for t in tallies)
-        total = sum(t.total for t in tallies)
+        done = sum(t.done for t in list(self.tallies.values()))
         if done == 0:
             return None
-        return self.elapsed() / done * (total - done)
+        return self.elapsed() / done * self.remaining()
+
+    def counts(self) -> list[tuple[str, str, Tally, int]]:
+        """(stage, model, tally, follow-ups expected) per row of the display."""
+        expected = self.expected()
+        return [(stage, model, t, expected.get((stage, model), 0))
+                for (stage, model), t in list(self.tallies.items())]
+
+    def summary(self) -> str:
+        """Elapsed and ETA; "calls done" instead of "ETA 0s" while a stage still runs."""
+        eta = self.eta()
+        if eta is not None and self.remaining() == 0 and activity.current() is not None:
+            return f"elapsed {duration(self.elapsed())}, calls done"
+        return f"elapsed {duration(self.elapsed())}, ETA {'?' if eta is None else duration(eta)}"
 
     def line(self) -> str:
-        """One line: each (stage, model) with done/total, ok/failed and tokens; then
-        elapsed and ETA."""
-        parts = [f"{stage or '-'} {model} {t.done}/{t.total} (ok {t.ok}, failed {t.failed}, "
-                 f"{t.tokens:,} tokens)"
-                 for (stage, model), t in list(self.tallies.items())]
-        eta = self.eta()
-        return (f"progress: {'; '.join(parts)}; elapsed {duration(self.elapsed())}, "
-                f"ETA {'?' if eta is None else duration(eta)}")
+        """One line: the stage that runs; each (stage, model) with done/total (``~``: with
+        the follow-ups expected), ok/failed and tokens; then elapsed and ETA."""
+        parts = [f"{stage or '-'} {model} {done_of(t, more)} (ok {t.ok}, failed {t.failed}, "
+                 f"{t.tokens:,} tokens)" for stage, model, t, more in self.counts()]
+        now = stage_text()
+        if not parts:
+            return f"progress: {now or 'no stage running'}"
+        head = f"{now}; " if now else ""
+        return f"progress: {head}{'; '.join(parts)}; {self.summary()}"
+
+
+def done_of(tally: Tally, expected: int) -> str:
+    """``done/total``; ``done/~total`` when the total counts follow-ups not asked yet."""
+    return (f"{tally.done}/~{tally.total + expected}" if expected
+            else f"{tally.done}/{tally.total}")
+
+
+def stage_text() -> str | None:
+    """"stage NAME running 1m05s" for what runs now (``core.activity``); None: nothing."""
+    now = activity.current()
+    return None if now is None else f"stage {now.name} running {duration(now.seconds())}"
+
+
+def _median(counts: Counter[int], n: int) -> int:
+    """The lower median of ``n`` numbers: those ``counts`` tallies, and zeros for the
+    rest (the calls that asked for none)."""
+    rank = (n - 1) // 2 - (n - sum(counts.values()))
+    if rank < 0:
+        return 0
+    for value in sorted(counts):
+        if rank < counts[value]:
+            return value
+        rank -= counts[value]
+    return 0
 
 
 def duration(seconds: float) -> str:
@@ -127,9 +209,25 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def interval_from_env(default: float = DEFAULT_INTERVAL_S) -> float:
+    """Seconds between two progress lines: ``$ESSAYBENCH_PROGRESS_S``, else ``default``."""
+    raw = os.environ.get(INTERVAL_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise UserError(f"{INTERVAL_ENV}={raw!r}: give the seconds between two progress "
+                        "lines, a number above 0")
+    return value
+
+
 class TextReporter(ProgressBoard):
     """A board that emits its line at most every ``interval_s`` (checked when a call
-    finishes: one clock read per call) and once when a batch ends."""
+    finishes: one clock read per call), once when a batch ends, and, while ``ticking``,
+    whenever the interval passes without a line (a slow call, a stage without calls)."""
 
     def __init__(self, interval_s: float = DEFAULT_INTERVAL_S,
                  emit: Callable[[str], None] | None = None, clock: Clock = time.monotonic) -> None:
@@ -137,6 +235,12 @@ class TextReporter(ProgressBoard):
         self.interval_s = interval_s
         self.emit = emit or logger.info
         self._next: float | None = None
+        self._lock = threading.Lock()  # the ticker's thread and the gateway's both emit
+
+    def _emit(self, line: str) -> None:
+        with self._lock:
+            self._next = self.clock() + self.interval_s
+        self.emit(line)
 
     def finished(self, request: ChatRequest, result: ChatResult) -> None:
         ProgressBoard.finished(self, request, result)
@@ -144,23 +248,61 @@ class TextReporter(ProgressBoard):
         if self._next is None:
             self._next = now + self.interval_s
         elif now >= self._next:
-            self._next = now + self.interval_s
-            self.emit(self.line())
+            self._emit(self.line())
+
+    def tick(self) -> float:
+        """Emit the line if the interval passed since the last one (or since the first
+        tick); returns the seconds until the next is due."""
+        now = self.clock()
+        with self._lock:
+            if self._next is None:
+                self._next = now + self.interval_s
+            due = now >= self._next
+        if due:
+            self._emit(self.line())
+        return max(0.0, (self._next or now) - self.clock())
+
+    def stage_started(self, doing: activity.Doing) -> None:
+        """A line when a stage starts (``core.activity`` listener): it says what runs."""
+        self._emit(f"progress: stage {doing.name} started")
 
     def note(self, line: str) -> None:
         ProgressBoard.note(self, line)
-        self.emit(line)
+        self._emit(line)
 
     def batch_ended(self) -> None:
         tallies = list(self.tallies.values())
         if tallies:
-            self.emit(self.line())
+            self._emit(self.line())
         # The next batch (the next stage) starts its own count; unless a concurrent
         # batch (the curation labeler runs several) still has calls under way.
         if all(t.done >= t.total for t in tallies):
             self.tallies = {}
             self.started = None
-            self._next = None
+            self.asked_by = Counter()
+            self.asks = {}
+
+
+@contextlib.contextmanager
+def ticking(reporter: TextReporter) -> Iterator[None]:
+    """While the block runs, ``reporter`` emits a line at least every ``interval_s``
+    whatever the calls do, and one when a stage starts (on a thread of its own)."""
+    stop = threading.Event()
+
+    def run() -> None:
+        wait = reporter.tick()
+        while not stop.wait(max(wait, 0.01)):
+            wait = reporter.tick()
+
+    thread = threading.Thread(target=run, name="essaybench-progress", daemon=True)
+    before = activity.set_listener(reporter.stage_started)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        activity.set_listener(before)
 
 
 _current: Progress | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from essaybench.core.activity import doing
 from essaybench.core.contracts import StageOutput
 from essaybench.core.errors import user_error_of
 from essaybench.core.gcfreeze import frozen_heap
@@ -72,7 +73,7 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
     try:
         # Read at call time: tests shorten the interval.
         with liveness.Heartbeat(lambda: store.heartbeat_stage_run(stage_run_id),
-                                liveness.HEARTBEAT_S):
+                                liveness.HEARTBEAT_S), doing(stage):  # a display names it
             output = compute()
             snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
     except Exception as exc:

@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
+from essaybench.core import activity
+from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.gateway import Gateway
 from essaybench.llm.ledger import Ledger
-from essaybench.llm.progress import TextReporter, current_progress, duration, set_progress
+from essaybench.llm.progress import (
+    ProgressBoard,
+    TextReporter,
+    current_progress,
+    duration,
+    set_progress,
+    ticking,
+)
 from essaybench.llm.retry import Backoff
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message, Usage
 from tests.llm.conftest import fake_spec, registry_of
@@ -122,3 +132,131 @@ def test_a_batch_ending_beside_a_running_one_keeps_the_count() -> None:
     reporter.batch_ended()
     assert "classify a 2/2" in lines[-1] and "classify b 3/3" in lines[-1]
     assert reporter.tallies == {}
+
+
+def _ok(request: ChatRequest, i: int) -> ChatResult:
+    return ChatResult(key=str(i), model=request.model, status=CallStatus.OK)
+
+
+def test_the_eta_counts_the_judge_calls_of_the_essays_to_come() -> None:
+    """Two judge calls per essay, sent as each essay comes back: the judge calls not asked
+    for yet count (the demo's ETA was a third of the truth without them); the one-off
+    calls sent with the first essay (drift anchors) do not count for every essay."""
+    clock = ManualClock()
+    board = ProgressBoard(clock=clock)
+    essays = _requests(10, "writer", "generate")
+    for request in essays:
+        board.planned(request)
+    anchors = _requests(3, "judge", "judge")
+    for i, essay in enumerate(essays[:4]):
+        clock.now = 10.0 * (i + 1)
+        board.finished(essay, _ok(essay, i))
+        asked = [*(anchors if i == 0 else []),
+                 *(r.model_copy(update={"tag": f"{essay.tag}-{j}"})
+                   for j, r in enumerate(_requests(2, "judge", "judge")))]
+        if i == 3:  # a failed essay asks for nothing
+            asked = []
+        board.followed(essay, asked)
+        for request in asked:
+            board.planned(request)
+        if i == 0:  # one essay known: its five are all there is to go by
+            assert board.expected() == {("judge", "judge"): 9 * 5}
+    for i, request in enumerate(anchors):
+        board.finished(request, _ok(request, i))
+    clock.now = 50.0
+    # 4 essays and 3 anchors done, 6 essays to come: 6 x 2 judge calls not asked yet, and
+    # the 6 judge calls asked but not done
+    assert board.expected() == {("judge", "judge"): 12}
+    assert board.remaining() == 6 + 6 + 12
+    assert board.eta() == 50.0 / 7 * 24
+    assert "judge judge 3/~21 (ok 3, failed 0, 0 tokens)" in board.line()
+
+
+def test_the_gateway_tells_which_follow_ups_each_call_asked_for(tmp_path: Path) -> None:
+    registry = registry_of(fake_spec("writer"), fake_spec("judge"))
+    essays = _requests(5, "writer", "generate")
+    expected_then: list[int] = []
+
+    class Recording(ProgressBoard):
+        def followed(self, request: ChatRequest, asked: Sequence[ChatRequest]) -> None:
+            super().followed(request, asked)
+            expected_then.append(self.expected().get(("judge", "judge"), 0))
+
+    board = Recording()
+
+    def judge_calls(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        return [ChatRequest(model="judge", stage="judge", tag=f"{request.tag}-{j}",
+                            messages=(Message(role="user", content=f"评{result.text}{j}"),))
+                for j in range(2)]
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "ledger.duckdb") as ledger:
+            gateway = Gateway(registry, ledger, backoff=Backoff(base_s=0.01, cap_s=0.05),
+                              observer=board,
+                              base_urls={"writer": server.base_url, "judge": server.base_url})
+            return await gateway.run(essays, follow_up=judge_calls)
+
+    with run_fake_server() as server:
+        assert all(r.ok for r in asyncio.run(main()))
+    assert board.asked_by == {("generate", "writer"): 5}
+    assert board.asks == {("judge", "judge"): {2: 5}}
+    assert expected_then == [8, 6, 4, 2, 0]  # two for each essay still to come
+    assert board.tallies[("judge", "judge")].total == 10
+
+
+def test_piped_a_slow_call_gets_lines_while_it_is_out(tmp_path: Path) -> None:
+    """Ticking, a line comes every interval whatever the calls do: three while one
+    call takes 0.8 s (without the clock, the first line came when the call ended)."""
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=0.05, emit=lines.append)
+    slow = FakeScenario.model_validate({"models": {"gpt-x": {"latency_ms": {"mean": 800}}}})
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "ledger.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec("writer")), ledger, observer=reporter,
+                              base_urls={"writer": server.base_url})
+            return await gateway.run(_requests(1, "writer", "generate"))
+
+    with run_fake_server(slow) as server, ticking(reporter):
+        assert all(r.ok for r in asyncio.run(main()))
+    assert sum(line.startswith("progress: generate writer 0/1 ") for line in lines) >= 3, lines
+
+
+def test_the_clock_makes_a_line_every_interval() -> None:
+    lines: list[str] = []
+    clock = ManualClock()
+    reporter = TextReporter(interval_s=10, emit=lines.append, clock=clock)
+    assert reporter.tick() == 10 and lines == []  # armed
+    clock.now = 9.0
+    assert reporter.tick() == 1 and lines == []
+    clock.now = 10.0
+    assert reporter.tick() == 10 and lines == ["progress: no stage running"]
+    request = _requests(1, "m", "judge")[0]
+    reporter.planned(request)
+    clock.now = 14.0
+    reporter.finished(request, _ok(request, 0))
+    reporter.batch_ended()  # a line now: the next is due 10 s after it
+    assert len(lines) == 2 and reporter.tick() == 10
+
+
+def test_the_line_names_the_stage_that_runs() -> None:
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=3600, emit=lines.append, clock=ManualClock())
+    before = activity.set_listener(reporter.stage_started)
+    try:
+        with activity.doing("judge"):
+            request = _requests(1, "m", "judge")[0]
+            reporter.planned(request)
+            reporter.finished(request, _ok(request, 0))
+            # every call done while the stage still runs: no "ETA 0s" standing there
+            assert re.fullmatch(r"progress: stage judge running \d+s; judge m 1/1 \(ok 1, "
+                                r"failed 0, 0 tokens\); elapsed 0s, calls done",
+                                reporter.line()), reporter.line()
+            reporter.batch_ended()
+        with activity.doing("aggregate"):
+            assert re.fullmatch(r"progress: stage aggregate running \d+s", reporter.line())
+    finally:
+        activity.set_listener(before)
+    assert lines[0] == "progress: stage judge started"
+    assert lines[-1] == "progress: stage aggregate started"
+    assert reporter.line() == "progress: no stage running"

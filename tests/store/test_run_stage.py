@@ -7,8 +7,10 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from essaybench.core.activity import current
 from essaybench.core.contracts import StageOutput
 from essaybench.core.errors import NotFoundError, UserError, user_error_of
 from essaybench.core.yamlio import YamlConfigError
@@ -57,3 +59,19 @@ def test_which_errors_are_the_users() -> None:
     during.__context__ = UserError("what it was handling")
     assert user_error_of(during) is None
     assert isinstance(NotFoundError("x"), LookupError)  # callers still catch LookupError
+
+
+def test_a_stage_is_named_as_what_runs_while_it_computes(tmp_path: Path) -> None:
+    """A progress display names the stage even when it makes no call (aggregate, stats)."""
+    seen: list[str | None] = []
+
+    def compute() -> StageOutput:
+        now = current()
+        seen.append(None if now is None else now.name)
+        return StageOutput(table=pl.DataFrame({"x": [1]}))
+
+    store = Store(tmp_path)
+    run_stage(store, run_id="r1", stage="aggregate", upstream=[], params=None, compute=compute)
+    assert seen == ["aggregate"] and current() is None
+    _fail(store, ZeroDivisionError("division by zero"))  # a failed one ends it too
+    assert current() is None

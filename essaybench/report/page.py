@@ -4,11 +4,12 @@ Every string from the run (essays, prompts, judge analyses, errors, model names)
 the page through Jinja2 with autoescaping on (``&<>"'`` escaped, as ``html.escape``
 does), so no run text becomes markup or script. What the template inserts unescaped
 (``|safe``) is made here: the charts (SVG drawn by matplotlib, checked in ``svg.py``), the
-drill-down's essays (``essays_html.py``: every run string escaped as autoescape does, built
-in Python because it is the part that grows with the run) and the page's own CSS and
-script, read from ``templates/``. The page's
-Content-Security-Policy allows no network load at all and only the script whose hash it
-names.
+essay browser's index (``browser.py``: JSON with every ``<`` escaped, in a
+``<script type="application/json">`` the browser never runs) and the page's own CSS and
+script, read from ``templates/``. The essays' texts are not in the page: they go to chunk
+files beside it (``browser.py`` says why and how), which ``write.py`` writes. The page's
+Content-Security-Policy allows no network load at all, only the script whose hash it
+names, and the scripts that one creates (the chunks: ``'strict-dynamic'``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,16 @@ from essaybench.core.paths import resource
 from essaybench.llm.cost_basis import upper_bound_note
 from essaybench.report.adaptive import adaptive_view
 from essaybench.report.agreement import LENGTH_CONTROL_NOTE, AgreementView, agreement_view
+from essaybench.report.browser import (
+    CHUNK_BYTES,
+    PER_PAGE,
+    Chunk,
+    browser_data,
+    json_for_script,
+)
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
-from essaybench.report.essays_html import essays_html
 from essaybench.report.format import coverage, number, percent, signed
 from essaybench.report.labels import labels_for
 from essaybench.report.sections import JudgeSection, judge_section
@@ -98,15 +105,16 @@ def _options(values: list[str]) -> list[str]:
     return sorted({v for v in values if v})
 
 
-def context(data: RunData) -> dict[str, Any]:
-    """What the template shows, from a run's data."""
+def context(data: RunData, chunk_bytes: int = CHUNK_BYTES) -> tuple[dict[str, Any],
+                                                                    list[Chunk]]:
+    """What the template shows, from a run's data, and the essay chunks beside the page."""
     labels = labels_for(data.judgments)
     ids = ChartIds()
     sections = [judge_section(ids, data, judge, labels) for judge in judges_of(data.judgments)]
     # every essay's length verdict, once (the drill-down and the model facts read it)
     checked = compliance_table(data.essays, prompt_column="prompt_text")
     prompts = drilldown(data.essays, data.judgments, labels, checked)
-    essays = [e for p in prompts for e in p.essays]
+    browser = browser_data(prompts, [s.judge for s in sections], chunk_bytes=chunk_bytes)
     facts = model_facts(data.essays, checked)
     return {
         "data": data, "judges": sections, "decisions": _decisions(facts, sections),
@@ -115,10 +123,9 @@ def context(data: RunData) -> dict[str, Any]:
         "cost_bound_note": upper_bound_note(dict(facts.select("model", "cost_upper_bound")
                                                  .iter_rows())),
         "failures": failures(data.essays, data.judgments).to_dicts(),
-        "essays_html": essays_html(prompts), "n_essays": len(essays),
-        "filter_models": _options([e.model for e in essays]),
-        "filter_genres": _options([p.genre for p in prompts]),
-        "filter_statuses": _options([e.row_status for e in essays]),
+        "essay_index": json_for_script(browser.index), "n_essays": browser.n_essays,
+        "n_chunks": len(browser.chunks), "per_page": PER_PAGE, "filter_options": browser.options,
+        "judge_names": [s.judge for s in sections],
         "position_bias": (data.stats["position_bias"].to_dicts()
                           if "position_bias" in data.stats else []),
         "position_bias_columns": POSITION_BIAS_COLUMNS,
@@ -131,21 +138,31 @@ def context(data: RunData) -> dict[str, Any]:
         "code_versions": _options([r.code_version for r in data.stage_runs]),
         "adaptive": adaptive_view(Store(data.store_root), data.run_id),
         "spot_trend": spot_trend_view(data.store_root, data.run_id, ids),
-    }
+    }, browser.chunks
 
 
-def render_report(data: RunData) -> str:
-    """The whole page for ``data``."""
-    return "".join(report_pieces(data))
+@dataclass(frozen=True)
+class Report:
+    """The page, piece by piece as the template renders it (a page is written as it is
+    made, never held whole), and the essay chunks to write beside it."""
+
+    pieces: Iterator[str]
+    chunks: list[Chunk]
 
 
-def report_pieces(data: RunData) -> Iterator[str]:
-    """The page for ``data`` as the template renders it, piece by piece (a paper-scale
-    page is tens of MB: written as it is made, it is never held whole)."""
+def build_report(data: RunData, *, chunk_bytes: int = CHUNK_BYTES) -> Report:
+    """The page for ``data`` and its essay chunks."""
     env = environment()
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    # The template marks what it inserts unescaped with |safe: the charts, the style and
-    # the script, all made here (see the module doc); nothing else.
-    return env.get_template("report.html").generate(
-        **context(data), script=script, style=style, script_hash=script_hash(script))
+    shown, chunks = context(data, chunk_bytes)
+    # The template marks what it inserts unescaped with |safe: the charts, the essay
+    # index (escaped JSON), the style and the script, all made here (see the module doc).
+    pieces = env.get_template("report.html").generate(
+        **shown, script=script, style=style, script_hash=script_hash(script))
+    return Report(pieces, chunks)
+
+
+def render_report(data: RunData) -> str:
+    """The whole page for ``data`` (without its chunks: ``build_report``)."""
+    return "".join(build_report(data).pieces)

@@ -1,33 +1,75 @@
-"""``write_report``: a run's report page, written where its other reports are."""
+"""``write_report``: a run's report page and its essay chunks, written where its other
+reports are: ``<store>/reports/<run>/report.html`` and ``…/report_files/<hash>.js``."""
 
 from __future__ import annotations
 
+import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
+from essaybench.report.browser import CHUNK_BYTES, FILES_FOLDER, Chunk
 from essaybench.report.data import load_run
-from essaybench.report.page import report_pieces
+from essaybench.report.page import build_report
 from essaybench.store import Store
 
 __all__ = [
-    "REPORT_NAME", "report_path", "write_report",
+    "REPORT_NAME", "chunks_folder", "report_path", "write_report",
 ]
 
 REPORT_NAME = "report.html"
+CHUNK_NAME = re.compile(r"[0-9a-f]{16}\.js")  # browser.Chunk.name: a content hash
+# Chunks are written side by side: each write waits on its fsync (~5 ms here), and
+# concurrent fsyncs share the file system's journal commits.
+WRITERS = 8
 
 
 def report_path(store: Store, run_id: str) -> Path:
     return store.root / "reports" / run_id / REPORT_NAME
 
 
-def write_report(store: Store, run_id: str) -> Path:
-    """Write ``<store>/reports/<run_id>/report.html`` from the run's snapshots and return
-    its path. Only reads the catalog (a read-only store will do); the page is replaced
-    atomically, so a reader never opens half of it. The cyclic collector is paused while
-    the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the page took at
-    the paper's scale)."""
+def chunks_folder(page: Path) -> Path:
+    """The folder of a report page's essay chunks (beside it)."""
+    return page.parent / FILES_FOLDER
+
+
+def _write_chunk(folder: Path, chunk: Chunk) -> None:
+    path = folder / chunk.name
+    # A chunk's name is the hash of its content: one already there (written whole, as
+    # every chunk is) is this one.
+    if not (path.is_file() and path.stat().st_size == len(chunk.body)):
+        write_atomically(path, chunk.body)
+
+
+def write_chunks(folder: Path, chunks: list[Chunk]) -> None:
+    """``chunks`` in ``folder``, each atomically (before the page that names them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(WRITERS) as pool:
+        list(pool.map(lambda c: _write_chunk(folder, c), chunks))
+
+
+def remove_stale(folder: Path, chunks: list[Chunk]) -> None:
+    """Every chunk file in ``folder`` but ``chunks`` removed (after the page is replaced)."""
+    keep = {c.name for c in chunks}
+    for path in folder.iterdir():
+        if CHUNK_NAME.fullmatch(path.name) and path.name not in keep:
+            path.unlink(missing_ok=True)
+
+
+def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES) -> Path:
+    """Write ``<store>/reports/<run_id>/report.html`` and its essay chunks from the run's
+    snapshots and return the page's path. Only reads the catalog (a read-only store will
+    do). Each file is replaced atomically: the chunks first (named by their content, so
+    the page still there keeps finding its own), then the page, then the chunks no page
+    names any more are removed; a reader never opens half a file. The cyclic collector is
+    paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
+    page took at the paper's scale)."""
     path = report_path(store, run_id)
+    folder = chunks_folder(path)
     with collector_paused():
-        pieces = report_pieces(load_run(store, run_id))
-        return write_atomically(path, (piece.encode("utf-8") for piece in pieces))
+        report = build_report(load_run(store, run_id), chunk_bytes=chunk_bytes)
+        write_chunks(folder, report.chunks)
+        write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
+    remove_stale(folder, report.chunks)
+    return path

@@ -43,6 +43,7 @@ HOSTILE = '<script>alert(1)</script></textarea>"onmouseover=alert(2) x=\''
 HOSTILE_ERROR = "<img src=x onerror=alert(3)> bad request"  # a provider's error body
 ENGLISH = "The door opened and I walked into the quiet morning, thinking of home."
 STATS = StatsParams(n_boot=200, seed=3)
+SMALL_CHUNKS = 3_000  # bytes: r2's 19 prompts in several chunk files
 ALERTS = AlertParams(n_boot=200)
 WEEK_2 = FakeScenario.model_validate({
     "models": {
@@ -96,6 +97,7 @@ def reported_runs(judged_run: JudgedRun, tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture(scope="session")
 def report_pages(reported_runs: ReportedRuns, tmp_path_factory: pytest.TempPathFactory
                  ) -> dict[str, Path]:
-    """Both runs' report pages, written in a copy of ``reported_runs``'s store."""
+    """Both runs' report pages, written in a copy of ``reported_runs``'s store, their essays
+    in chunks of a few prompts each (SMALL_CHUNKS), so the browser reads several."""
     store = copy_store(reported_runs.store, tmp_path_factory.mktemp("pages") / "store")
-    return {run: write_report(store, run) for run in ("r1", "r2")}
+    return {run: write_report(store, run, chunk_bytes=SMALL_CHUNKS) for run in ("r1", "r2")}

@@ -4,6 +4,7 @@ essays and error bodies shown as text, never as markup."""
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +16,9 @@ from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.session import open_gateway
 from essaybench.report import write_report
+from essaybench.report.browser import chunk_data
 from essaybench.report.page import script_hash
+from essaybench.report.write import chunks_folder
 from essaybench.stages.aggregate import aggregate_stage
 from essaybench.stages.generate import generate_stage
 from essaybench.stages.judge import judge_stage
@@ -39,6 +42,7 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[str] = []
+        self.script_types: list[str | None] = []
         self.texts: list[str] = []
         self._in_script = False
         self.feed(html)
@@ -48,6 +52,7 @@ class Page(HTMLParser):
         self._in_script = tag == "script"
         if self._in_script:
             self.scripts.append("")
+            self.script_types.append(dict(attrs).get("type"))
 
     def handle_endtag(self, tag: str) -> None:
         self._in_script = False
@@ -79,8 +84,13 @@ def assert_self_contained(html: str) -> Page:
     [csp] = [a["content"] or "" for t, a in page.tags
              if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert "default-src 'none'" in csp
-    [script] = page.scripts  # ours, and only ours, allowed by its hash
-    assert f"script-src {script_hash(script)}" in csp
+    # ours, and only ours, allowed by its hash, and what it loads (the essay chunks)
+    [script] = [s for s, t in zip(page.scripts, page.script_types, strict=True)
+                if t != "application/json"]
+    assert f"script-src {script_hash(script)} 'strict-dynamic'" in csp
+    data = [s for s, t in zip(page.scripts, page.script_types, strict=True)
+            if t == "application/json"]
+    assert len(data) <= 1 and all(json.loads(d) for d in data)  # the essay index: data
     return page
 
 
@@ -97,6 +107,10 @@ def test_the_page_is_self_contained_and_complete(report_pages: dict[str, Path]) 
     assert "57 of 57 essays" in text  # 3 writers × (16 + 3 open-genre prompts)
     assert "was not run" not in text and "did not run" not in text
     assert report_pages["r2"].stat().st_size < 2_000_000
+    # the essays' texts are beside the page, in the chunk files its index names
+    named = json.loads(page.scripts[page.script_types.index("application/json")])["chunks"]
+    folder = chunks_folder(report_pages["r2"])
+    assert len(named) > 1 and sorted(p.name for p in folder.iterdir()) == sorted(named)
 
 
 def test_hostile_text_is_shown_as_text(report_pages: dict[str, Path]) -> None:
@@ -104,9 +118,14 @@ def test_hostile_text_is_shown_as_text(report_pages: dict[str, Path]) -> None:
     for raw in ("<script>alert", "</textarea>", '"onmouseover', "<img src=x"):
         assert raw not in html  # as text they are escaped; as markup they would be there
     page = Page(html)
-    assert sum(HOSTILE in t for t in page.texts) == 19  # each of qwen-writer's essays
-    assert any(HOSTILE_ERROR in t for t in page.texts)  # the provider's error body
-    assert [t for t, _ in page.tags].count("script") == 1
+    assert [t for t, _ in page.tags].count("script") == 2  # the script and the index
+    # The texts are data in the chunks (the browser puts them on the page as text:
+    # test_report_browser), whole.
+    chunks = [chunk_data(p.read_bytes())[1]
+              for p in sorted(chunks_folder(report_pages["r2"]).iterdir())]
+    essays = [e for c in chunks for e in c["essays"]]
+    assert sum(e.get("text", "").startswith(HOSTILE) for e in essays) == 19  # qwen-writer's
+    assert any(HOSTILE_ERROR in e.get("error", "") for e in essays)  # a provider's error
 
 
 def test_sections_without_data_say_so(judged_copy: JudgedRun) -> None:

@@ -1,8 +1,10 @@
 """The report page in a real browser: Debian's Chromium driven by Playwright, offline.
 
-Loaded from disk, the page makes no request but its own, logs no error, runs no script of
-the essays (no dialog opens), shows the leaderboard and its charts, filters the essays by
-model and status, and draws Chinese with a CJK font (the font Chromium actually used for a
+Loaded from disk, the page makes no request but its own and its essay chunks' (the files
+beside it that its index names), logs no error, runs no script of the essays (no dialog
+opens), shows the leaderboard and its charts; the essay browser pages, filters by model and
+status, sorts by score, searches the texts, and opens the essay a permalink names, whose
+hostile text is text; Chinese is drawn with a CJK font (the font Chromium actually used for a
 prompt's text, asked over the DevTools protocol — ``document.fonts.check`` answers true
 even for a font that is not installed). A screenshot of the top of the page is saved in
 the test's tmp directory. ``./dev test`` installs ``chromium`` and ``fonts-noto-cjk`` (apt)
@@ -11,14 +13,17 @@ when they are missing.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.report.conftest import HOSTILE
+from essaybench.report.write import chunks_folder
+from tests.report.conftest import ENGLISH, HOSTILE
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, ConsoleMessage, Dialog, Page, Route
@@ -38,11 +43,19 @@ def _visible_essays(page: Page) -> list[dict[str, str]]:
         .filter(e => e.offsetParent !== null).map(e => ({...e.dataset}))"""))
 
 
+def _index(path: Path) -> dict[str, Any]:
+    html = path.read_text(encoding="utf-8")
+    raw = html.split('<script type="application/json" id="essay-index">', 1)[1]
+    index: dict[str, Any] = json.loads(raw.split("</script>", 1)[0])
+    return index
+
+
 class Watch:
     """What the page asks for and complains about."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, files: set[str] | None = None) -> None:
         self.url = url
+        self.allowed = {url, *(files or set())}  # the page and its essay chunks
         self.requests: list[str] = []
         self.routed: list[str] = []
         self.problems: list[str] = []
@@ -50,7 +63,7 @@ class Watch:
     def route(self, found: Route) -> None:
         # Anything but the page itself that reaches the network layer stops here.
         self.routed.append(found.request.url)
-        if found.request.url == self.url:
+        if found.request.url in self.allowed:
             found.continue_()
         else:
             found.abort()
@@ -74,10 +87,14 @@ class Watch:
 
 
 def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
-    url = report_pages["r2"].resolve().as_uri()
-    watch = Watch(url)
+    path = report_pages["r2"]
+    url = path.resolve().as_uri()
+    index = _index(path)
+    files = {(chunks_folder(path) / name).resolve().as_uri() for name in index["chunks"]}
+    assert len(files) > 1  # SMALL_CHUNKS: the browser reads several
+    watch = Watch(url, files)
     started = time.perf_counter()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -85,6 +102,7 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
             page = watch.attach(context)
             page.goto(url, wait_until="load")
+            page.wait_for_selector("#essays[data-ready='yes']", state="attached")
 
             # The leaderboard and a chart are on screen.
             board = page.locator("table.leaderboard").first
@@ -95,30 +113,67 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert chart.is_visible() and box is not None and box["width"] > 100
             assert page.locator("figure.chart svg").count() >= 8
 
-            # Every essay (3 writers × 19 prompts, 3 of them open-genre), then only the
-            # chosen model's, then only the failures.
-            assert len(_visible_essays(page)) == 57
+            # 57 essays (3 writers × 19 prompts, 3 of them open-genre), 50 to a page.
+            assert len(_visible_essays(page)) == 50
+            assert page.locator("#page-at").inner_text() == "page 1 of 2"
+            page.click("#page-next")
+            assert len(_visible_essays(page)) == 7
+            assert page.locator("#page-at").inner_text() == "page 2 of 2"
+            # Only the chosen model's, then only the failures.
             page.select_option("#filter-model", "gpt-writer")
             shown = _visible_essays(page)
             assert len(shown) == 19 and {e["model"] for e in shown} == {"gpt-writer"}
             assert page.locator("#filter-count").inner_text() == "19 of 57 essays"
+            assert page.locator("#page-at").inner_text() == "page 1 of 1"
             page.select_option("#filter-model", "")
             page.select_option("#filter-status", "api_error")
             failed = _visible_essays(page)
             assert failed and {(e["model"], e["status"]) for e in failed} == {
                 ("deepseek-writer", "api_error")}
-            hidden_prompts = page.locator("article.prompt[hidden]").count()
-            assert 0 < hidden_prompts < 19  # prompts without a failure are hidden whole
             page.select_option("#filter-status", "")
 
-            # The hostile essay is text on the page, not markup.
-            essay = page.locator("details.essay[data-model='qwen-writer']").first
+            # Sorted by score, best first: the index's order, unscored essays last.
+            page.select_option("#sort", "score-desc")
+            rows = index["essays"]
+            expected = sorted(range(len(rows)), key=lambda i: (
+                rows[i][9][0] is None, -(rows[i][9][0] or 0), i))
+            assert [e["id"] for e in _visible_essays(page)] == [
+                rows[i][0] for i in expected[:50]]
+            page.select_option("#sort", "prompt")
+
+            # Search reads every chunk: the English essays are gpt-writer's 19.
+            page.fill("#search", "quiet MORNING")
+            page.press("#search", "Enter")
+            n = len(index["chunks"])
+            # (the CSP forbids eval: wait_for_function cannot run here; expect can)
+            expect(page.locator("#search-progress")).to_contain_text(f"{n} of {n} files read")
+            assert "19 essays" in page.locator("#search-progress").inner_text()
+            found = _visible_essays(page)
+            assert len(found) == 19 and {e["model"] for e in found} == {"gpt-writer"}
+            essay = page.locator("details.essay").first
             essay.locator("summary").click()
-            assert essay.locator(".essay-text").inner_text().startswith(HOSTILE)
-            assert page.evaluate("document.scripts.length") == 1
+            assert ENGLISH in essay.locator(".essay-text").inner_text()
+            page.fill("#search", "")
+            page.press("#search", "Enter")
+            assert page.locator("#filter-count").inner_text() == "57 of 57 essays"
+
+            # A permalink opens its essay on load, past filters, on its page: a hostile
+            # essay of qwen-writer, whose markup stays text.
+            target = next(r for r in reversed(rows) if index["models"][r[2]] == "qwen-writer")
+            page.select_option("#filter-model", "gpt-writer")
+            page.goto(f"{url}#essay={target[0]}", wait_until="load")
+            page.reload(wait_until="load")
+            opened = page.locator(f"details.essay[data-id='{target[0]}']")
+            opened.locator(".essay-text").wait_for()
+            assert opened.evaluate("e => e.open") and opened.is_visible()
+            assert opened.locator(".essay-text").inner_text().startswith(HOSTILE)
+            assert opened.locator("a.permalink").get_attribute("href") == f"#essay={target[0]}"
+            assert page.locator("#page-at").inner_text() == "page 2 of 2"
+            assert opened.locator(".analysis").count() == 1
+            assert page.evaluate("document.scripts.length") == 2  # ours and the index
 
             # Chinese is drawn with a CJK font, not boxes.
-            prompt = page.locator(".prompt-text").first
+            prompt = opened.locator(".prompt-text")
             prompt.scroll_into_view_if_needed()
             box = prompt.bounding_box()
             assert box is not None and box["width"] > 0 and box["height"] > 0
@@ -143,12 +198,15 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert shot.stat().st_size > 10_000
         finally:
             browser.close()
-    devtools_reload = f"console error: Unsafe attempt to load URL {url} from frame with URL {url}."
+    page_url = re.escape(url) + r"(#essay=[0-9a-f]{12})?"
+    devtools_reload = re.compile(f"console error: Unsafe attempt to load URL {page_url} "
+                                 f"from frame with URL {page_url}\\.")
     assert watch.problems[:asked_from] == []
-    assert [p for p in watch.problems[asked_from:] if not p.startswith(devtools_reload)] == []
-    assert watch.requests[:requested] == [url]  # the page itself, once, nothing else
+    assert [p for p in watch.problems[asked_from:] if not devtools_reload.match(p)] == []
+    assert watch.requests[0] == url and set(watch.requests[:requested]) <= {url, *files}
+    assert len(set(watch.requests) & files) == len(files)  # the search read every chunk
     assert set(watch.requests[requested:]) <= {url}
-    assert set(watch.routed) <= {url}
+    assert set(watch.routed) <= {url, *files}
     print(f"browser test: {time.perf_counter() - started:.1f} s; screenshot {shot}")
 
 

@@ -1,29 +1,337 @@
-// The drill-down filter of the run report (inlined; the page's CSP allows only this
-// script, by its hash). It only shows and hides essays: no text is ever inserted as HTML.
+// The essay browser of the run report (inlined; the page's CSP allows only this script, by
+// its hash, and the scripts it creates: the chunk files beside the page, browser.py).
+// The index (one row per essay) is JSON in #essay-index; an essay's texts come from its
+// chunk, loaded with a <script src> (file:// pages may not fetch()). Every run text is
+// put on the page with textContent: nothing from the run is ever parsed as HTML.
 (function () {
   "use strict";
-  var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
-  var prompts = Array.prototype.slice.call(document.querySelectorAll("article.prompt"));
+  var source = document.getElementById("essay-index");
+  if (!source) { return; }
+  var data = JSON.parse(source.textContent);
+  var E = data.essays, P = data.prompts, PER_PAGE = data.per_page;
+  var CHUNK_NAME = /^[0-9a-f]{16}\.js$/;
+  var list = document.getElementById("essay-list");
   var count = document.getElementById("filter-count");
-  function apply() {
-    var want = {};
-    selects.forEach(function (s) { want[s.dataset.key] = s.value; });
-    var shown = 0, total = 0;
-    prompts.forEach(function (prompt) {
-      var any = false;
-      prompt.querySelectorAll("details.essay").forEach(function (essay) {
-        total += 1;
-        var keep = selects.every(function (s) {
-          var value = want[s.dataset.key];
-          return value === "" || essay.dataset[s.dataset.key] === value;
-        });
-        essay.hidden = !keep;
-        if (keep) { any = true; shown += 1; }
-      });
-      prompt.hidden = !any;
-    });
-    count.textContent = shown + " of " + total + " essays";
+  var progress = document.getElementById("search-progress");
+  var pageAt = document.getElementById("page-at");
+  var prev = document.getElementById("page-prev"), next = document.getElementById("page-next");
+  var search = document.getElementById("search"), sortBy = document.getElementById("sort");
+  var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select[data-key]"));
+  var vocab = {model: data.models, genre: data.genres, set: data.sets, status: data.statuses,
+               flag: data.flags};
+
+  var byId = {}, mean = [], spread = [];
+  E.forEach(function (r, i) {
+    byId[r[0]] = i;
+    var s = r[9].filter(function (x) { return x !== null; });
+    mean.push(s.length ? s.reduce(function (a, b) { return a + b; }, 0) / s.length : null);
+    spread.push(s.length > 1 ? Math.max.apply(null, s) - Math.min.apply(null, s) : null);
+  });
+
+  // ---- chunks ---------------------------------------------------------------------
+  var chunks = {}, waiting = {};
+  window.essaybenchChunk = function (name, d) { if (name in waiting) { chunks[name] = d; } };
+  function loadChunk(c, done) {
+    var name = data.chunks[c];
+    if (!CHUNK_NAME.test(name)) { done(null); return; }
+    if (chunks[name]) { done(chunks[name]); return; }
+    if (waiting[name]) { waiting[name].push(done); return; }
+    waiting[name] = [done];
+    var s = document.createElement("script");
+    function finish() {
+      s.remove();
+      var calls = waiting[name];
+      delete waiting[name];
+      calls.forEach(function (f) { f(chunks[name] || null); });
+    }
+    s.onload = finish;
+    s.onerror = finish;
+    s.src = data.folder + "/" + name;
+    document.head.appendChild(s);
   }
-  selects.forEach(function (s) { s.addEventListener("change", apply); });
+
+  // ---- small DOM helpers (text only) -----------------------------------------------
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function add(parent) {
+    for (var k = 1; k < arguments.length; k++) {
+      var c = arguments[k];
+      if (c === null || c === undefined) { continue; }
+      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return parent;
+  }
+  function num(v, d) { return v === null || v === undefined ? "—" : v.toFixed(d === undefined ? 2 : d); }
+  function pct(v) { return v === null || v === undefined ? "—" : Math.round(v * 100) + "%"; }
+  function signed(v) { return (v >= 0 ? "+" : "") + v.toFixed(2); }
+
+  // ---- filter, search, sort --------------------------------------------------------
+  var hits = null, order = [], page = 0, searching = 0;
+  function wanted() {
+    var want = {};
+    selects.forEach(function (s) {
+      var v = s.value;
+      want[s.dataset.key] = v === "" || v === "*" || v === "-" ? v : vocab[s.dataset.key].indexOf(v);
+    });
+    return want;
+  }
+  function keep(i, want) {
+    var r = E[i], p = P[r[1]];
+    if (hits && !hits[i]) { return false; }
+    if (want.model !== "" && r[2] !== want.model) { return false; }
+    if (want.genre !== "" && p[1] !== want.genre) { return false; }
+    if (want.set !== "" && p[2] !== want.set) { return false; }
+    if (want.status !== "" && r[4] !== want.status) { return false; }
+    var f = want.flag;
+    if (f === "*") { return r[5].length > 0; }
+    if (f === "-") { return r[5].length === 0; }
+    return f === "" || r[5].indexOf(f) >= 0;
+  }
+  function sortKey() {
+    var s = sortBy.value;
+    if (s === "score-desc") { return function (i) { return mean[i] === null ? null : -mean[i]; }; }
+    if (s === "score-asc") { return function (i) { return mean[i]; }; }
+    if (s.indexOf("judge-") === 0) {
+      var j = Number(s.slice(6));
+      return function (i) { return E[i][9][j] === null ? null : -E[i][9][j]; };
+    }
+    if (s === "length-desc") { return function (i) { return E[i][6] === null ? null : -E[i][6]; }; }
+    if (s === "length-asc") { return function (i) { return E[i][6]; }; }
+    if (s === "flags") { return function (i) { return -E[i][5].length; }; }
+    if (s === "disagreement") { return function (i) { return spread[i] === null ? null : -spread[i]; }; }
+    return null;
+  }
+  function apply(keepPage) {
+    var want = wanted();
+    order = [];
+    for (var i = 0; i < E.length; i++) { if (keep(i, want)) { order.push(i); } }
+    var key = sortKey();
+    if (key) {
+      var k = {};
+      order.forEach(function (i) { k[i] = key(i); });
+      order.sort(function (a, b) {  // missing values last, ties in prompt order
+        var x = k[a], y = k[b];
+        if (x === y) { return a - b; }
+        if (x === null || x === undefined) { return 1; }
+        if (y === null || y === undefined) { return -1; }
+        return x - y;
+      });
+    }
+    if (!keepPage) { page = 0; }
+    count.textContent = order.length + " of " + E.length + " essays";
+    render();
+  }
+
+  // ---- one essay -------------------------------------------------------------------
+  function summary(i) {
+    var r = E[i], p = P[r[1]], s = el("summary");
+    add(s, el("code", "pid", p[0]), el("span", "genre", data.genres[p[1]]),
+        el("span", "model", data.models[r[2]]), r[3] ? " #" + r[3] : null);
+    var status = data.statuses[r[4]];
+    add(s, el("span", "status status-" + (status === "ok" ? "ok" : "failed"), status));
+    r[9].forEach(function (v, j) {
+      if (v !== null) { add(s, el("span", "score", data.judges[j] + " " + num(v))); }
+    });
+    if (r[6] !== null) {
+      var verdict = r[7] === null ? null : data.verdicts[r[7]];
+      var chars = r[6] + " chars";
+      if (verdict && ["compliant", "no_requirement", "off_language"].indexOf(verdict) < 0) {
+        chars += " (" + verdict + " " + pct(r[8]) + ")";
+      }
+      add(s, el("span", "muted", chars));
+    }
+    r[5].forEach(function (f) { add(s, el("span", "flag", data.flags[f])); });
+    if (spread[i] !== null) { add(s, el("span", "disagree", "Δ " + num(spread[i]))); }
+    return s;
+  }
+  function judgment(j) {
+    var box = el("div", "judgment"), head = el("h4", null, "Judge " + j.judge + ": " + j.status);
+    if (j.weighted !== undefined) {
+      add(head, " · weighted " + num(j.weighted) + " · w/o WT " + num(j.unweighted));
+    }
+    if (j.chosen) {
+      add(head, " · ", el("span", "genre-chosen", "genre " + (j.genre || "not decided (genre call failed)")
+          + ", the essay's choice as this judge saw it"));
+    }
+    add(box, head);
+    if (j.flags) {
+      var flags = el("p");
+      j.flags.forEach(function (f) { add(flags, el("span", "flag", f), " "); });
+      add(box, flags);
+    }
+    if (j.second_judge) {
+      var said;
+      if (j.second_score !== undefined) {
+        said = num(j.second_score);
+        if (j.weighted !== undefined) { said += " (" + signed(j.second_score - j.weighted) + " against the first)"; }
+      } else {
+        said = String(j.second_status) + (j.second_error ? ": " + j.second_error : "");
+      }
+      add(box, el("p", "second-opinion", "Second opinion (judge " + j.second_judge + "): " + said));
+    }
+    if (j.error) { add(box, el("p", "error", j.error)); }
+    if (j.analysis) { var a = el("div", "text analysis", j.analysis); a.lang = "zh"; add(box, a); }
+    if (j.traits) {
+      var table = el("table", "subscores"), body = add(table, el("tbody")).firstChild;
+      j.traits.forEach(function (t) {
+        var td = el("td");
+        t[1].forEach(function (q) { add(td, add(el("span", "q", q[0] + " "), el("b", null, q[1])), " "); });
+        add(body, add(el("tr"), el("th", null, t[0]), td));
+      });
+      add(box, table);
+    }
+    return box;
+  }
+  function details(i, d) {
+    var r = E[i], e = d.essays[i - d.first], p = d.prompts[e.prompt], out = document.createDocumentFragment();
+    var head = add(el("h4", "prompt-head"), el("code", null, p.id), " " + p.genre);
+    if (p.genre_zh) { add(head, " ", el("span", "zh", p.genre_zh)); }
+    add(head, " · " + p.set + " · " + p.requirement);
+    if (p.allowed) { add(head, " · the essay chooses: " + p.allowed); }
+    var text = el("div", "text prompt-text", p.text);
+    text.lang = "zh";
+    add(out, head, text);
+    if (p.constraints) {
+      var cs = el("p", "constraints");
+      p.constraints.forEach(function (c) {
+        var words = el("span", null, c[1]);
+        words.lang = "zh";
+        add(cs, add(el("span", "constraint", c[0] + ": "), words), " ");
+      });
+      add(out, cs);
+    }
+    var facts = el("dl", "facts");
+    function fact(name, value, cls) { add(facts, el("dt", null, name), el("dd", cls || null, value)); }
+    fact("status", e.status + (e.finish ? " (finish: " + e.finish + ")" : ""));
+    if (e.error) { fact("error", e.error, "error"); }
+    var verdict = r[7] === null ? "—" : data.verdicts[r[7]].replace(/_/g, " ");
+    fact("length", (r[6] === null ? "—" : r[6]) + " grid characters, "
+         + (e.chinese === undefined ? "—" : e.chinese) + " Chinese; " + verdict
+         + (r[8] ? " (" + pct(r[8]) + ")" : ""));
+    fact("latency · cost", num(e.latency) + " s · " + num(e.cost, 6) + " USD");
+    var link = el("a", "permalink", "#essay=" + r[0]);
+    link.href = "#essay=" + r[0];
+    add(facts, el("dt", null, "link"), add(el("dd"), link));
+    add(out, facts);
+    if (e.text !== undefined) {
+      var t = el("div", "text essay-text", e.text);
+      t.lang = "zh";
+      add(out, t);
+    } else {
+      add(out, el("p", "empty", "No essay text."));
+    }
+    e.judgments.forEach(function (j) { add(out, judgment(j)); });
+    return out;
+  }
+  function row(i) {
+    var r = E[i], p = P[r[1]], box = el("details", "essay");
+    box.dataset.id = r[0];
+    box.dataset.model = data.models[r[2]];
+    box.dataset.genre = data.genres[p[1]];
+    box.dataset.set = data.sets[p[2]];
+    box.dataset.status = data.statuses[r[4]];
+    var body = el("div", "essay-body");
+    add(box, summary(i), body);
+    box.addEventListener("toggle", function () {
+      if (!box.open || box.dataset.loaded) { return; }
+      box.dataset.loaded = "loading";
+      body.textContent = "loading…";
+      loadChunk(p[3], function (d) {
+        body.textContent = "";
+        if (d) {
+          add(body, details(i, d));
+          box.dataset.loaded = "yes";
+        } else {
+          add(body, el("p", "error", "This essay's texts could not be read from "
+              + data.folder + "/" + data.chunks[p[3]] + " beside the page."));
+          delete box.dataset.loaded;
+        }
+      });
+    });
+    return box;
+  }
+  function render() {
+    var pages = Math.max(1, Math.ceil(order.length / PER_PAGE));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    var frag = document.createDocumentFragment();
+    order.slice(page * PER_PAGE, (page + 1) * PER_PAGE).forEach(function (i) { frag.appendChild(row(i)); });
+    list.textContent = "";
+    list.appendChild(frag);
+    pageAt.textContent = "page " + (page + 1) + " of " + pages;
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+  }
+
+  // ---- search ----------------------------------------------------------------------
+  var haystacks = {};
+  function haystack(c, d) {
+    if (!haystacks[c]) {
+      haystacks[c] = d.essays.map(function (e, k) {
+        var p = d.prompts[e.prompt], parts = [p.id, p.text, e.text, e.error,
+                                              data.models[E[d.first + k][2]]];
+        e.judgments.forEach(function (j) { parts.push(j.analysis, j.error, j.second_error); });
+        return parts.filter(function (x) { return x; }).join("\n").toLowerCase();
+      });
+    }
+    return haystacks[c];
+  }
+  function runSearch() {
+    var term = search.value.trim().toLowerCase(), run = ++searching, n = data.chunks.length;
+    if (!term) { hits = null; progress.textContent = ""; apply(); return; }
+    hits = {};
+    var found = 0;
+    function step(c) {
+      if (run !== searching) { return; }
+      if (c >= n) {
+        progress.textContent = "“" + search.value.trim() + "”: " + found + " essays (" + n + " of " + n + " files read)";
+        apply();
+        return;
+      }
+      progress.textContent = "searching… " + c + " of " + n + " files read, " + found + " found";
+      loadChunk(c, function (d) {
+        if (run !== searching) { return; }
+        if (d) {
+          haystack(c, d).forEach(function (h, k) {
+            if (h.indexOf(term) >= 0) { hits[d.first + k] = true; found += 1; }
+          });
+        }
+        if (c % 8 === 7) { apply(); }  // results appear as they are found
+        step(c + 1);
+      });
+    }
+    step(0);
+  }
+
+  // ---- permalink -------------------------------------------------------------------
+  function openFromHash() {
+    var m = /^#essay=([0-9a-f]{12})$/.exec(location.hash);
+    if (!m) { return; }
+    var i = byId[m[1]];
+    if (i === undefined) { progress.textContent = "No essay " + m[1] + " in this report."; return; }
+    selects.forEach(function (s) { s.value = ""; });
+    if (hits) { search.value = ""; hits = null; searching += 1; progress.textContent = ""; }
+    apply();
+    page = Math.floor(order.indexOf(i) / PER_PAGE);
+    render();
+    var box = list.querySelector('details[data-id="' + m[1] + '"]');
+    if (box) { box.open = true; box.scrollIntoView(); }
+  }
+
+  selects.forEach(function (s) { s.addEventListener("change", function () { apply(); }); });
+  sortBy.addEventListener("change", function () { apply(); });
+  var typing = null;
+  search.addEventListener("input", function () { clearTimeout(typing); typing = setTimeout(runSearch, 300); });
+  search.addEventListener("keydown", function (ev) {
+    if (ev.key === "Enter") { ev.preventDefault(); clearTimeout(typing); runSearch(); }
+  });
+  prev.addEventListener("click", function () { page -= 1; render(); });
+  next.addEventListener("click", function () { page += 1; render(); });
+  window.addEventListener("hashchange", openFromHash);
   apply();
+  openFromHash();
+  document.getElementById("essays").dataset.ready = "yes";
 })();

@@ -4,15 +4,15 @@ Each repeat is a fresh process (``essaybench curate``) with a fresh Prefect home
 store, as a newcomer's first run would be.
 
 - Default: the bundled sample (``data/sources.yaml``). Target: ≤ 60 s on this 2-core machine.
-- ``--records N``: a generated chat log of N JSONL records (seeded), curated with the
-  project's ``configs/curate.yaml`` parameters; also prints the peak memory of the
-  command's whole process tree (sampled every 0.1 s) and its funnel. Target for 50,000
-  records: ≤ 3 min and ≤ 2 GiB. The log mixes what real ones hold: essay requests from
-  ``dedup_kmeans``'s template × topic generator with its planted rewordings (45%; half of
-  them asked again word for word, as popular homework is), other chat requests — code,
-  translation, recipes, letters, poems, plans, one-line greetings — (45%), conversations
-  in the ``messages`` form (7%, two user turns each), and broken lines (3%: invalid JSON,
-  no query field).
+- ``--records N``: a generated chat log of N raw records (``curate_corpus``: essay
+  requests whose wording varies, with planted exact and near duplicates and pairs of
+  known ROUGE-L around 0.7, among other chat requests, conversations and broken lines),
+  curated with the project's ``configs/curate.yaml`` parameters. Prints the time and
+  peak memory (RSS of the command's process tree, sampled every 0.1 s) of each stage and
+  of the whole run, the recall of the planted duplicates, and an exact check that no
+  pair of published prompts reaches ROUGE-L 0.7 (``curate_check``). Targets (issue 29,
+  2 cores): 50,000 records ≤ 90 s, 1,000,000 ≤ 15 min, ≤ 4 GiB; recall ≥ 98%;
+  0 published pairs at or above 0.7.
 
     python benchmarks/curate_flow.py --repeats 3
     python benchmarks/curate_flow.py --records 50000
@@ -21,7 +21,6 @@ store, as a newcomer's first run would be.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -31,72 +30,28 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+import polars as pl
 import psutil  # type: ignore[import-untyped]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo root
-from benchmarks.dedup_kmeans import make_corpus
+from benchmarks.curate_check import outcomes, recall, rouge_check, stage_costs
+from benchmarks.curate_corpus import ChatLog, write_chat_log
+from essaybench.store import Store
 
 TARGET_S = 60.0
-RECORDS_TARGET_S = 180.0
-RECORDS_TARGET_BYTES = 2 * 1024**3
+TARGET_50K_S = 90.0
+TARGET_1M_S = 15 * 60.0
+TARGET_BYTES = 4 * 1024**3
+RECALL_TARGET = 0.98
 PROJECT = Path(__file__).resolve().parents[1]
 
-OTHER_REQUESTS = [
-    "把这句话翻译成英文：{t}是我们每个人都需要的。", "{t}用英语怎么说？",
-    "用Python写一个函数，找出{n}以内的所有质数", "帮我写一段SQL，统计每个班{t}得分前{m}名",
-    "{t}怎么做才好吃？需要准备哪些材料", "推荐{m}本关于{t}的书", "明天{city}会下雨吗",
-    "帮我算一下{n}乘以{m}等于多少", "给我讲一个关于{t}的笑话", "写一首关于{t}的七言绝句",
-    "帮我给{p}写一封感谢信，{n}字左右", "帮我写一份以{t}为主题的班会活动方案",
-    "写一条关于{t}的朋友圈文案，{m}个字以内", "帮我把下面这段话改得通顺一点：{t}很重要，我们要{t}",
-    "{city}有哪些好玩的地方？玩{m}天怎么安排", "你好，你是谁", "谢谢", "在吗",
-    "解释一下什么是{t}，用{m}句话", "帮我写{m}条{t}的标语",
-]
-TOPICS = ["诚信", "环保", "垃圾分类", "人工智能", "读书", "运动", "理想", "友谊", "节约用水",
-          "安全", "感恩", "坚持", "时间管理", "科技", "传统文化", "红烧肉", "饺子", "番茄炒蛋"]
-PEOPLE = ["班主任", "妈妈", "同学", "邻居", "医生", "老校长"]
-CITIES = ["北京", "上海", "杭州", "成都", "西安", "广州"]
 
-
-def write_chat_log(path: Path, records: int, seed: int) -> None:
-    """A chat log of ``records`` raw records (a conversation's two user turns are two),
-    its lines in a seeded random order (see the module docstring)."""
-    rng = np.random.default_rng(seed)
-    # a conversation holds two user turns, two records: collect counts each turn
-    n_conv = round(records * 0.07 / 2)
-    n_essay, n_other = (round(records * s) for s in (0.45, 0.45))
-    n_broken = records - n_essay - n_other - 2 * n_conv
-    # make_corpus draws distinct template × topic pairs: at most ~11k prompts
-    essays = make_corpus(min(n_essay // 2 or 1, 11_000), seed).texts
-    lines: list[str] = []
-    for i in range(n_essay):
-        text = essays[i] if i < len(essays) else essays[int(rng.integers(len(essays)))]
-        lines.append(json.dumps({"id": f"e{i}", "query": text}, ensure_ascii=False))
-    for i in range(n_other):
-        template = OTHER_REQUESTS[int(rng.integers(len(OTHER_REQUESTS)))]
-        text = template.format(
-            t=TOPICS[int(rng.integers(len(TOPICS)))], p=PEOPLE[int(rng.integers(len(PEOPLE)))],
-            city=CITIES[int(rng.integers(len(CITIES)))], n=int(rng.integers(10, 2000)),
-            m=int(rng.integers(2, 11)))
-        lines.append(json.dumps({"id": f"o{i}", "query": text}, ensure_ascii=False))
-    for i in range(n_conv):
-        ask = essays[int(rng.integers(len(essays)))]
-        lines.append(json.dumps({"id": f"c{i}", "messages": [
-            {"role": "system", "content": "你是一个写作助手。"},
-            {"role": "user", "content": ask},
-            {"role": "assistant", "content": "好的，下面是一篇范文……"},
-            {"role": "user", "content": "再写长一点"}]}, ensure_ascii=False))
-    for i in range(n_broken):
-        lines.append(f'{{"id": "b{i}", "query": "写一篇' if i % 2 else
-                     json.dumps({"id": f"b{i}", "text": "字段名不对"}, ensure_ascii=False))
-    order = rng.permutation(len(lines))
-    path.write_text("\n".join(lines[int(i)] for i in order) + "\n", encoding="utf-8")
-
-
-def generated_config(folder: Path, records: int, seed: int) -> Path:
-    write_chat_log(folder / "chat.jsonl", records, seed)
+def generated_config(folder: Path, records: int, seed: int) -> tuple[Path, ChatLog]:
+    log = write_chat_log(folder / "chat.jsonl", records, seed)
     (folder / "sources.yaml").write_text(
         "sources:\n  - {name: chat, kind: chat_jsonl, path: chat.jsonl}\n", encoding="utf-8")
     project = (PROJECT / "configs" / "curate.yaml").read_text(encoding="utf-8")
@@ -104,15 +59,17 @@ def generated_config(folder: Path, records: int, seed: int) -> Path:
     config.write_text(project.replace("../data/sources.yaml", str(folder / "sources.yaml"))
                       .replace("../data/overrides.yaml",
                                str(PROJECT / "data" / "overrides.yaml")), encoding="utf-8")
-    return config
+    return config, log
 
 
 class PeakMemory:
-    """The largest total RSS of a process and its descendants, sampled every 0.1 s."""
+    """The largest total RSS of a process and its descendants, sampled every 0.1 s;
+    ``samples`` keeps (epoch seconds, bytes) so a stage's own peak can be read off."""
 
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.peak = 0
+        self.samples: list[tuple[float, int]] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -126,6 +83,7 @@ class PeakMemory:
             except psutil.Error:  # a process ended between listing and reading
                 pass
             self.peak = max(self.peak, total)
+            self.samples.append((time.time(), total))
             self._done.wait(0.1)
 
     def stop(self) -> int:
@@ -134,10 +92,21 @@ class PeakMemory:
         return self.peak
 
 
-def one_run(essaybench: str, config: Path | None = None) -> tuple[float, int, float, str]:
-    """(seconds, peak bytes, CPU seconds, stdout) of one ``essaybench curate`` in a fresh
-    home and store. CPU time (user + system, of the command and the processes it waited
-    for) says what the run costs when the shared machine is busy and wall time does not."""
+@dataclass
+class Run:
+    seconds: float
+    peak: int
+    cpu: float
+    out: str
+    samples: list[tuple[float, int]] = field(default_factory=list)
+
+
+def one_run(essaybench: str, config: Path | None = None,
+            inspect: Callable[[Store, Run], None] | None = None) -> Run:
+    """One ``essaybench curate`` in a fresh home and store: wall and CPU seconds (user +
+    system, of the command and the processes it waited for: what the run costs when the
+    shared machine is busy and wall time does not), peak memory, stdout; ``inspect`` reads
+    the store before it is removed."""
     tmp = Path(tempfile.mkdtemp(prefix="eb-bench-"))
     env = {**os.environ, "PREFECT_HOME": str(tmp / "prefect"), "DO_NOT_TRACK": "1",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "COLUMNS": "120"}
@@ -156,9 +125,76 @@ def one_run(essaybench: str, config: Path | None = None) -> tuple[float, int, fl
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             sys.exit(f"essaybench curate failed (exit {proc.returncode}): {err.strip()[-500:]}")
-        return seconds, peak, cpu, out
+        run = Run(seconds, peak, cpu, out, memory.samples)
+        if inspect is not None:
+            inspect(Store(tmp / "store"), run)
+        return run
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def targets(records: int) -> tuple[float | None, int]:
+    """The issue's wall-time target for this size (None: none set) and the memory one."""
+    if records <= 50_000:
+        return TARGET_50K_S, TARGET_BYTES
+    if records <= 1_000_000:
+        return TARGET_1M_S, TARGET_BYTES
+    return None, TARGET_BYTES
+
+
+def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> bool:
+    """Print the stage costs, recall and ROUGE-L check; True when every target is met."""
+    gib = 1024**3
+    costs = stage_costs(store, run.samples)
+    print(f"curate flow on {records:,} generated records (seed {seed}): {run.seconds:.1f} s "
+          f"({run.cpu:.0f} CPU-s; load average {os.getloadavg()[0]:.1f}), peak memory "
+          f"{run.peak / gib:.2f} GiB (process tree)")
+    in_stages = sum(c.seconds for c in costs)
+    for c in costs:
+        print(f"  {c.stage:<9} {c.seconds:7.1f} s   peak {c.peak_bytes / gib:5.2f} GiB")
+    print(f"  {'other':<9} {run.seconds - in_stages:7.1f} s   (Prefect start-up, publish)")
+    funnel = [line.strip() for line in run.out.splitlines() if line.startswith("raw ")]
+    print(f"funnel: {funnel[0] if funnel else '(not printed)'}")
+    table = outcomes(store)
+    found = recall(log, table)
+    for role in ("exact", "near", "rouge_hi", "rouge_lo"):
+        r = found[role]
+        print(f"  planted {role:<8} {r['planted']:>7,}; both reached dedup "
+              f"{r['reached_dedup']:>7,}; pair removed {r['pair_removed']:>7,}; copy dropped "
+              f"{r['dropped']:>7,} {r['by']}")
+    print(f"  distinct prompts dropped as duplicates: {sum(found['bases_dropped'].values()):,} "
+          f"of {found['bases']:,} {found['bases_dropped']}")
+    classify = store.latest_ok_snapshot("classify")
+    assert classify is not None
+    published = classify.read().filter(pl.col("decision") == "kept")
+    check = rouge_check(published, log, table)
+    print(f"ROUGE-L check of the published set: {check['published']:,} prompts, "
+          f"{check['pairs']:,} pairs ({check['random_pairs']:,} random, {check['lsh_pairs']:,} "
+          f"more from LSH, {check['planted_pairs']:,} planted); max F {check['max_f']!r}; "
+          f"pairs ≥ 0.7: {check['at_or_above']}; rouge-chinese agrees on "
+          f"{check['reference_checked'] - check['reference_mismatches']} of "
+          f"{check['reference_checked']}")
+    time_target, memory_target = targets(records)
+    verdicts = {
+        "time": time_target is None or run.seconds <= time_target,
+        "memory": run.peak <= memory_target,
+        "recall": found["recall"] >= RECALL_TARGET,
+        "rouge": check["at_or_above"] == 0 and check["reference_mismatches"] == 0,
+    }
+    shown = "no target at this size" if time_target is None else f"≤ {time_target:.0f} s"
+    print(f"targets: time {run.seconds:.1f} s ({shown}) {_ok(verdicts['time'])}; peak "
+          f"{run.peak / gib:.2f} GiB (≤ {memory_target / gib:.0f} GiB) {_ok(verdicts['memory'])};"
+          f" planted-duplicate recall {found['recall']:.2%} (near duplicates alone "
+          f"{found['near_recall']:.2%}; copy itself dropped {found['strict']:.2%}; "
+          f"≥ {RECALL_TARGET:.0%}) {_ok(verdicts['recall'])}; "
+          f"published pairs ≥ 0.7: {check['at_or_above']} (0) {_ok(verdicts['rouge'])}")
+    ok = all(verdicts.values())
+    print("PASS" if ok else "FAIL")
+    return ok
+
+
+def _ok(passed: bool) -> str:
+    return "PASS" if passed else "FAIL"
 
 
 def main() -> None:
@@ -170,22 +206,20 @@ def main() -> None:
     args = parser.parse_args()
     essaybench = shutil.which("essaybench") or str(Path(sys.executable).parent / "essaybench")
     if args.records is None:
-        times = [one_run(essaybench)[0] for _ in range(args.repeats)]
+        times = [one_run(essaybench).seconds for _ in range(args.repeats)]
         med = statistics.median(times)
         verdict = "PASS" if med <= TARGET_S else "FAIL"
         print(f"curate flow on bundled sample: runs {', '.join(f'{t:.1f}' for t in times)} s; "
               f"median {med:.1f} s (target ≤ {TARGET_S:.0f} s): {verdict}")
         return
+    passed: list[bool] = []
     with tempfile.TemporaryDirectory(prefix="eb-records-") as folder:
-        config = generated_config(Path(folder), args.records, args.seed)
-        seconds, peak, cpu, out = one_run(essaybench, config)
-    funnel = [line.strip() for line in out.splitlines() if line.startswith("raw ")]
-    ok = seconds <= RECORDS_TARGET_S and peak <= RECORDS_TARGET_BYTES
-    print(f"curate flow on {args.records:,} generated records (seed {args.seed}): "
-          f"{seconds:.1f} s ({cpu:.0f} CPU-s; load average {os.getloadavg()[0]:.1f}), "
-        f"peak memory {peak / 1024**3:.2f} GiB (process tree) "
-          f"(targets ≤ {RECORDS_TARGET_S:.0f} s, ≤ 2 GiB): {'PASS' if ok else 'FAIL'}")
-    print(f"funnel: {funnel[0] if funnel else '(not printed)'}")
+        t0 = time.perf_counter()
+        config, log = generated_config(Path(folder), args.records, args.seed)
+        print(f"generated {args.records:,} records in {time.perf_counter() - t0:.1f} s")
+        one_run(essaybench, config,
+                lambda store, run: passed.append(report(args.records, args.seed, log, store, run)))
+    sys.exit(0 if all(passed) else 1)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ FILLERS = ["麻烦你，", "老师布置了作业：", "急！", "谢谢！", "�
 DETAILS = ["文中可以写到{x}的经历。", "参考这样一个例子：{x}。", "我想到了{x}这件事。", ""]
 
 
-def _material(rng: random.Random) -> str:
+def material(rng: random.Random) -> str:
     parts = [f"{rng.choice(PEOPLE)}{rng.choice(EVENTS)}。{rng.choice(REACTIONS)}"
              for _ in range(rng.randint(1, 2))]
     if rng.random() < 0.4:
@@ -134,22 +134,22 @@ def _material(rng: random.Random) -> str:
     return "".join(parts)
 
 
-def _requirements(rng: random.Random) -> str:
+def requirements(rng: random.Random) -> str:
     reqs = rng.sample(REQUIREMENTS, rng.randint(2, 4))
     return "".join(r + rng.choice(REQ_JOINS) for r in reqs[:-1]) + reqs[-1]
 
 
-def _prompt(rng: random.Random) -> str:
+def varied_prompt(rng: random.Random) -> str:
     slots = {"t": rng.choice(TOPICS), "g": rng.choice(GENRES), "w": rng.choice(WORDS),
              "i": rng.choice(IDENTITIES), "p": rng.choice(PURPOSES),
-             "x": rng.choice(PEOPLE) + rng.choice(EVENTS), "r": _requirements(rng)}
+             "x": rng.choice(PEOPLE) + rng.choice(EVENTS), "r": requirements(rng)}
     if rng.random() < 0.35:
         closer = rng.choice(EXAM_CLOSERS).format(**slots)
-        return f"阅读下面的材料，根据要求写作。{_material(rng)}{closer}"
+        return f"阅读下面的材料，根据要求写作。{material(rng)}{closer}"
     parts = [rng.choice(OPENINGS), rng.choice(CONTEXTS), rng.choice(TASKS), rng.choice(LENGTHS),
              rng.choice(REQ_INTROS), "{r}。", rng.choice(DETAILS), rng.choice(CLOSINGS)]
     text = "".join(parts).format(**slots)
-    return text if rng.random() < 0.75 else _material(rng) + text
+    return text if rng.random() < 0.75 else material(rng) + text
 
 
 def _near_duplicate(text: str, rng: random.Random) -> str:
@@ -182,7 +182,7 @@ def make_prompts(n: int, seed: int, dup_share: float = 0.2) -> list[str]:
     """``n`` prompts, ``dup_share`` of them small edits of an earlier prompt."""
     rng = random.Random(seed)
     n_base = n - round(n * dup_share)
-    base = [_prompt(rng) for _ in range(n_base)]
+    base = [varied_prompt(rng) for _ in range(n_base)]
     keyed = [(float(i), text) for i, text in enumerate(base)]
     for _ in range(n - n_base):
         src = rng.randrange(n_base)

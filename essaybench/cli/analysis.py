@@ -28,7 +28,7 @@ from essaybench.cli.common import (
     print_frame,
     reader,
 )
-from essaybench.cli.progress import progress_display
+from essaybench.cli.progress import calls_label, progress_display
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_LOCK_TIMEOUT_S,
@@ -62,7 +62,7 @@ def pairwise(
     from essaybench.flows.pairwise import pairwise_flow
 
     started = time.perf_counter()
-    with progress_display("pairwise judging…"):
+    with progress_display(calls_label("pairwise judging", config, judges=True)):
         snapshot_id = pairwise_flow(str(config), str(store.resolve()), run_id, None, run_id,
                                     lock_timeout_s=lock_timeout)
     merged = reader(store, lock_timeout).get_snapshot(snapshot_id).read()

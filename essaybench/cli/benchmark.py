@@ -22,7 +22,7 @@ from essaybench.cli.common import (
 from essaybench.cli.curate import curate
 from essaybench.cli.estimate import OVER_BUDGET_FLAG, check_budget
 from essaybench.cli.failures import failed_run_exits
-from essaybench.cli.progress import progress_display
+from essaybench.cli.progress import calls_label, progress_display
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -93,7 +93,7 @@ def run(
 
     started = time.perf_counter()
     with failed_run_exits(config, store), progress_display(
-            "generating and judging (the embedded model is slow: minutes)…"):
+            calls_label("generating and judging", config)):
         result = pipeline_flow(str(config), str(curate_config), str(store.resolve()),
                                curate_first, reuse_from=reuse_from,
                                over_budget_ok=over_budget, uncalibrated_ok=uncalibrated,
@@ -133,7 +133,7 @@ def rerun(
 
     started = time.perf_counter()
     with failed_run_exits(config, store), progress_display(
-            f"rerunning from {stage}…"):
+            calls_label(f"rerunning from {stage}", config)):
         result = pipeline_flow(str(config), DEFAULT_CURATE_CONFIG, str(store.resolve()),
                                False, stage, run_id, over_budget_ok=over_budget,
                                uncalibrated_ok=uncalibrated, lock_timeout_s=lock_timeout,
@@ -165,7 +165,7 @@ def calibrate(
     prefect_env()
     from essaybench.flows.calibrate import calibrate_flow
 
-    with progress_display("judging the anchor set…"):
+    with progress_display(calls_label("judging the anchor set", config, judges=True)):
         result = calibrate_flow(str(config), str(store.resolve()), lock_timeout_s=lock_timeout)
     for line in result["lines"]:
         console.print(line, markup=False)

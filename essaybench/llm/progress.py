@@ -4,7 +4,7 @@ The gateway tells one :class:`Progress` observer when a call is queued to be sen
 it finishes, and which follow-ups a finished call asked for (the judge calls of a fresh
 essay); each event is an O(1) update (no logging per call: the gateway is tuned for
 10k-call batches). The follow-ups the calls still to come will ask for count in the
-total and the ETA before they exist: as many per call as the typical call asked so far.
+total and the ETA before they exist: as many per call as the calls so far asked for.
 Which observer is process-wide (``set_progress``): the CLI puts a live display there in a
 terminal, and a text reporter on a clock (``ticking``) when piped; the default, a
 :class:`TextReporter`, logs one line every few seconds through the ``essaybench.progress``
@@ -82,11 +82,15 @@ class ProgressBoard:
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
     started: float | None = None
     last_note: str | None = None  # e.g. what a run waits for in provider batches
-    # Calls whose follow-ups are known, per (stage, model) of the asking call ...
+    # Calls whose follow-ups are known, per (stage, model) of the asking call; and per
+    # (stage, model) of the follow-ups: how many were asked for, by how many calls.
     asked_by: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # ... and per (stage, model) of the follow-ups: how many calls asked for how many
-    # (calls that asked for none of them are the rest of ``asked_by``'s total).
-    asks: dict[tuple[str, str], Counter[int]] = field(default_factory=dict)
+    asked: Counter[tuple[str, str]] = field(default_factory=Counter)
+    askers: Counter[tuple[str, str]] = field(default_factory=Counter)
+    opened: float = field(init=False)  # when the board was made: the idle line's clock
+
+    def __post_init__(self) -> None:
+        self.opened = self.clock()
 
     def note(self, line: str) -> None:
         """A line to show as it is (the gateway's batch mode: each open batch's state)."""
@@ -115,23 +119,26 @@ class ProgressBoard:
     def followed(self, request: ChatRequest, asked: Sequence[ChatRequest]) -> None:
         self.asked_by[(request.stage, request.model)] += 1
         for key, n in Counter((r.stage, r.model) for r in asked).items():
-            self.asks.setdefault(key, Counter())[n] += 1
+            self.asked[key] += n
+            self.askers[key] += 1
 
     def batch_ended(self) -> None:
         pass
 
     def expected(self) -> dict[tuple[str, str], int]:
         """Follow-ups not asked for yet, per (stage, model): the calls still to come that
-        ask for follow-ups, times the typical (median) number a call asked for so far.
-        The median, not the mean: the first essay's follow-ups also carry one-off calls
-        (the drift anchors), which would inflate a mean for the whole run."""
+        ask for follow-ups, times as many as a call asked for so far (failed essays, which
+        ask for none, count). Follow-ups only one call asked for while several were
+        followed are one-off (the drift anchors, sent with the first essay's judge calls
+        under their own stage): none is expected of the calls to come."""
         asking = sum(self.asked_by.values())
-        if asking == 0:
-            return {}
         to_come = sum(max(0, self.tallies[key].total - n) for key, n in
                       list(self.asked_by.items()) if key in self.tallies)
-        return {key: to_come * typical for key, counts in list(self.asks.items())
-                if (typical := _median(counts, asking)) > 0 and to_come > 0}
+        if asking == 0 or to_come == 0:
+            return {}
+        expected = {key: round(n / asking * to_come) for key, n in list(self.asked.items())
+                    if asking == 1 or self.askers[key] > 1}
+        return {key: n for key, n in expected.items() if n > 0}
 
     def elapsed(self) -> float:
         return 0.0 if self.started is None else self.clock() - self.started
@@ -168,7 +175,9 @@ class ProgressBoard:
                  f"{t.tokens:,} tokens)" for stage, model, t, more in self.counts()]
         now = stage_text()
         if not parts:
-            return f"progress: {now or 'no stage running'}"
+            return (f"progress: {now}" if now else
+                    f"progress: no stage running, {duration(self.clock() - self.opened)} "
+                    "since the start")
         head = f"{now}; " if now else ""
         return f"progress: {head}{'; '.join(parts)}; {self.summary()}"
 
@@ -183,19 +192,6 @@ def stage_text() -> str | None:
     """"stage NAME running 1m05s" for what runs now (``core.activity``); None: nothing."""
     now = activity.current()
     return None if now is None else f"stage {now.name} running {duration(now.seconds())}"
-
-
-def _median(counts: Counter[int], n: int) -> int:
-    """The lower median of ``n`` numbers: those ``counts`` tallies, and zeros for the
-    rest (the calls that asked for none)."""
-    rank = (n - 1) // 2 - (n - sum(counts.values()))
-    if rank < 0:
-        return 0
-    for value in sorted(counts):
-        if rank < counts[value]:
-            return value
-        rank -= counts[value]
-    return 0
 
 
 def duration(seconds: float) -> str:
@@ -279,8 +275,7 @@ class TextReporter(ProgressBoard):
         if all(t.done >= t.total for t in tallies):
             self.tallies = {}
             self.started = None
-            self.asked_by = Counter()
-            self.asks = {}
+            self.asked_by, self.asked, self.askers = Counter(), Counter(), Counter()
 
 
 @contextlib.contextmanager

@@ -38,17 +38,30 @@ def test_a_piped_run_prints_progress_lines_and_a_rich_table5(
     text = out.output
     assert out.exit_code == 0, text
     progress = [line for line in text.splitlines() if line.startswith("progress: ")]
+    # The waiting message names the endpoints the calls go to (the fake server's), not
+    # the embedded model's slowness.
+    [label] = [line for line in text.splitlines() if "(progress every" in line]
+    assert label.startswith("generating and judging (calls to 127.0.0.1:"), label
+    assert "embedded" not in label
     # One line per batch at least (the fake server is fast: the batch-end line), each
-    # with done/total, ok/failed and tokens per stage and model, elapsed and ETA.
+    # naming the stage that runs, with done/total, ok/failed and tokens per stage and
+    # model, elapsed, and "calls done" (no "ETA 0s" while the stage still runs).
     # per_genre 2: 8 essays of the four genres, judged while generating, and 2 of prompts
     # that leave the genre open: the judge stage asks their genre (2 calls), then judges
     # them (2 calls): the two batches' end lines
-    assert any(re.match(r"progress: generate writer 10/10 \(ok 10, failed 0, [\d,]+ tokens\)"
-                        r".*; elapsed \d+s, ETA 0s$", line) for line in progress), text
+    assert any(re.match(r"progress: stage generate running \d+s; generate writer 10/10 "
+                        r"\(ok 10, failed 0, [\d,]+ tokens\).*; elapsed \d+s, calls done$",
+                        line) for line in progress), text
     assert any(re.search(r"; judge judge 8/8 \(ok 8, failed 0, [\d,]+ tokens\)", line)
                for line in progress), text
-    assert sum(bool(re.match(r"progress: judge judge 2/2 \(ok 2, failed 0, [\d,]+ tokens\)",
-                             line)) for line in progress) >= 2, text
+    assert sum(bool(re.match(r"progress: stage judge running \d+s; judge judge 2/2 \(ok 2, "
+                             r"failed 0, [\d,]+ tokens\)", line)) for line in progress) >= 2, text
+    # Each stage is named as it starts, those without calls too.
+    started = [line.removeprefix("progress: stage ").removesuffix(" started")
+               for line in progress if line.endswith(" started")]
+    assert [s for s in started if s in ("generate", "judge", "aggregate", "stats", "alerts",
+                                        "report")] == [
+        "generate", "judge", "aggregate", "stats", "alerts", "report"], text
     assert re.search(r"│ judge\s+│ writer\s+│\s+\d+\.\d\d \[2 chosen\]", text), text
     # Table 5 is a rich table (box-drawn), never the Markdown file's pipes.
     assert "Table 5: weighted score" in text

@@ -140,14 +140,14 @@ def _ok(request: ChatRequest, i: int) -> ChatResult:
 
 def test_the_eta_counts_the_judge_calls_of_the_essays_to_come() -> None:
     """Two judge calls per essay, sent as each essay comes back: the judge calls not asked
-    for yet count (the demo's ETA was a third of the truth without them); the one-off
-    calls sent with the first essay (drift anchors) do not count for every essay."""
+    for yet count (the demo's ETA was a third of the truth without them); the drift
+    anchors, sent once with the first essay's, do not count for every essay."""
     clock = ManualClock()
     board = ProgressBoard(clock=clock)
     essays = _requests(10, "writer", "generate")
     for request in essays:
         board.planned(request)
-    anchors = _requests(3, "judge", "judge")
+    anchors = _requests(3, "judge", "drift")
     for i, essay in enumerate(essays[:4]):
         clock.now = 10.0 * (i + 1)
         board.finished(essay, _ok(essay, i))
@@ -159,17 +159,18 @@ def test_the_eta_counts_the_judge_calls_of_the_essays_to_come() -> None:
         board.followed(essay, asked)
         for request in asked:
             board.planned(request)
-        if i == 0:  # one essay known: its five are all there is to go by
-            assert board.expected() == {("judge", "judge"): 9 * 5}
+        if i == 0:  # one essay known: all there is to go by
+            assert board.expected() == {("judge", "judge"): 18, ("drift", "judge"): 27}
     for i, request in enumerate(anchors):
         board.finished(request, _ok(request, i))
     clock.now = 50.0
-    # 4 essays and 3 anchors done, 6 essays to come: 6 x 2 judge calls not asked yet, and
-    # the 6 judge calls asked but not done
-    assert board.expected() == {("judge", "judge"): 12}
-    assert board.remaining() == 6 + 6 + 12
-    assert board.eta() == 50.0 / 7 * 24
-    assert "judge judge 3/~21 (ok 3, failed 0, 0 tokens)" in board.line()
+    # 4 essays (one failed) and the 3 anchors done, 6 essays to come: 6 x 6/4 judge calls
+    # not asked for yet, the 6 asked for not done, and no more anchors
+    assert board.expected() == {("judge", "judge"): 9}
+    assert board.remaining() == 6 + 6 + 9
+    assert board.eta() == 50.0 / 7 * 21
+    assert "judge judge 0/~15 (ok 0, failed 0, 0 tokens)" in board.line()
+    assert "drift judge 3/3 (ok 3, failed 0, 0 tokens)" in board.line()
 
 
 def test_the_gateway_tells_which_follow_ups_each_call_asked_for(tmp_path: Path) -> None:
@@ -199,7 +200,8 @@ def test_the_gateway_tells_which_follow_ups_each_call_asked_for(tmp_path: Path) 
     with run_fake_server() as server:
         assert all(r.ok for r in asyncio.run(main()))
     assert board.asked_by == {("generate", "writer"): 5}
-    assert board.asks == {("judge", "judge"): {2: 5}}
+    assert board.asked == {("judge", "judge"): 10}
+    assert board.askers == {("judge", "judge"): 5}
     assert expected_then == [8, 6, 4, 2, 0]  # two for each essay still to come
     assert board.tallies[("judge", "judge")].total == 10
 
@@ -230,7 +232,8 @@ def test_the_clock_makes_a_line_every_interval() -> None:
     clock.now = 9.0
     assert reporter.tick() == 1 and lines == []
     clock.now = 10.0
-    assert reporter.tick() == 10 and lines == ["progress: no stage running"]
+    assert reporter.tick() == 10
+    assert lines == ["progress: no stage running, 10s since the start"]
     request = _requests(1, "m", "judge")[0]
     reporter.planned(request)
     clock.now = 14.0
@@ -259,4 +262,4 @@ def test_the_line_names_the_stage_that_runs() -> None:
         activity.set_listener(before)
     assert lines[0] == "progress: stage judge started"
     assert lines[-1] == "progress: stage aggregate started"
-    assert reporter.line() == "progress: no stage running"
+    assert reporter.line() == "progress: no stage running, 0s since the start"

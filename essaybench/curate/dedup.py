@@ -1,8 +1,14 @@
-"""Dedup: drop exact duplicates, then near duplicates found within K-means blocks.
+"""Dedup: drop exact duplicates, then close copies by MinHash LSH, then near duplicates
+found within K-means blocks.
 
 1. Exact duplicates: a row whose ``prompt_id`` (the hash of its normalised
    text) appeared in an earlier row is dropped, pointing at that id.
-2. The first occurrences are vectorised as TF-IDF over character n-grams
+1b. MinHash LSH (:mod:`essaybench.curate.minhash`, on unless ``minhash: false``): a
+   first occurrence whose character-shingle Jaccard similarity with an earlier kept row
+   reaches ``jaccard_threshold`` is dropped (reason ``minhash_duplicate``). One pass,
+   one sketch and one index query per row: it removes the close copies a large log is
+   full of before the passes below, whose cost grows faster than the row count.
+2. The rows left are vectorised as TF-IDF over character n-grams
    (Chinese needs no word segmentation this way; IDF is fitted on this input),
    reduced with TruncatedSVD, row-normalised, and clustered with K-means for
    each k of a sweep; k is chosen from the inertia curve by
@@ -69,6 +75,7 @@ from sklearn.preprocessing import normalize
 
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
+from essaybench.curate.minhash import MinhashResult, minhash_pass
 from essaybench.curate.table import DUPLICATE_COLUMNS, RECORD_COLUMNS
 
 _QUOTED = re.compile(r"《([^》]+)》|“([^”]+)”|「([^」]+)」|『([^』]+)』|\"([^\"]+)\"")
@@ -97,7 +104,16 @@ class DedupParams(BaseModel):
         default=True, description="Never pair prompts that both quote topics but share none")
     assign_clusters: int = Field(
         default=2, ge=1, description="A row is compared within its this-many nearest clusters")
-    seed: int = Field(default=0, description="random_state for TruncatedSVD and K-means")
+    seed: int = Field(default=0, description="random_state for TruncatedSVD, K-means, MinHash")
+    minhash: bool = Field(default=True, description="Run the MinHash LSH pass before K-means")
+    shingle_k: int = Field(default=3, ge=1, description="Character k-gram length for MinHash")
+    minhash_perm: int = Field(default=128, ge=16, description="MinHash permutations")
+    lsh_threshold: float = Field(
+        default=0.5, gt=0.0, lt=1.0,
+        description="Jaccard the LSH index is tuned for; it only proposes candidates")
+    jaccard_threshold: float = Field(
+        default=0.7, gt=0.0, le=1.0,
+        description="Exact shingle Jaccard at or above which a row is a MinHash near duplicate")
     n_init: int = Field(
         default=1, ge=1, description="K-means restarts per k (fixed, for determinism)")
 
@@ -107,6 +123,8 @@ class DedupParams(BaseModel):
             raise ValueError("ngram_max must be >= ngram_min")
         if self.k_max < self.k_min:
             raise ValueError("k_max must be >= k_min")
+        if self.lsh_threshold > self.jaccard_threshold:
+            raise ValueError("lsh_threshold must be <= jaccard_threshold (it proposes candidates)")
         return self
 
 
@@ -297,6 +315,16 @@ def _cluster_summary(labels: NDArray[np.int64]) -> dict[str, Any]:
             "max": int(sizes.max()), "singletons": int((sizes == 1).sum())}
 
 
+def _minhash(texts: list[str], rows: list[int], params: DedupParams) -> MinhashResult | None:
+    if not params.minhash:
+        return None
+    return minhash_pass(
+        [texts[i] for i in rows], k=params.shingle_k, num_perm=params.minhash_perm,
+        lsh_threshold=params.lsh_threshold, jaccard_threshold=params.jaccard_threshold,
+        seed=params.seed,
+        spans=[quoted_spans(texts[i]) for i in rows] if params.quoted_topic_guard else None)
+
+
 def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
     """Every input row, in order, with exact and near duplicates marked ``duplicate``."""
     require_kept_input(table, "dedup", "filter")
@@ -322,6 +350,22 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
         else:
             first_row[pid] = i
             unique_rows.append(i)
+
+    t0 = time.perf_counter()
+    by_minhash = _minhash(texts, unique_rows, params)
+    remaining = unique_rows
+    if by_minhash is not None:
+        remaining = [i for i, j in zip(unique_rows, by_minhash.dup_of.tolist(), strict=True)
+                     if j < 0]
+        for u in np.flatnonzero(by_minhash.dup_of >= 0).tolist():
+            i, kept_row = unique_rows[u], unique_rows[int(by_minhash.dup_of[u])]
+            sim = float(by_minhash.jaccard[u])
+            decision[i], reason[i] = Decision.DUPLICATE.value, "minhash_duplicate"
+            duplicate_of[i], similarity[i] = ids[kept_row], sim
+            detail[i] = (f"character {params.shingle_k}-gram Jaccard {sim:.3f} >= "
+                         f"{params.jaccard_threshold} with row {kept_row} (MinHash LSH candidate)")
+    timings["minhash"] = time.perf_counter() - t0
+    unique_rows = remaining  # the K-means pass compares what MinHash kept
 
     t0 = time.perf_counter()
     x = tfidf([texts[i] for i in unique_rows], params)
@@ -362,7 +406,11 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
     meta: dict[str, Any] = {
         "params": params.model_dump(),
         "n_input": n,
-        "n_unique": len(unique_rows),
+        "n_unique": len(first_row),
+        "n_after_minhash": len(unique_rows),
+        "minhash_duplicates": reason.count("minhash_duplicate"),
+        "minhash_candidates": by_minhash.candidates if by_minhash else 0,
+        "minhash_vetoed_by_topic_guard": by_minhash.vetoed if by_minhash else 0,
         "n_features": int(x.shape[1]),
         "svd_components_used": clustering.svd_components,
         "ks": clustering.ks,

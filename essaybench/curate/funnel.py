@@ -52,7 +52,8 @@ class Funnel:
         for name, removed in (
             ("quarantined (unreadable)", self.quarantined),
             ("filtered (heuristics)", self.filtered),
-            ("deduplicated (exact + K-means)", self.exact_duplicates + self.near_duplicates),
+            ("deduplicated (exact + MinHash + K-means)",
+             self.exact_duplicates + self.near_duplicates),
             ("pruned (ROUGE-L)", self.rouge_duplicates),
             ("unclassified (needs review)", self.unclassified),
         ):

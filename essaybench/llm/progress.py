@@ -166,7 +166,8 @@ class ProgressBoard:
         eta = self.eta()
         if eta is not None and self.remaining() == 0 and activity.current() is not None:
             return f"elapsed {duration(self.elapsed())}, calls done"
-        return f"elapsed {duration(self.elapsed())}, ETA {'?' if eta is None else duration(eta)}"
+        left = "?" if eta is None else "<1s" if 0 < eta < 0.5 else duration(eta)
+        return f"elapsed {duration(self.elapsed())}, ETA {left}"
 
     def line(self) -> str:
         """One line: the stage that runs; each (stage, model) with done/total (``~``: with

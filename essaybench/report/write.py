@@ -10,12 +10,12 @@ from pathlib import Path
 from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
 from essaybench.report.browser import CHUNK_BYTES, FILES_FOLDER, Chunk
-from essaybench.report.data import load_run
+from essaybench.report.data import RunData, load_run
 from essaybench.report.page import build_report
 from essaybench.store import Store
 
 __all__ = [
-    "REPORT_NAME", "chunks_folder", "report_path", "write_report",
+    "REPORT_NAME", "chunks_folder", "report_path", "write_page", "write_report",
 ]
 
 REPORT_NAME = "report.html"
@@ -65,10 +65,16 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES) -
     names any more are removed; a reader never opens half a file. The cyclic collector is
     paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
     page took at the paper's scale)."""
-    path = report_path(store, run_id)
+    return write_page(load_run(store, run_id), report_path(store, run_id),
+                      chunk_bytes=chunk_bytes)
+
+
+def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Path:
+    """The report of ``data`` at ``path`` and its chunks beside it, as ``write_report``
+    writes them (benchmarks/report_scale.py writes runs it makes up this way)."""
     folder = chunks_folder(path)
     with collector_paused():
-        report = build_report(load_run(store, run_id), chunk_bytes=chunk_bytes)
+        report = build_report(data, chunk_bytes=chunk_bytes)
         write_chunks(folder, report.chunks)
         write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
     remove_stale(folder, report.chunks)

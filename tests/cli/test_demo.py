@@ -55,7 +55,10 @@ def _run_reports(store: Path) -> Path:
 
 def test_progress_and_the_honest_note(demo: tuple[str, Path]) -> None:
     output, _ = demo
-    assert re.search(r"^progress: generate smollm2-135m-para \d+/8", output, re.M), output
+    assert re.search(r"^progress: stage generate running \w+; generate smollm2-135m-para "
+                     r"\d+/8", output, re.M), output
+    # the embedded model is in use: the waiting message says it is slow
+    assert "generating and judging (the embedded model is slow: minutes)…" in output
     assert " ".join(DEMO_NOTE.split()) in " ".join(output.split())
 
 

@@ -9,6 +9,9 @@ would publish an empty prompt set as ``latest``.
 Personal data is replaced by typed placeholders here, before anything is stored
 (``curate/pii``): in each record's text, its source id and a quarantined record's
 excerpt. ``pii`` names the kinds a record held; the stage's meta counts them.
+
+Records become table rows ``batch_rows`` at a time, so the Python objects alive at once
+are one batch's, not one per record of every source.
 """
 
 from __future__ import annotations
@@ -31,10 +34,15 @@ class NoRecordsError(UserError, ValueError):
     """The sources gave no usable record: nothing to curate."""
 
 
-def run_collect(config: SourcesConfig, deid: DeidParams | None = None) -> StageOutput:
+BATCH_ROWS = 50_000
+
+
+def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
+                batch_rows: int = BATCH_ROWS) -> StageOutput:
     started = time.perf_counter()
     deid = deid or DeidParams()
     rows: list[dict[str, str | None]] = []
+    batches: list[pl.DataFrame] = []
     per_source: dict[str, dict[str, int]] = {}
     found: Counter[str] = Counter()
     with_pii = 0
@@ -65,12 +73,15 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None) -> StageO
                 "detail": detail.text if item.detail is not None else None,
                 "pii": ",".join(sorted(text.counts)) or None,  # what the prompt held
             })
+            if len(rows) >= batch_rows:
+                batches.append(pl.DataFrame(rows, schema=RECORD_COLUMNS))
+                rows = []
         per_source[spec.name] = {"records": kept + quarantined, "quarantined": quarantined}
-    if not any(row["decision"] == Decision.KEPT.value for row in rows):
+    if not any(counts["records"] > counts["quarantined"] for counts in per_source.values()):
         what = "; ".join(f"{spec.name} ({config.resolve(spec)}): "
                          + _counted(per_source[spec.name]) for spec in config.sources)
         raise NoRecordsError(f"nothing to curate: the sources gave no usable record ({what})")
-    table = pl.DataFrame(rows, schema=RECORD_COLUMNS)
+    table = pl.concat([*batches, pl.DataFrame(rows, schema=RECORD_COLUMNS)], rechunk=True)
     duplicated = table.filter(pl.col("record_id").is_duplicated())
     if duplicated.height:
         first = duplicated.row(0, named=True)

@@ -203,31 +203,25 @@ def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
 PERSONAL_DATA = "personal_data"
 
 
+BATCH_ROWS = 50_000
+
+
 def run_filter(table: pl.DataFrame, params: FilterParams, *,
-               drop_personal_data: bool = False) -> StageOutput:
+               drop_personal_data: bool = False, batch_rows: int = BATCH_ROWS) -> StageOutput:
     """Every input row, in order, with ``text``/``prompt_id`` set and kept or filtered;
     ``drop_personal_data`` (the curate config's ``deid.mode: drop``): a record collect
-    found personal data in is filtered first, reason ``personal_data``."""
+    found personal data in is filtered first, reason ``personal_data``. Rows are decided
+    ``batch_rows`` at a time (the Python objects alive at once are one batch's); the
+    result does not depend on it."""
     if "raw_text" not in table.columns:
         raise ValueError("filter: input lacks column 'raw_text'; run collect first")
     rules = params.load_rules()
-    texts = [normalize_text(raw) for raw in table["raw_text"].to_list()]
-    pii = table["pii"].to_list() if "pii" in table.columns else [None] * table.height
-    verdicts = [Verdict(PERSONAL_DATA, f"held personal data ({kinds}; deid mode drop)")
-                if drop_personal_data and kinds else judge(text, params, rules)
-                for text, kinds in zip(texts, pii, strict=True)]
-    table = ensure_columns(table, FILTER_COLUMNS)
-    table = table.with_columns(
-        pl.Series("text", texts, dtype=pl.Utf8),
-        pl.Series("prompt_id", [prompt_id(t) for t in texts], dtype=pl.Utf8),
-        pl.Series("decision", [Decision.KEPT.value if v.reason is None
-                               else Decision.FILTERED.value for v in verdicts], dtype=pl.Utf8),
-        pl.Series("reason", [v.reason for v in verdicts], dtype=pl.Utf8),
-        pl.Series("detail", [_with_markup_note(v.detail, raw) for v, raw
-                             in zip(verdicts, table["raw_text"].to_list(), strict=True)],
-                  dtype=pl.Utf8),
-    )
-    counts = Counter(v.reason for v in verdicts if v.reason is not None)
+    counts: Counter[str | None] = Counter()
+    parts = [_filter_batch(table.slice(start, batch_rows), params, rules, drop_personal_data,
+                           counts)
+             for start in range(0, max(table.height, 1), batch_rows)]
+    table = pl.concat(parts, rechunk=True)
+    filtered = {reason: n for reason, n in counts.items() if reason is not None}
     order = [*CHECK_ORDER[:6], *(f"not_essay:{k}" for k in rules.kinds), "no_essay_cue"]
     if SHORT_TEXT not in order:
         order.insert(-1, SHORT_TEXT)
@@ -235,8 +229,29 @@ def run_filter(table: pl.DataFrame, params: FilterParams, *,
         "params": params.model_dump(mode="json"),
         "rules": _rules_meta(rules),
         "check_order": order,
-        "rows": len(verdicts),
-        "kept": sum(v.reason is None for v in verdicts),
-        "filtered": sum(counts.values()),
-        "reasons": {reason: counts[reason] for reason in order if counts[reason]},
+        "rows": table.height,
+        "kept": counts[None],
+        "filtered": sum(filtered.values()),
+        "reasons": {reason: filtered[reason] for reason in order if filtered.get(reason)},
     })
+
+
+def _filter_batch(table: pl.DataFrame, params: FilterParams, rules: CompiledRules,
+                  drop_personal_data: bool, counts: Counter[str | None]) -> pl.DataFrame:
+    raw = table["raw_text"].to_list()
+    texts = [normalize_text(r) for r in raw]
+    pii = table["pii"].to_list() if "pii" in table.columns else [None] * table.height
+    verdicts = [Verdict(PERSONAL_DATA, f"held personal data ({kinds}; deid mode drop)")
+                if drop_personal_data and kinds else judge(text, params, rules)
+                for text, kinds in zip(texts, pii, strict=True)]
+    counts.update(v.reason for v in verdicts)
+    table = ensure_columns(table, FILTER_COLUMNS)
+    return table.with_columns(
+        pl.Series("text", texts, dtype=pl.Utf8),
+        pl.Series("prompt_id", [prompt_id(t) for t in texts], dtype=pl.Utf8),
+        pl.Series("decision", [Decision.KEPT.value if v.reason is None
+                               else Decision.FILTERED.value for v in verdicts], dtype=pl.Utf8),
+        pl.Series("reason", [v.reason for v in verdicts], dtype=pl.Utf8),
+        pl.Series("detail", [_with_markup_note(v.detail, r) for v, r
+                             in zip(verdicts, raw, strict=True)], dtype=pl.Utf8),
+    )

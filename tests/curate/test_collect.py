@@ -39,3 +39,19 @@ def test_one_usable_record_is_enough(tmp_path: Path) -> None:
     out = run_collect(_sources(tmp_path, good='{"id": "a", "query": "写一篇议论文"}\n',
                                empty=""))
     assert out.table["decision"].to_list() == ["kept"]
+
+
+def test_batches_make_the_same_table_as_one_batch(tmp_path: Path) -> None:
+    lines = [f'{{"id": "q{i}", "query": "以“第{i}次尝试”为题写一篇记叙文，电话13812345678"}}'
+             if i % 3 else ("not json" if i % 2 else '{"text": "no query field"}')
+             for i in range(23)]
+    sources = _sources(tmp_path, logs="\n".join(lines) + "\n",
+                       more='{"id": "m", "query": "写一篇议论文"}\n')
+    whole = run_collect(sources)
+    for size in (1, 5, 23):
+        batched = run_collect(sources, batch_rows=size)
+        assert batched.table.equals(whole.table)
+        assert {k: v for k, v in batched.meta.items() if k != "seconds"} == {
+            k: v for k, v in whole.meta.items() if k != "seconds"}
+    assert whole.table.height == 24
+    assert whole.meta["personal_data"]["records"] == 15  # the phones, masked in every batch

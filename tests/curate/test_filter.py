@@ -543,3 +543,21 @@ def test_markup_is_stripped_and_noted_or_filtered_when_nothing_is_left() -> None
     assert (empty["reason"], empty["text"]) == ("too_short", "hi")
     assert empty["detail"].endswith("; markup stripped: ansi, html")
     assert "markup" not in plain["detail"]
+
+
+def test_batches_decide_every_row_as_one_batch() -> None:
+    texts: list[str | None] = [None, "", "写一篇关于春天的作文，不少于600字。",
+                               "帮我写一份年终工作总结", "ｈｅｌｌｏ　ｗｏｒｌｄ", "写作文",
+                               "以“我的老师”为题，写一篇记叙文。\r\n\r\n字数不少于500字。",
+                               "用Python写一个快速排序", "写一首关于秋天的七言绝句"] * 3
+    table = pl.DataFrame({"record_id": [f"r{i}" for i in range(len(texts))], "raw_text": texts,
+                          "pii": [None, "phone"] * 13 + [None]},
+                         schema={"record_id": pl.Utf8, "raw_text": pl.Utf8, "pii": pl.Utf8})
+    whole = run_filter(table, FilterParams(), drop_personal_data=True)
+    assert whole.meta["kept"] >= 2 and len(whole.meta["reasons"]) >= 4
+    for size in (1, 4, 27, 100):
+        batched = run_filter(table, FilterParams(), drop_personal_data=True, batch_rows=size)
+        assert batched.table.equals(whole.table)
+        assert batched.meta == whole.meta
+    empty = run_filter(table.clear(), FilterParams(), batch_rows=4)
+    assert empty.table.height == 0 and empty.meta["rows"] == 0

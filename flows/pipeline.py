@@ -40,6 +40,7 @@ from essaybench.bench.config import BenchmarkConfig, load_benchmark_config
 from essaybench.bench.generate import language_summary
 from essaybench.bench.health import RunUnhealthy
 from essaybench.bench.sharding import ShardingParams
+from essaybench.core.activity import doing
 from essaybench.core.errors import UserError, user_error_of
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
@@ -276,7 +277,8 @@ def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: Sha
     parts = PartStore(parts_url_of(sharding, store_root))
     n = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
                         sharding.parallel, lock_timeout_s)
-    attempts = run_shards(parts, run_id, n, sharding)
+    with doing(f"shards ({n} on the work pool)"):  # the calls are made elsewhere meanwhile
+        attempts = run_shards(parts, run_id, n, sharding)
     merged = merge_task(run_id, store_root, parts.url, lock_timeout_s)
     since = datetime.fromisoformat(merged.pop("since"))
     return since, {"parts_url": parts.url, "attempts": attempts, **merged}

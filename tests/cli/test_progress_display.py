@@ -103,6 +103,10 @@ def test_live_prefect_logs_go_above_the_display_and_leave_no_old_frame(
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     monkeypatch.setattr(logger, "propagate", False)
+    plain = logging.StreamHandler(screen)  # e.g. prefect._internal's: the same way round
+    internal = logging.getLogger("prefect._internal.test_progress_display")
+    internal.addHandler(plain)
+    monkeypatch.setattr(internal, "propagate", False)
     before = set_progress(None)
     try:
         with progress_display("generating…"):
@@ -114,16 +118,19 @@ def test_live_prefect_logs_go_above_the_display_and_leave_no_old_frame(
             board.finished(requests[0], ChatResult(key="0", model="writer",
                                                    status=CallStatus.OK))
             logger.warning("Finished in state Completed()")
+            internal.error("an internal error")
     finally:
         logger.removeHandler(handler)
+        internal.removeHandler(plain)
         set_progress(before)
-    assert handler.console.file is screen  # its own console is put back
+    assert handler.console.file is screen and plain.stream is screen  # put back
     shown = _screen(screen.getvalue())
     frames = [i for i, line in enumerate(shown) if "generating…" in line]
     assert len(frames) == 1, shown  # the last frame only
-    first, second = (shown.index("Beginning flow run 'brisk-fox' for flow 'pipeline'"),
-                     shown.index("Finished in state Completed()"))
-    assert first < second < frames[0], shown  # whole lines, above the display
+    first, second, third = (shown.index("Beginning flow run 'brisk-fox' for flow 'pipeline'"),
+                            shown.index("Finished in state Completed()"),
+                            shown.index("an internal error"))
+    assert first < second < third < frames[0], shown  # whole lines, above the display
     assert any(re.search(r"generate\s+writer\s+.*1/3", line) for line in shown), shown
 
 

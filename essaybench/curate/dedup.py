@@ -60,23 +60,25 @@ import re
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import sparse
-from sklearn.cluster import KMeans
-from sklearn.decomposition import TruncatedSVD
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.preprocessing import normalize
 
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
 from essaybench.curate.minhash import MinhashResult, minhash_pass
 from essaybench.curate.table import DUPLICATE_COLUMNS, RECORD_COLUMNS
+
+if TYPE_CHECKING:
+    from sklearn.cluster import KMeans
+
+# scikit-learn is imported where dedup runs, not with this module: the config classes here
+# are read by every command (the curate config holds DedupParams), and scikit-learn with
+# what it pulls in (pandas) costs ~60 MiB of every benchmark run that never deduplicates.
 
 _QUOTED = re.compile(r"《([^》]+)》|“([^”]+)”|「([^」]+)」|『([^』]+)』|\"([^\"]+)\"")
 # A similarity block of rows × cluster members is computed at most this many floats at a time.
@@ -167,6 +169,8 @@ def sweep_ks(n_unique: int, params: DedupParams) -> list[int]:
 
 def tfidf(texts: list[str], params: DedupParams) -> sparse.csr_matrix:
     """L2-normalised TF-IDF rows, so a dot product is a cosine; zero rows if no n-gram fits."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     vectorizer = TfidfVectorizer(
         analyzer=params.analyzer,
         ngram_range=(params.ngram_min, params.ngram_max),
@@ -181,6 +185,11 @@ def tfidf(texts: list[str], params: DedupParams) -> sparse.csr_matrix:
 
 def cluster(x: sparse.csr_matrix, params: DedupParams, timings: dict[str, float]) -> Clustering:
     """SVD-reduce, sweep k with K-means, choose k by the elbow rule."""
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.preprocessing import normalize
+
     n, n_features = x.shape
     started = time.perf_counter()
     n_comp = min(params.svd_components, n - 1, n_features - 1)

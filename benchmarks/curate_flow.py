@@ -153,6 +153,16 @@ def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> boo
     for c in costs:
         print(f"  {c.stage:<9} {c.seconds:7.1f} s   peak {c.peak_bytes / gib:5.2f} GiB")
     print(f"  {'other':<9} {run.seconds - in_stages:7.1f} s   (Prefect start-up, publish)")
+    dedup, rouge = (store.latest_ok_snapshot(s) for s in ("dedup", "rouge"))
+    if dedup is not None and rouge is not None:
+        d, r = dedup.meta, rouge.meta
+        print(f"  dedup: {d['n_input']:,} rows, {d['n_unique']:,} unique, "
+              f"{d.get('n_after_minhash', d['n_unique']):,} after MinHash "
+              f"({d.get('minhash_candidates', 0):,} LSH candidates), k {d['chosen_k']}, "
+              f"{d['pairs_compared']:,} pairs in blocks; seconds {d['seconds']}")
+        print(f"  rouge: {r['n_in']:,} rows, {r['n_dropped']:,} dropped, {r['n_bound']:,} pairs "
+              f"bounded, {r['n_lcs']:,} LCS; segment {r['seconds_segment']} s, prune "
+              f"{r['seconds_prune']} s")
     funnel = [line.strip() for line in run.out.splitlines() if line.startswith("raw ")]
     print(f"funnel: {funnel[0] if funnel else '(not printed)'}")
     table = outcomes(store)

@@ -8,13 +8,15 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 import pytest
+from datasketch import MinHash
 from pydantic import ValidationError
 
 from essaybench.core.contracts import Decision
 from essaybench.core.hashing import prompt_id
+from essaybench.curate import minhash as minhash_module
 from essaybench.curate.dedup import DedupParams, quoted_spans, run_dedup
 from essaybench.curate.funnel import compute_funnel
-from essaybench.curate.minhash import jaccard, minhash_pass, shingles
+from essaybench.curate.minhash import crc32, jaccard, minhash_pass, shingles, signatures
 from tests.curate.test_dedup import DISTINCT, REWORDINGS, TEMPLATE_TWINS
 
 PARAMS = {"k": 3, "num_perm": 128, "lsh_threshold": 0.5, "jaccard_threshold": 0.7, "seed": 0}
@@ -68,6 +70,28 @@ def _brute_force(texts: list[str], threshold: float) -> tuple[list[int], list[fl
             kept.append(i)
         dup_of[i], sims[i] = best, best_sim
     return dup_of, sims
+
+
+def test_signatures_are_datasketchs_own() -> None:
+    sets = [shingles(t, 3) for t in [*DISTINCT[:8], "写", "写作文"]]
+    for seed, num_perm in ((0, 128), (7, 64)):
+        ours = signatures(sets, num_perm, seed)
+        for row, shingle_set in zip(ours, sets, strict=True):
+            theirs = MinHash(num_perm=num_perm, seed=seed, hashfunc=crc32)
+            theirs.update_batch([x.encode("utf-8") for x in shingle_set])
+            assert row.tolist() == theirs.hashvalues.tolist()
+
+
+def test_small_sketch_batches_and_cache_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _corpus(seed=2)
+    spans = [quoted_spans(t) for t in texts]
+    whole = minhash_pass(texts, **PARAMS, spans=spans)
+    monkeypatch.setattr(minhash_module, "SKETCH_BATCH", 7)
+    monkeypatch.setattr(minhash_module, "SHINGLE_CACHE", 3)
+    small = minhash_pass(texts, **PARAMS, spans=spans)
+    assert small.dup_of.tolist() == whole.dup_of.tolist()
+    assert small.jaccard.tolist() == whole.jaccard.tolist()
+    assert (small.candidates, small.vetoed) == (whole.candidates, whole.vetoed)
 
 
 def test_lsh_pass_equals_brute_force_exact_jaccard() -> None:

@@ -26,11 +26,12 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import aggregate_raters
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from essaybench.human.annotations import require_columns
+
+# scikit-learn and statsmodels are imported where κ is computed: every benchmark run imports
+# this module (the report's spot-check trend reads human labels), and the two with pandas
+# cost ~100 MiB of a run that has no human labels.
 
 Weights = Literal["linear", "quadratic"] | None
 
@@ -115,6 +116,8 @@ def _categories(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.fl
 
 def weighted_kappa(a: ArrayLike, b: ArrayLike, weights: Weights = "linear") -> float:
     """Cohen's κ (unweighted when ``weights`` is None); NaN when only one category occurs."""
+    from sklearn.metrics import cohen_kappa_score
+
     x, y = _pair(a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -162,6 +165,9 @@ def fleiss_kappa(labels: Sequence[Sequence[Hashable]]) -> FleissKappa:
     if not rows or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
         raise ValueError("fleiss_kappa needs items × raters labels, the same number (≥ 2) "
                          "of raters per item")
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
     table, categories = aggregate_raters(np.asarray(rows, dtype=object))
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")

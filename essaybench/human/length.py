@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 from scipy import stats
 
 from essaybench.human.agreement import spearman
@@ -58,7 +57,10 @@ class LengthBias:
 
 
 def _fit(y: np.ndarray, design: np.ndarray) -> tuple[float, float, float, float, float]:
-    fit = sm.OLS(y, design).fit()
+    # imported here, not with the module: see human/agreement.py (~100 MiB per run)
+    from statsmodels.regression.linear_model import OLS
+
+    fit = OLS(y, design).fit()
     lo, hi = fit.conf_int(0.05)[0]
     return (float(fit.params[0]), float(fit.bse[0]), float(fit.pvalues[0]), float(lo), float(hi))
 

@@ -12,16 +12,20 @@ thing", not "as good".
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
-from sacrebleu.metrics.chrf import CHRF
 
 from essaybench.bench.gold import GoldItem, GoldSet, LoadedGold, load_gold
 from essaybench.bench.signals.lexical import content_chars, rouge_l
 from essaybench.core.contracts import OK
+
+if TYPE_CHECKING:
+    from sacrebleu.metrics.chrf import CHRF
 
 __all__ = ["SCHEMA", "GoldItem", "GoldSet", "LoadedGold", "ReferenceSummary", "chrf",
            "load_gold", "reference_table", "summarise_reference"]
@@ -31,14 +35,22 @@ SCHEMA: dict[str, type[pl.DataType]] = {
     "ref_rouge_l": pl.Float64, "ref_chrf": pl.Float64, "ref_embedding": pl.Float64}
 # (essay, reference) → embedding cosine (None: not computed for that pair)
 Similarity = Callable[[str, str], float | None]
-_CHRF = CHRF()  # chrF2, character 6-grams, whitespace ignored
 
 
 def chrf(hypothesis: str, reference: str) -> float | None:
     """sacrebleu's sentence chrF on 0 … 1 (None: an empty text)."""
     if not content_chars(hypothesis) or not content_chars(reference):
         return None
-    return float(_CHRF.sentence_score(hypothesis, [reference]).score) / 100
+    return float(_chrf().sentence_score(hypothesis, [reference]).score) / 100
+
+
+@functools.cache
+def _chrf() -> CHRF:
+    """chrF2, character 6-grams, whitespace ignored; sacrebleu (with lxml, ~8 MiB) is
+    imported the first time a run has gold references, not by every run."""
+    from sacrebleu.metrics.chrf import CHRF
+
+    return CHRF()
 
 
 def gold_essays(essays: pl.DataFrame, gold: GoldSet) -> pl.DataFrame:

@@ -1,23 +1,26 @@
 """A run's report as one self-contained HTML page: ``<store>/reports/<run>/report.html``.
 
-Opened from disk or mailed, it loads nothing: charts are inline SVG (matplotlib, text as
-outlines so Chinese shows without a CJK font on the reader's side), style and the small
-drill-down script are inline, and its Content-Security-Policy forbids any network load.
-Every text from the run (essays, prompts, judge analyses, errors) is escaped.
+Opened from disk or mailed (with ``report_files/``, the folder beside it), it loads
+nothing from the network: charts are inline SVG (matplotlib, text as outlines so Chinese
+shows without a CJK font on the reader's side), style and script are inline, the essays'
+texts are chunk files in ``report_files/`` (``browser``), and its Content-Security-Policy
+forbids any network load. Every text from the run (essays, prompts, judge analyses,
+errors) is escaped or put on the page as text.
 
 Contents: leaderboard with 95% CIs and indistinguishable groups; Table 5 (weighted, w/o
 WT) as heatmaps with coverage; paired differences to the best model; trait profiles per
 model and per genre × Open/Constrained; length compliance and off-language rates;
 score–length per judge; pairwise win rates and Bradley–Terry ratings; a decision table
 (quality, cost, latency, failures, compliance); alerts, the comparison with the last
-comparable run and judge drift; failures; and every essay, filterable. A part whose
-stage did not run says so.
+comparable run and judge drift; failures; and every essay in a browser that pages,
+filters, sorts, searches and links to each. A part whose stage did not run says so.
 
-Modules: ``data`` reads the store; ``tables``, ``labels`` and ``drilldown`` shape it
-(pure); ``svg``, ``charts`` and ``charts_profile`` draw; ``sections`` and ``page`` fill
-in ``templates/report.html``; ``write`` writes the file. Never imports Prefect.
+Modules: ``data`` reads the store; ``tables``, ``labels``, ``drilldown`` and ``browser``
+shape it (pure); ``svg``, ``charts`` and ``charts_profile`` draw; ``sections`` and ``page``
+fill in ``templates/report.html``; ``write`` writes the page and its chunks. Never imports
+Prefect.
 """
 
-from essaybench.report.write import report_path, write_report
+from essaybench.report.write import copy_report, report_path, write_report
 
-__all__ = ["report_path", "write_report"]
+__all__ = ["copy_report", "report_path", "write_report"]

@@ -15,7 +15,7 @@ from essaybench.report.page import build_report
 from essaybench.store import Store
 
 __all__ = [
-    "REPORT_NAME", "chunks_folder", "report_path", "write_page", "write_report",
+    "REPORT_NAME", "chunks_folder", "copy_report", "report_path", "write_page", "write_report",
 ]
 
 REPORT_NAME = "report.html"
@@ -79,3 +79,18 @@ def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES) -> 
         write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
     remove_stale(folder, report.chunks)
     return path
+
+
+def copy_report(page: Path, folder: Path) -> Path:
+    """``page`` and its chunks copied into ``folder`` (a project's reports folder), as
+    ``write_report`` writes them: the chunks, then the page, each atomically, then the
+    chunks of an earlier copy there removed. Returns the copy's path."""
+    source = chunks_folder(page)
+    chunks = [Chunk(p.name, p.read_bytes(), 0, 0) for p in sorted(source.iterdir())
+              if CHUNK_NAME.fullmatch(p.name)] if source.is_dir() else []
+    copy = folder / page.name
+    target = chunks_folder(copy)
+    write_chunks(target, chunks)
+    write_atomically(copy, page.read_bytes())
+    remove_stale(target, chunks)
+    return copy

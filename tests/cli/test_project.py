@@ -183,4 +183,8 @@ def test_a_project_runs_from_a_subfolder_on_the_fake_server(tmp_path: Path) -> N
     assert report.returncode == 0, report.stderr
     assert report.stdout.strip() == str(root / "reports" / run_id / "report.html")
     assert (root / "reports" / run_id / "report.html").is_file()
+    # the essays' texts go with the page (report_files/, as in the store)
+    copied = sorted(p.name for p in (root / "reports" / run_id / "report_files").iterdir())
+    assert copied and copied == sorted(
+        p.name for p in (root / "store" / "reports" / run_id / "report_files").iterdir())
     assert not (sub / "essaybench-store").exists()

@@ -21,7 +21,7 @@ from essaybench.report.drilldown import (
     drilldown,
 )
 from essaybench.report.labels import labels_for
-from essaybench.report.write import remove_stale, write_chunks
+from essaybench.report.write import chunks_folder, copy_report, remove_stale, write_chunks
 from tests.report.conftest import HOSTILE, ReportedRuns
 
 EVIL = '"></script><script>alert(1)</script><!--<img src=x onerror=\'y\'>&amp;\u2028'
@@ -132,3 +132,27 @@ def test_the_folder_holds_the_chunks_and_no_stale_one(
     assert sorted(p.name for p in folder.iterdir()) == sorted([one.name, "notes.txt"])
     _, data = chunk_data((folder / one.name).read_bytes())
     assert sum(e.get("text", "").startswith(HOSTILE) for e in data["essays"]) == 19
+
+
+def test_a_copy_of_the_page_takes_its_chunks_along(report_pages: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    """``essaybench report`` in a project copies the page to the project's reports folder:
+    its chunks go with it, and an earlier copy's are removed."""
+    page = report_pages["r2"]
+    to = tmp_path / "reports" / "r2"
+    earlier = chunks_folder(to / page.name)
+    earlier.mkdir(parents=True)
+    (earlier / ("0" * 16 + ".js")).write_text("old", encoding="utf-8")
+    copy = copy_report(page, to)
+    assert copy == to / "report.html" and copy.read_bytes() == page.read_bytes()
+    source = sorted(p.name for p in chunks_folder(page).iterdir())
+    assert sorted(p.name for p in chunks_folder(copy).iterdir()) == source == sorted(
+        _named(copy))
+    assert all((chunks_folder(copy) / n).read_bytes() == (chunks_folder(page) / n).read_bytes()
+               for n in source)
+
+
+def _named(page: Path) -> list[str]:
+    html = page.read_text(encoding="utf-8")
+    raw = html.split('<script type="application/json" id="essay-index">', 1)[1]
+    return list(json.loads(raw.split("</script>", 1)[0])["chunks"])

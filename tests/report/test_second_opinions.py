@@ -22,10 +22,11 @@ from essaybench.core.contracts import GENRES
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.session import open_gateway
-from essaybench.report.browser import chunk_data
+from essaybench.report.browser import browser_data, chunk_data
 from essaybench.report.data import load_run
+from essaybench.report.drilldown import drilldown
 from essaybench.report.labels import labels_for
-from essaybench.report.page import build_report, render_report
+from essaybench.report.page import render_report
 from essaybench.report.sections import judge_section
 from essaybench.report.svg import ChartIds
 from essaybench.stages.aggregate import aggregate_stage
@@ -103,7 +104,9 @@ def test_the_second_opinion_ranks_the_attacked_writer(attacked: tuple[Store, Sna
     assert 'class="second-opinions"' in page and "flagged_essays</code> second_opinion" in page
     # and beside each flagged essay's first judgment in the essay browser's data (the
     # page shows it: "Second opinion (judge judge-2): <score> (<diff> against the first)")
-    essays = [e for c in build_report(data).chunks for e in chunk_data(c.body)[1]["essays"]]
+    browser = browser_data(drilldown(data.essays, data.judgments, labels_for(data.judgments)),
+                           ["judge"])
+    essays = [e for c in browser.chunks for e in chunk_data(c.body)[1]["essays"]]
     seconds = [j for e in essays for j in e["judgments"] if "second_judge" in j]
     assert len(seconds) == 8 and {j["second_judge"] for j in seconds} == {"judge-2"}
     assert sorted(j["second_score"] for j in seconds) == pytest.approx(

@@ -15,6 +15,7 @@ from tests.helpers import JUDGED_FAMILIES, JUDGED_WRITERS, copy_store
 
 if TYPE_CHECKING:
     from tests.s3_server import S3Env, S3Server
+    from tests.wheel import InstalledWheel
 
 # Prefect reads its settings on import: give the whole test session a private,
 # throwaway Prefect home and no telemetry before any test module imports it.
@@ -36,6 +37,9 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
           "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py",
           "tests/flows/test_batch_suspend.py")
+# Modules sharing a session fixture too costly to build twice: one group each, so they run
+# on one worker and build it once (the wheel and its environment, ~30 s).
+SHARED = {"wheel": ("tests/test_wheel.py", "tests/test_wheel_project.py")}
 
 
 # The groups that take longest (minutes each on a quiet 2-core host), longest first. The
@@ -43,11 +47,11 @@ STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
 # first" reordering off), so these start at once and the short ones fill in around them:
 # longest-first keeps the two workers' shares even. Left to xdist's own order (by number
 # of tests), the stacks and the demo, few tests each, started last and ran alone at the end.
-SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "tests/cli/test_project.py",
-              "tests/test_wheel.py", "tests/stages/test_adaptive.py",
+SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "tests/cli/test_project.py", "wheel",
+              "tests/stages/test_adaptive.py",
               "tests/llm/test_embedded_cache.py", "tests/flows/test_weekly_project.py",
               "tests/flows/test_pipeline_flow.py", "tests/stages/test_drift.py",
-              "tests/test_wheel_project.py", "tests/flows/test_deployment_verdicts.py")
+              "tests/flows/test_deployment_verdicts.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,7 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def group_of(nodeid: str) -> str:
     module = nodeid.split("::")[0]
-    return "stacks" if module in STACKS else module
+    if module in STACKS:
+        return "stacks"
+    return next((group for group, modules in SHARED.items() if module in modules), module)
 
 
 # tryfirst: xdist's worker turns each item's group into its node id (``…@group``) in its own
@@ -87,6 +93,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"pytest-xdist's --dist loadgroup is not grouping under pytest {pytest.__version__}"
             f" ({len(lost)} items without their group, e.g. {lost[0]}): see pyproject's pin")
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    """The wheel built from this checkout, installed in a fresh environment (tests/wheel.py):
+    once per session for the tests of the installed package (one xdist group, SHARED)."""
+    from tests.wheel import install_wheel
+
+    return install_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture

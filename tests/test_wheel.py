@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import site
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -31,12 +28,10 @@ import yaml
 
 from essaybench.llm.fake.server import run_fake_server
 from tests.prefect_server import write_registry
+from tests.wheel import InstalledWheel
 
 pytestmark = pytest.mark.slow
 
-PROJECT = Path(__file__).resolve().parents[1]
-NOT_COPIED = {".git", ".venv", "out", "build", "dist", "site", "__pycache__", ".mypy_cache",
-              ".ruff_cache", ".pytest_cache"}
 RESOURCES = ["essaybench/resources/sql/get_runs.sql",
              "essaybench/resources/rubrics/essay/essaybench.v1.yaml",
              "essaybench/resources/configs/curate.yaml",
@@ -49,36 +44,9 @@ RESOURCES = ["essaybench/resources/sql/get_runs.sql",
              "essaybench/flows/pipeline.py", "essaybench/tasks/benchmark.py", "essaybench/py.typed"]
 
 
-def _ignore(folder: str, names: list[str]) -> set[str]:
-    return {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
-
-
-def build_wheel(dest: Path) -> Path:
-    source = dest / "src"
-    shutil.copytree(PROJECT, source, symlinks=True, ignore=_ignore)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                    str(dest / "dist"), str(source)], check=True, timeout=600,
-                   capture_output=True)
-    [wheel] = (dest / "dist").glob("essaybench-*.whl")
-    return wheel
-
-
-def fresh_venv(folder: Path, wheel: Path) -> Path:
-    """A virtual environment holding the wheel, the shared environment's packages
-    reachable as plain paths; returns its ``bin``."""
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-    bin_dir = folder / "bin"
-    [purelib] = (folder / "lib").glob("python3*/site-packages")
-    shared = [p for p in site.getsitepackages() if Path(p).is_dir()]
-    (purelib / "zz_shared_deps.pth").write_text("\n".join(shared) + "\n", encoding="utf-8")
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--no-deps", "-q",
-                    str(wheel)], check=True, timeout=300)
-    return bin_dir
-
-
 def test_the_wheel_holds_the_resources_and_no_top_level_flows_or_tasks(
-        tmp_path: Path) -> None:
-    names = zipfile.ZipFile(build_wheel(tmp_path)).namelist()
+        installed_wheel: InstalledWheel) -> None:
+    names = zipfile.ZipFile(installed_wheel.wheel).namelist()
     assert not [n for n in RESOURCES if n not in names]
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} \
         == {"essaybench"}, "only the essaybench package: no top-level flows, tasks"
@@ -87,8 +55,8 @@ def test_the_wheel_holds_the_resources_and_no_top_level_flows_or_tasks(
 
 
 def test_the_installed_wheel_curates_runs_reports_and_lists_from_an_empty_folder(
-        tmp_path: Path) -> None:
-    bin_dir = fresh_venv(tmp_path / "venv", build_wheel(tmp_path))
+        installed_wheel: InstalledWheel, tmp_path: Path) -> None:
+    bin_dir = installed_wheel.bin
     work = tmp_path / "empty"
     work.mkdir()
     env = {k: v for k, v in os.environ.items()
@@ -128,6 +96,7 @@ def test_the_installed_wheel_curates_runs_reports_and_lists_from_an_empty_folder
          "u.find_spec('flows'), u.find_spec('tasks'))"],
         cwd=work, env=env, capture_output=True, text=True, check=True, timeout=120).stdout
     installed, checkout, sql, flows, tasks = where.split()
-    assert installed.startswith(str(tmp_path / "venv")) and sql.startswith(str(tmp_path))
+    venv = str(installed_wheel.venv)
+    assert installed.startswith(venv) and sql.startswith(venv)
     assert (checkout, flows, tasks) == ("None", "None", "None")
     assert essaybench("--version").startswith("essaybench 0.1.0")  # scm's fallback: no .git

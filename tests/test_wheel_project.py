@@ -1,7 +1,8 @@
 """A project of one's own with the installed wheel: from an empty folder, ``essaybench
 init`` writes a project, ``doctor`` finds it ready, and ``curate``, ``run`` (on the fake
 server) and ``report``, run from a subfolder, use the project's configs, registry, store
-and reports folder. The wheel and its environment are made as in tests/test_wheel.py."""
+and reports folder. The wheel and its environment are tests/wheel.py's, shared with
+tests/test_wheel.py."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ import yaml
 
 from essaybench.llm.fake.server import run_fake_server
 from tests.prefect_server import write_registry
-from tests.test_wheel import build_wheel, fresh_venv
+from tests.wheel import InstalledWheel
 
 pytestmark = pytest.mark.slow
 
 
-def test_the_installed_wheel_inits_a_project_checks_it_and_runs_it(tmp_path: Path) -> None:
-    bin_dir = fresh_venv(tmp_path / "venv", build_wheel(tmp_path))
+def test_the_installed_wheel_inits_a_project_checks_it_and_runs_it(
+        installed_wheel: InstalledWheel, tmp_path: Path) -> None:
+    bin_dir = installed_wheel.bin
     work = tmp_path / "empty"
     work.mkdir()
     env = {k: v for k, v in os.environ.items()

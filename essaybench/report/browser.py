@@ -35,6 +35,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from essaybench.report.drilldown import EssayView, JudgmentView, PromptView
 
 __all__ = ["CHUNK_BYTES", "FILES_FOLDER", "PER_PAGE", "Browser", "Chunk", "browser_data",
@@ -72,12 +74,19 @@ def essay_id(prompt_id: str, model: str, sample_index: int) -> str:
     return hashlib.sha256(key).hexdigest()[:12]
 
 
+def json_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON to sit inside a ``<script>`` element (or a script file): ``<``
+    escaped, so no run text can close the element or open a comment; U+2028/2029 escaped
+    for old parsers. orjson: the same bytes as ``json.dumps(..., ensure_ascii=False,
+    separators=(",", ":"))``, ~20 times faster (the chunks are ~80 MB at the paper's
+    scale with real-length texts)."""
+    return (orjson.dumps(value).replace(b"<", b"\\u003c")
+            .replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029"))
+
+
 def json_for_script(value: Any) -> str:
-    """JSON to sit inside a ``<script>`` element (or a script file): ``<`` escaped, so no
-    run text can close the element or open a comment; U+2028/2029 escaped for old parsers."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text.replace("<", "\\u003c").replace("\u2028", "\\u2028")
-            .replace("\u2029", "\\u2029"))
+    """:func:`json_bytes` as text."""
+    return json_bytes(value).decode("utf-8")
 
 
 class _Vocabulary:
@@ -102,7 +111,8 @@ def _judgment(j: JudgmentView) -> dict[str, Any]:
     optional: dict[str, Any] = {
         "weighted": _round(j.score_weighted, 4), "unweighted": _round(j.score_unweighted, 4),
         "analysis": j.analysis, "error": j.error,
-        "traits": [[t.trait, [list(q) for q in t.scores]] for t in j.traits] or None,
+        # (tuples are JSON arrays: json.dumps writes them as they are)
+        "traits": [(t.trait, t.scores) for t in j.traits] or None,
         "flags": j.flags or None,
         "genre": j.essay_genre if j.genre_source == "judge" else None,
         "chosen": True if j.genre_source == "judge" else None,
@@ -124,7 +134,7 @@ def _essay(e: EssayView) -> dict[str, Any]:
 
 def _prompt(p: PromptView) -> dict[str, Any]:
     optional: dict[str, Any] = {"genre_zh": p.genre_zh, "allowed": p.allowed_genres,
-                                "constraints": [list(c) for c in p.constraints] or None}
+                                "constraints": p.constraints or None}
     return {"id": p.prompt_id, "genre": p.genre, "set": p.prompt_set, "text": p.text,
             "requirement": p.requirement, **{k: v for k, v in optional.items() if v is not None}}
 
@@ -137,10 +147,9 @@ def _flags(e: EssayView) -> list[str]:
 
 
 def _chunk(prompts: list[dict[str, Any]], essays: list[dict[str, Any]], first: int) -> Chunk:
-    data = json_for_script({"first": first, "prompts": prompts, "essays": essays})
-    digest = hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
-    name = f"{digest}.js"
-    body = f'essaybenchChunk("{name}",{data});\n'.encode()
+    data = json_bytes({"first": first, "prompts": prompts, "essays": essays})
+    name = f"{hashlib.sha256(data).hexdigest()[:16]}.js"
+    body = b"".join((f'essaybenchChunk("{name}",'.encode(), data, b");\n"))
     return Chunk(name, body, first, len(essays))
 
 

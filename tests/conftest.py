@@ -47,7 +47,7 @@ SHARED = {"wheel": ("tests/test_wheel.py", "tests/test_wheel_project.py")}
 # first" reordering off), so these start at once and the short ones fill in around them:
 # longest-first keeps the two workers' shares even. Left to xdist's own order (by number
 # of tests), the stacks and the demo, few tests each, started last and ran alone at the end.
-SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "tests/cli/test_project.py", "wheel",
+SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "wheel",
               "tests/stages/test_adaptive.py",
               "tests/llm/test_embedded_cache.py", "tests/flows/test_weekly_project.py",
               "tests/flows/test_pipeline_flow.py", "tests/stages/test_drift.py",

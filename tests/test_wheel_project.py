@@ -1,8 +1,9 @@
 """A project of one's own with the installed wheel: from an empty folder, ``essaybench
 init`` writes a project, ``doctor`` finds it ready, and ``curate``, ``run`` (on the fake
 server) and ``report``, run from a subfolder, use the project's configs, registry, store
-and reports folder. The wheel and its environment are tests/wheel.py's, shared with
-tests/test_wheel.py."""
+and reports folder (the report's page with its essays' folder). This is the project's
+end-to-end run; tests/cli/test_project.py checks ``init`` and ``doctor`` themselves. The
+wheel and its environment are tests/wheel.py's, shared with tests/test_wheel.py."""
 
 from __future__ import annotations
 
@@ -56,6 +57,10 @@ def test_the_installed_wheel_inits_a_project_checks_it_and_runs_it(
     assert (root / "store" / "catalog.duckdb").is_file()
     page = essaybench("report", "--run", run_id, cwd=sub).strip()
     assert page == str(root / "reports" / run_id / "report.html") and Path(page).is_file()
+    # the essays' texts go with the page (report_files/, as in the store)
+    copied = sorted(p.name for p in (root / "reports" / run_id / "report_files").iterdir())
+    assert copied and copied == sorted(
+        p.name for p in (root / "store" / "reports" / run_id / "report_files").iterdir())
     assert run_id in essaybench("runs", cwd=sub)
     assert sorted(p.name for p in work.iterdir()) == ["proj"]  # nothing outside the project
     assert not (sub / "essaybench-store").exists()

@@ -1,6 +1,8 @@
 """``essaybench init`` and ``doctor``, and a project found from a subfolder: the real
 command (a subprocess of this environment's ``essaybench``) in temporary folders, the
-fake OpenAI-compatible server on 127.0.0.1 as the endpoint."""
+fake OpenAI-compatible server on 127.0.0.1 as the endpoint. A project's whole run (init,
+doctor, curate, run and report from a subfolder) is tests/test_wheel_project.py's, with the
+installed wheel."""
 
 from __future__ import annotations
 
@@ -11,13 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from essaybench.core.project import PROJECT_FILE, load_project
 from essaybench.llm.fake.server import run_fake_server
 from essaybench.llm.registry import load_registry
-from tests.prefect_server import write_registry
 
 ESSAYBENCH = str(Path(sys.executable).parent / "essaybench")
 SECRET = "sk-doctor-test-VALUE-never-printed-4711"
@@ -157,34 +157,3 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert not (root / "store").exists()
     assert "0 failed" in done.stdout
 
-
-@pytest.mark.slow
-def test_a_project_runs_from_a_subfolder_on_the_fake_server(tmp_path: Path) -> None:
-    """From an empty folder: init, doctor, curate, run and report, all run from a
-    subfolder of the project; the store and the report are the project's."""
-    env = clean_env(tmp_path)
-    with run_fake_server() as server:
-        root = _project(tmp_path, {}, ["writer"])
-        write_registry(root / "configs/models.yaml", server.base_url, server.base_url)
-        (root / "configs/benchmark.yaml").write_text(yaml.safe_dump({
-            "per_genre": 2, "generate": {"models": ["writer"]},
-            "judge": {"judges": ["judge"]}}), encoding="utf-8")
-        sub = root / "a" / "b"
-        doctor = essaybench("doctor", cwd=sub, env=env)
-        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-        curate = essaybench("curate", cwd=sub, env=env, timeout=900)
-        assert curate.returncode == 0, curate.stdout + curate.stderr
-        assert (root / "store" / "catalog.duckdb").is_file()
-        run = essaybench("run", "--no-curate", cwd=sub, env=env, timeout=900)
-        assert run.returncode == 0, run.stdout + run.stderr
-        assert server.stats().totals.received > 0
-    [run_id] = set(re.findall(r"\b\d{8}T\d{6}Z-[0-9a-f]{6}\b", run.stdout))
-    report = essaybench("report", "--run", run_id, cwd=sub, env=env)
-    assert report.returncode == 0, report.stderr
-    assert report.stdout.strip() == str(root / "reports" / run_id / "report.html")
-    assert (root / "reports" / run_id / "report.html").is_file()
-    # the essays' texts go with the page (report_files/, as in the store)
-    copied = sorted(p.name for p in (root / "reports" / run_id / "report_files").iterdir())
-    assert copied and copied == sorted(
-        p.name for p in (root / "store" / "reports" / run_id / "report_files").iterdir())
-    assert not (sub / "essaybench-store").exists()

@@ -15,6 +15,7 @@ import io
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from rich.ansi import AnsiDecoder
@@ -35,7 +36,9 @@ from essaybench.llm.progress import (
     ticking,
 )
 from essaybench.llm.progress import set_progress as install
-from essaybench.llm.registry import ModelSpec
+
+if TYPE_CHECKING:
+    from essaybench.llm.registry import ModelSpec
 
 
 class LiveBoard(ProgressBoard):

@@ -1,6 +1,7 @@
-"""The report page of real runs: one self-contained file (nothing to load, one script
-allowed by its hash), every section filled in or saying why not, and hostile text from
-essays and error bodies shown as text, never as markup."""
+"""The report page of real runs: one file that loads nothing from the network (one script
+allowed by its hash, and the essay chunks beside it that the script loads), every section
+filled in or saying why not, and hostile text from essays and error bodies kept as data,
+never markup."""
 
 from __future__ import annotations
 

@@ -7,10 +7,10 @@ essay); each event is an O(1) update (no logging per call: the gateway is tuned 
 total and the ETA before they exist: as many per call as the calls so far asked for.
 Which observer is process-wide (``set_progress``): the CLI puts a live display there in a
 terminal, and a text reporter on a clock (``ticking``) when piped; the default, a
-:class:`TextReporter`, logs one line every few seconds through the ``essaybench.progress``
-logger, which a Prefect worker forwards to the flow run's log when
-``PREFECT_LOGGING_EXTRA_LOGGERS=essaybench``. Calls served from the ledger are not
-counted: nothing is sent for them. Each line names the stage that runs
+:class:`TextReporter`, logs a line every ``DEFAULT_INTERVAL_S`` while calls are under way
+through the ``essaybench.progress`` logger, which a Prefect worker forwards to the flow
+run's log when ``PREFECT_LOGGING_EXTRA_LOGGERS=essaybench``. Calls served from the ledger
+are not counted: nothing is sent for them. Each line names the stage that runs
 (``core.activity``), which is all there is to say while a stage makes no calls.
 """
 
@@ -223,16 +223,27 @@ def interval_from_env(default: float = DEFAULT_INTERVAL_S) -> float:
 
 class TextReporter(ProgressBoard):
     """A board that emits its line at most every ``interval_s`` (checked when a call
-    finishes: one clock read per call), once when a batch ends, and, while ``ticking``,
-    whenever the interval passes without a line (a slow call, a stage without calls)."""
+    finishes: one clock read per call), once when a batch ends, and, while ``ticking``
+    (or, with ``tick_while_busy``, while calls are under way), whenever the interval
+    passes without a line (a slow call, a stage without calls)."""
 
     def __init__(self, interval_s: float = DEFAULT_INTERVAL_S,
-                 emit: Callable[[str], None] | None = None, clock: Clock = time.monotonic) -> None:
+                 emit: Callable[[str], None] | None = None, clock: Clock = time.monotonic,
+                 tick_while_busy: bool = False) -> None:
         super().__init__(clock=clock)
         self.interval_s = interval_s
         self.emit = emit or logger.info
+        self.tick_while_busy = tick_while_busy
         self._next: float | None = None
         self._lock = threading.Lock()  # the ticker's thread and the gateway's both emit
+        self._busy: _Ticker | None = None  # with tick_while_busy: from a batch's first call
+
+    def planned(self, request: ChatRequest) -> None:
+        ProgressBoard.planned(self, request)
+        if self.tick_while_busy and self._busy is None:
+            with self._lock:
+                if self._busy is None:
+                    self._busy = _Ticker(self)
 
     def _emit(self, line: str) -> None:
         with self._lock:
@@ -277,27 +288,42 @@ class TextReporter(ProgressBoard):
             self.tallies = {}
             self.started = None
             self.asked_by, self.asked, self.askers = Counter(), Counter(), Counter()
+            with self._lock:
+                busy, self._busy = self._busy, None
+            if busy is not None:
+                busy.stop()
+
+
+class _Ticker:
+    """A thread that has ``reporter`` emit its line whenever it is due, until stopped."""
+
+    def __init__(self, reporter: TextReporter) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(reporter,),
+                                        name="essaybench-progress", daemon=True)
+        self._thread.start()
+
+    def _run(self, reporter: TextReporter) -> None:
+        wait = reporter.tick()
+        while not self._stop.wait(max(wait, 0.01)):
+            wait = reporter.tick()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
 
 
 @contextlib.contextmanager
 def ticking(reporter: TextReporter) -> Iterator[None]:
     """While the block runs, ``reporter`` emits a line at least every ``interval_s``
     whatever the calls do, and one when a stage starts (on a thread of its own)."""
-    stop = threading.Event()
-
-    def run() -> None:
-        wait = reporter.tick()
-        while not stop.wait(max(wait, 0.01)):
-            wait = reporter.tick()
-
-    thread = threading.Thread(target=run, name="essaybench-progress", daemon=True)
     before = activity.set_listener(reporter.stage_started)
-    thread.start()
+    ticker = _Ticker(reporter)
     try:
         yield
     finally:
-        stop.set()
-        thread.join()
+        ticker.stop()
         activity.set_listener(before)
 
 
@@ -307,8 +333,8 @@ _current: Progress | None = None
 def current_progress() -> Progress:
     """The process's observer: the one ``set_progress`` installed, else a text reporter."""
     global _current
-    if _current is None:
-        _current = TextReporter()
+    if _current is None:  # a worker's flow run log: a line every interval while calls run
+        _current = TextReporter(tick_while_busy=True)
     return _current
 
 

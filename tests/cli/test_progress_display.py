@@ -15,6 +15,7 @@ import yaml
 from prefect.logging.handlers import PrefectConsoleHandler
 from rich.console import Console
 
+from essaybench.bench.config import load_benchmark_config
 from essaybench.cli.common import console
 from essaybench.cli.progress import LiveBoard, calls_label, endpoints_note, progress_display
 from essaybench.core.activity import doing
@@ -191,6 +192,7 @@ def test_a_run_on_remote_endpoints_is_not_told_the_embedded_model_is_slow(
         "writer": {**common, "base_url": "https://api.deepseek.com/v1"},
         "judge": {**common, "base_url": "http://127.0.0.1:8000/v1"}}}), encoding="utf-8")
     monkeypatch.setenv("ESSAYBENCH_MODELS", str(registry))
+    assert load_benchmark_config(config).models() == ["writer", "judge"]
     assert calls_label("generating and judging", config) == (
         "generating and judging (calls to 127.0.0.1:8000, api.deepseek.com)…")
     assert calls_label("judging the anchor set", config, judges=True) == (

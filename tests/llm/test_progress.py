@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -111,9 +112,31 @@ def test_eta_is_the_pace_so_far() -> None:
 def test_the_default_observer_is_a_text_reporter() -> None:
     before = set_progress(None)
     try:
-        assert isinstance(current_progress(), TextReporter)
+        default = current_progress()
+        assert isinstance(default, TextReporter) and default.tick_while_busy
     finally:
         set_progress(before)
+
+
+def test_a_worker_gets_lines_while_a_slow_call_is_out_and_no_clock_after(
+        tmp_path: Path) -> None:
+    """The default observer (a worker's flow run log) ticks from a batch's first call to
+    its end: a line every interval during a slow call, no thread left afterwards."""
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=0.05, emit=lines.append, tick_while_busy=True)
+    slow = FakeScenario.model_validate({"models": {"gpt-x": {"latency_ms": {"mean": 800}}}})
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "ledger.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec("writer")), ledger, observer=reporter,
+                              base_urls={"writer": server.base_url})
+            return await gateway.run(_requests(1, "writer", "generate"))
+
+    with run_fake_server(slow) as server:
+        assert all(r.ok for r in asyncio.run(main()))
+    assert sum(line.startswith("progress: generate writer 0/1 ") for line in lines) >= 3, lines
+    assert lines[-1].startswith("progress: generate writer 1/1 ")  # the batch's end
+    assert not any(t.name == "essaybench-progress" for t in threading.enumerate())
 
 
 def test_a_batch_ending_beside_a_running_one_keeps_the_count() -> None:

@@ -213,8 +213,11 @@ class AnthropicBatches:
 
     async def retrieve(self, request: Request) -> Response:
         batch = self._find(request)
-        return batch if isinstance(batch, Response) else self._json(
-            self.batch_object(batch, request))
+        if isinstance(batch, Response):
+            return batch
+        response = self._json(self.batch_object(batch, request))
+        self.store.polled(batch)
+        return response
 
     async def results(self, request: Request) -> Response:
         batch = self._find(request)

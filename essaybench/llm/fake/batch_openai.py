@@ -209,7 +209,11 @@ class OpenAIBatches:
 
     async def retrieve(self, request: Request) -> Response:
         batch = self._find(request)
-        return batch if isinstance(batch, Response) else _json(self.batch_object(batch))
+        if isinstance(batch, Response):
+            return batch
+        response = _json(self.batch_object(batch))
+        self.store.polled(batch)
+        return response
 
     async def cancel(self, request: Request) -> Response:
         batch = self._find(request)

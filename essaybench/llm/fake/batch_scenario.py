@@ -6,6 +6,7 @@ Example::
     batch:
       validate_s: 0.2          # OpenAI: "validating" this long before anything runs
       delay_s: 1.0             # then "in_progress" this long before the first line is answered
+      in_progress_polls: 2     # and no line answered before its status was read twice
       per_item_s: 0.05         # one line answered every 0.05 s, in input order
       window_s: 3.0            # the completion window: lines not answered by then expire
       fail: {custom_ids: [c7], rate: 0.1, seed: 3, status: 500}   # partial failure
@@ -15,7 +16,9 @@ Example::
 All times run from the batch's creation on the server's monotonic clock; line ``i``
 (0-based) is due at ``validate_s + delay_s + (i + 1) * per_item_s``, and a line due after
 ``window_s`` expires, so how many lines a window lets through is a pure function of the
-scenario and the number of lines, never of scheduling noise.
+scenario and the number of lines, never of scheduling noise. ``in_progress_polls`` holds
+every line until the batch's status has been read that many times (a wait counted in a
+client's polls: the poll after the N-th finds the lines answered, however slow the client).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ class BatchScenario(BaseModel):
     delay_s: float = Field(default=0.0, ge=0,
                            description="Seconds in progress before the first line is answered.")
     per_item_s: float = Field(default=0.0, ge=0, description="Seconds per answered line.")
+    in_progress_polls: int = Field(
+        default=0, ge=0, description="No line is answered before the batch's status has been "
+        "read (GET) this many times; the due times then apply from creation as before.")
     finalize_s: float = Field(default=0.0, ge=0, description="Seconds in 'finalizing' (OpenAI).")
     cancel_s: float = Field(default=0.0, ge=0,
                             description="Seconds in 'cancelling'/'canceling' before it ends.")

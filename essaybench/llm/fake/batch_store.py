@@ -70,6 +70,8 @@ class Batch:
     end: End | None = None
     stamps: dict[str, float] = field(default_factory=dict)  # "in_progress" -> wall clock
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    polls: int = 0  # status reads (GET of the batch) so far
+    polled_enough: asyncio.Event = field(default_factory=asyncio.Event)  # in_progress_polls
 
     def counts(self) -> Counter[str]:
         return Counter(item.kind or "processing" for item in self.items)
@@ -178,6 +180,12 @@ class BatchStore:
         task.add_done_callback(self._tasks.discard)
         return batch
 
+    def polled(self, batch: Batch) -> None:
+        """A client read the batch's status (``in_progress_polls`` counts these)."""
+        batch.polls += 1
+        if batch.polls >= self.scenario.in_progress_polls:
+            batch.polled_enough.set()
+
     def cancel(self, batch: Batch, *, by_client: bool = True) -> bool:
         """Ask a running batch to cancel; False when it has ended already."""
         if batch.phase == "ended":
@@ -213,6 +221,14 @@ class BatchStore:
                 return self._finish(batch, "failed", on_end)
             batch.phase = "in_progress"
         batch.stamp("in_progress")
+        if sc.in_progress_polls and not batch.polled_enough.is_set():
+            polled = asyncio.ensure_future(batch.polled_enough.wait())
+            cancelled = asyncio.ensure_future(batch.cancel_requested.wait())
+            await asyncio.wait({polled, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+            polled.cancel()
+            cancelled.cancel()
+            if batch.cancel_requested.is_set():
+                return await self._cancel_rest(batch, on_end)
         for index, item in enumerate(batch.items):
             due = sc.due_s(index)
             if due > sc.window_s:

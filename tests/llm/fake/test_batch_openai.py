@@ -170,6 +170,27 @@ def test_expiry_at_the_window_end(serve: Any) -> None:
     assert stats.batch is not None and stats.batch.per_model["w"]["received"] == 3
 
 
+def test_a_batch_held_for_polls_answers_nothing_until_read_that_often(serve: Any) -> None:
+    """``in_progress_polls``: a wait counted in status reads, not seconds (a slow client
+    still sees it open for exactly that many polls); a cancel still ends it."""
+    fake, client = serve({"in_progress_polls": 2})
+    batch_id = create(client, [line(f"c{i}", body(f"作文{i}")) for i in range(3)])["id"]
+    time.sleep(0.3)  # time alone answers nothing
+    first = client.get(f"/batches/{batch_id}").json()
+    assert first["status"] == "in_progress" and first["request_counts"]["completed"] == 0
+    second = client.get(f"/batches/{batch_id}").json()  # the second read releases it
+    assert second["status"] == "in_progress" and second["request_counts"]["completed"] == 0
+    batch, _ = poll(client, batch_id)
+    assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 3
+    stats = fake.stats()
+    assert stats.batch is not None and stats.batch.per_model["w"]["received"] == 3
+
+    held = create(client, [line("c9", body("作文9"))])["id"]
+    assert client.post(f"/batches/{held}/cancel").status_code == 200
+    cancelled, _ = poll(client, held)
+    assert cancelled["status"] == "cancelled" and cancelled["request_counts"]["completed"] == 0
+
+
 def test_cancel_mid_way_keeps_what_was_answered(serve: Any) -> None:
     fake, client = serve({"per_item_s": 0.1, "cancel_s": 0.2})
     rows = [line(f"c{i}", body(f"作文{i}")) for i in range(50)]

@@ -131,6 +131,14 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert failed and {(e["model"], e["status"]) for e in failed} == {
                 ("deepseek-writer", "api_error")}
             page.select_option("#filter-status", "")
+            # The flag filter: the essays the index flags "off-language" (every English
+            # one of gpt-writer's, and short templated ones the model name tips over).
+            page.select_option("#filter-flag", "off-language")
+            off = index["flags"].index("off-language")
+            assert {e["id"] for e in _visible_essays(page)} == {
+                r[0] for r in index["essays"] if off in r[5]}
+            assert sum(e["model"] == "gpt-writer" for e in _visible_essays(page)) == 19
+            page.select_option("#filter-flag", "")
 
             # Sorted by score, best first: the index's order, unscored essays last.
             page.select_option("#sort", "score-desc")

@@ -239,12 +239,17 @@ class Gateway:
         follow = FollowUps(self, follow_up, seen=set(keys))
         by_batch = [] if direct else [c for c in first.values() if self.batched(c.request.model)]
         handle: BatchHandle | None = None
+        observer = self.observer or current_progress()
+        observer.batch_started()  # ended in the finally below, or here if submitting fails
         if by_batch:
             assert self.batches is not None
-            observer = self.observer or current_progress()
             for call in by_batch:
                 observer.planned(call.request)
-            handle = await self.batches.submit(by_batch)
+            try:
+                handle = await self.batches.submit(by_batch)
+            except BaseException:
+                observer.batch_ended()
+                raise
             first = {k: c for k, c in first.items() if not self.batched(c.request.model)}
             batch_requests = {c.key: c.request for c in by_batch}
 
@@ -259,7 +264,6 @@ class Gateway:
             if follow_up is not None:  # so the ETA counts the follow-ups still to come
                 observer.followed(call.request, asked)
 
-        observer = self.observer or current_progress()
         self._active_runs += 1
         try:
             async with asyncio.TaskGroup() as group:

@@ -43,6 +43,10 @@ Clock = Callable[[], float]
 class Progress(Protocol):
     """What the gateway reports while a batch runs."""
 
+    def batch_started(self) -> None:
+        """A batch begins (each is ended by one ``batch_ended``, failed or not)."""
+        ...
+
     def planned(self, request: ChatRequest) -> None:
         """``request`` is queued to be sent (a primary call or a follow-up)."""
         ...
@@ -87,6 +91,7 @@ class ProgressBoard:
     asked_by: Counter[tuple[str, str]] = field(default_factory=Counter)
     asked: Counter[tuple[str, str]] = field(default_factory=Counter)
     askers: Counter[tuple[str, str]] = field(default_factory=Counter)
+    open_batches: int = 0  # batches started and not ended
     opened: float = field(init=False)  # when the board was made: the idle line's clock
 
     def __post_init__(self) -> None:
@@ -122,8 +127,11 @@ class ProgressBoard:
             self.asked[key] += n
             self.askers[key] += 1
 
+    def batch_started(self) -> None:
+        self.open_batches += 1
+
     def batch_ended(self) -> None:
-        pass
+        self.open_batches = max(0, self.open_batches - 1)
 
     def expected(self) -> dict[tuple[str, str], int]:
         """Follow-ups not asked for yet, per (stage, model): the calls still to come that
@@ -279,12 +287,13 @@ class TextReporter(ProgressBoard):
         self._emit(line)
 
     def batch_ended(self) -> None:
-        tallies = list(self.tallies.values())
-        if tallies:
+        ProgressBoard.batch_ended(self)
+        if self.tallies:
             self._emit(self.line())
-        # The next batch (the next stage) starts its own count; unless a concurrent
-        # batch (the curation labeler runs several) still has calls under way.
-        if all(t.done >= t.total for t in tallies):
+        # The next batch (the next stage) starts its own count, and a failed batch's calls
+        # that never ended are not counted on; unless a concurrent batch (the curation
+        # labeler runs several) is still under way.
+        if self.open_batches == 0:
             self.tallies = {}
             self.started = None
             self.asked_by, self.asked, self.askers = Counter(), Counter(), Counter()

@@ -9,6 +9,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from essaybench.core import activity
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import run_fake_server
@@ -143,6 +145,8 @@ def test_a_batch_ending_beside_a_running_one_keeps_the_count() -> None:
     lines: list[str] = []
     reporter = TextReporter(emit=lines.append, clock=ManualClock())
     first, second = _requests(2, "a", "classify"), _requests(3, "b", "classify")
+    reporter.batch_started()
+    reporter.batch_started()
     for request in [*first, *second]:
         reporter.planned(request)
     for i, request in enumerate(first):
@@ -286,3 +290,26 @@ def test_the_line_names_the_stage_that_runs() -> None:
     assert lines[0] == "progress: stage judge started"
     assert lines[-1] == "progress: stage aggregate started"
     assert reporter.line() == "progress: no stage running, 0s since the start"
+
+
+def test_a_failed_batch_leaves_no_count_and_no_clock_behind(tmp_path: Path) -> None:
+    """A batch that fails with calls still out ends all the same: its counts are dropped
+    (they would stand in every later line) and its clock stops."""
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=0.05, emit=lines.append, tick_while_busy=True)
+    slow = FakeScenario.model_validate({"models": {"gpt-x": {"latency_ms": {"mean": 300}}}})
+
+    def broken(request: ChatRequest, result: ChatResult) -> list[ChatRequest]:
+        raise RuntimeError("the follow-up broke")
+
+    async def main() -> list[ChatResult]:
+        with Ledger(tmp_path / "ledger.duckdb") as ledger:
+            gateway = Gateway(registry_of(fake_spec("writer", max_concurrency=1)), ledger,
+                              observer=reporter, base_urls={"writer": server.base_url})
+            return await gateway.run(_requests(4, "writer", "generate"), follow_up=broken)
+
+    with run_fake_server(slow) as server, pytest.raises(ExceptionGroup) as failed:
+        asyncio.run(main())
+    assert failed.group_contains(RuntimeError, match="follow-up broke")
+    assert reporter.tallies == {} and reporter.open_batches == 0
+    assert not any(t.name == "essaybench-progress" for t in threading.enumerate())

@@ -36,7 +36,7 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 # would), so a module-scoped fixture (the demo's run, ~2 min) is built once, not per worker.
 STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
           "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py",
-          "tests/flows/test_batch_suspend.py")
+          "tests/flows/test_batch_suspend.py", "tests/flows/test_weekly_project.py")
 # Modules sharing a session fixture too costly to build twice: one group each, so they run
 # on one worker and build it once (the wheel and its environment, ~30 s).
 SHARED = {"wheel": ("tests/test_wheel.py", "tests/test_wheel_project.py")}
@@ -49,7 +49,7 @@ SHARED = {"wheel": ("tests/test_wheel.py", "tests/test_wheel_project.py")}
 # of tests), the stacks and the demo, few tests each, started last and ran alone at the end.
 SLOW_FIRST = ("stacks", "tests/cli/test_demo.py", "wheel",
               "tests/stages/test_adaptive.py",
-              "tests/llm/test_embedded_cache.py", "tests/flows/test_weekly_project.py",
+              "tests/llm/test_embedded_cache.py",
               "tests/flows/test_pipeline_flow.py", "tests/stages/test_drift.py",
               "tests/flows/test_deployment_verdicts.py")
 
@@ -93,6 +93,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"pytest-xdist's --dist loadgroup is not grouping under pytest {pytest.__version__}"
             f" ({len(lost)} items without their group, e.g. {lost[0]}): see pyproject's pin")
+
+
+@pytest.fixture(scope="session")
+def _shared_prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tests.prefect_server import Processes, start_server
+
+    root = tmp_path_factory.mktemp("prefect-server")
+    with Processes(root / "logs") as procs:
+        yield start_server(procs, root / "home", timeout=300)
+
+
+@pytest.fixture
+def prefect_server(_shared_prefect_server: str) -> Iterator[str]:
+    """The API URL of a real ``prefect server start`` (SQLite, no UI) shared by the stacks
+    group's tests that deploy and run on a server of their own: started once per session
+    (~10 CPU-seconds, 10-20 s) instead of once per test, and cleared after each test (no
+    flow run, deployment or work pool left: ``clear_server``). A test that stops or kills
+    its server starts its own (``start_server``)."""
+    from tests.prefect_server import clear_server
+
+    yield _shared_prefect_server
+    clear_server(_shared_prefect_server)
 
 
 @pytest.fixture(scope="session")

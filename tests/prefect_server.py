@@ -166,6 +166,21 @@ def start_server(procs: Processes, home: Path, timeout: float = 120.0) -> str:
     return api
 
 
+def clear_server(api: str) -> None:
+    """Leave the server at ``api`` as a fresh one for the next test sharing it: no flow run,
+    deployment or work pool (each test's own, schedules included: a deployment's interval
+    schedule would otherwise keep making runs a later test's worker picks up)."""
+    with prefect_client(api) as client:
+        for deployment in client.read_deployments():
+            client.delete_deployment(deployment.id)
+        while runs := client.read_flow_runs(limit=200):
+            for run in runs:
+                client.delete_flow_run(run.id)
+        for pool in client.read_work_pools():
+            if pool.name != "default-agent-pool":
+                client.delete_work_pool(pool.name)
+
+
 @contextmanager
 def prefect_client(api: str) -> Iterator[SyncPrefectClient]:
     """A Prefect client of this process talking to the server at ``api``."""

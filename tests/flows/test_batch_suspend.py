@@ -41,14 +41,12 @@ from tests.prefect_server import (
     Deadline,
     Processes,
     prefect_client,
-    start_server,
     wait_until,
 )
 
 pytestmark = pytest.mark.slow
 
 BUDGET_S = 420.0
-SERVER_TIMEOUT_S = 90.0
 CLI_TIMEOUT_S = 90.0
 STEP_TIMEOUT_S = 120.0
 HELD_POLLS = 2  # the writer's batch answers nothing before its status was read twice
@@ -95,13 +93,14 @@ def _final(client: SyncPrefectClient, flow_run_id: UUID, timeout: float,
     return _read(client, flow_run_id)
 
 
-def test_weekly_run_suspends_while_its_batch_runs(curated: Store, tmp_path: Path) -> None:
+def test_weekly_run_suspends_while_its_batch_runs(curated: Store, prefect_server: str,
+                                                  tmp_path: Path) -> None:
     store = copy_store(curated, tmp_path / "store")
     deadline = Deadline(BUDGET_S)
     scenario = FakeScenario.model_validate({"batch": {"in_progress_polls": HELD_POLLS}})
     with run_fake_server(scenario) as fake, Processes(tmp_path / "logs") as procs:
         models, config = _files(tmp_path, fake.base_url)
-        api = start_server(procs, tmp_path / "server-home", deadline.left(SERVER_TIMEOUT_S))
+        api = prefect_server
         cli_env = {"PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "prefect-home")}
         procs.run([PREFECT, "work-pool", "create", POOL, "--type", "process"], cli_env,
                   deadline.left(CLI_TIMEOUT_S))

@@ -12,8 +12,9 @@ OpenAI-compatible servers on 127.0.0.1:
   delivered);
 - week 3 has its judge down: the flow run ends Failed, and its alert is still delivered.
 
-Every process started (server, CLI commands, worker and the flow-run processes it spawns)
-is stopped at the end, even on failure, and none is left running; every wait is bounded.
+Every process the test starts (CLI commands, worker and the flow-run processes it spawns; the
+server is the session's, ``prefect_server``) is stopped at the end, even on failure, and
+none is left running; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ from tests.prefect_server import (
     Processes,
     prefect_client,
     run_deployment_and_wait,
-    start_server,
     write_registry,
 )
 
@@ -55,7 +55,6 @@ pytestmark = pytest.mark.slow
 # Hard limits: each wait has its cap, and all of them together the test's budget (the
 # teardown adds at most ~20 s). A run takes ~30 s on a busy 2-core host, the whole ~2.5 min.
 BUDGET_S = 270.0
-SERVER_TIMEOUT_S = 90.0
 CLI_TIMEOUT_S = 90.0
 RUN_TIMEOUT_S = 120.0
 ENGLISH = "The door opened and I walked into the quiet morning light, thinking of home."
@@ -99,11 +98,11 @@ def _essaybench_run(flow_run: FlowRun) -> str:
     return flow_run.name
 
 
-def _start_stack(procs: Processes, tmp_path: Path, deadline: Deadline,
+def _start_stack(procs: Processes, api: str, tmp_path: Path, deadline: Deadline,
                  essaybench_env: dict[str, str]) -> str:
-    """README's schedule section, step by step: server, work pool, ``prefect deploy --all``
-    from the repository root, worker (its environment: ``essaybench_env``); the API URL."""
-    api = start_server(procs, tmp_path / "server-home", deadline.left(SERVER_TIMEOUT_S))
+    """README's schedule section, step by step, on the server at ``api``: work pool,
+    ``prefect deploy --all`` from the repository root, worker (its environment:
+    ``essaybench_env``); the API URL."""
     cli_env = {"PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "prefect-home")}
     procs.run([PREFECT, "work-pool", "create", POOL, "--type", "process"], cli_env,
               deadline.left(CLI_TIMEOUT_S))
@@ -116,7 +115,8 @@ def _start_stack(procs: Processes, tmp_path: Path, deadline: Deadline,
     return api
 
 
-def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
+def test_weekly_deployment_on_a_real_server_and_worker(prefect_server: str,
+                                                       tmp_path: Path) -> None:
     store, registry, config = tmp_path / "store", tmp_path / "models.yaml", tmp_path / "b.yaml"
     deadline = Deadline(BUDGET_S)
     # Processes last: its exit (stopping them all) runs first, before the fakes go away.
@@ -125,7 +125,7 @@ def test_weekly_deployment_on_a_real_server_and_worker(tmp_path: Path) -> None:
             Processes(tmp_path / "logs") as procs:
         write_registry(registry, writer.base_url, judge.base_url)
         _benchmark_config(config, [closed_port_url(), receiver.url])
-        api = _start_stack(procs, tmp_path, deadline, {
+        api = _start_stack(procs, prefect_server, tmp_path, deadline, {
             "ESSAYBENCH_MODELS": str(registry), "ESSAYBENCH_BENCHMARK_CONFIG": str(config),
             "ESSAYBENCH_STORE": str(store)})
         try:

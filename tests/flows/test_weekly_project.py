@@ -22,7 +22,6 @@ from tests.prefect_server import (
     Processes,
     prefect_client,
     run_deployment_and_wait,
-    start_server,
     write_registry,
 )
 
@@ -32,7 +31,7 @@ ESSAYBENCH = str(Path(sys.executable).with_name("essaybench"))
 BUDGET_S = 900.0  # a loaded CI host: the server alone took over 90 s here
 
 
-def test_the_weekly_deployment_of_an_init_project(tmp_path: Path) -> None:
+def test_the_weekly_deployment_of_an_init_project(prefect_server: str, tmp_path: Path) -> None:
     deadline = Deadline(BUDGET_S)
     with run_fake_server() as writer, run_fake_server() as judge, \
             Processes(tmp_path / "logs") as procs:
@@ -46,7 +45,7 @@ def test_the_weekly_deployment_of_an_init_project(tmp_path: Path) -> None:
         spec = yaml.safe_load((root / "prefect.yaml").read_text(encoding="utf-8"))
         pool = spec["deployments"][0]["work_pool"]["name"]
 
-        api = start_server(procs, tmp_path / "server-home", deadline.left(300))
+        api = prefect_server
         env = {"PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "prefect-home")}
         doctor = procs.run([ESSAYBENCH, "doctor"], env, deadline.left(90), cwd=root)
         assert f"ok    prefect: {api} answers" in doctor and "0 failed" in doctor

@@ -91,7 +91,9 @@ class ProgressBoard:
     asked_by: Counter[tuple[str, str]] = field(default_factory=Counter)
     asked: Counter[tuple[str, str]] = field(default_factory=Counter)
     askers: Counter[tuple[str, str]] = field(default_factory=Counter)
-    open_batches: int = 0  # batches started and not ended
+    open_batches: int = 0  # batches started and not ended (several threads may run one)
+    _batches_lock: threading.Lock = field(default_factory=threading.Lock, init=False,
+                                          repr=False)
     opened: float = field(init=False)  # when the board was made: the idle line's clock
 
     def __post_init__(self) -> None:
@@ -128,10 +130,12 @@ class ProgressBoard:
             self.askers[key] += 1
 
     def batch_started(self) -> None:
-        self.open_batches += 1
+        with self._batches_lock:
+            self.open_batches += 1
 
     def batch_ended(self) -> None:
-        self.open_batches = max(0, self.open_batches - 1)
+        with self._batches_lock:
+            self.open_batches = max(0, self.open_batches - 1)
 
     def expected(self) -> dict[tuple[str, str], int]:
         """Follow-ups not asked for yet, per (stage, model): the calls still to come that

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from essaybench.bench.aggregate import genre_choice, has_chosen_genres
 from essaybench.bench.compliance import is_off_language
 from essaybench.bench.pairwise.tables import position_bias
-from essaybench.constraints.counting import count_chinese_chars
+from essaybench.constraints.counting import IDEOGRAPH_CLASS
 from essaybench.stats.bias import length_bias, self_preference
 from essaybench.stats.bradley_terry import ranking_table
 from essaybench.stats.score_ci import score_cis
@@ -45,13 +45,15 @@ def essay_lengths(essays: pl.DataFrame) -> list[int | None]:
     the length-controlled ranking read; None for a failed essay and for one not written
     in Chinese (bench/compliance.py: an English essay's 0 Chinese characters are not a
     length, and would pull the slope)."""
-    texts = essays["essay_text"].to_list()
+    text = essays["essay_text"]
     off = ([bool(v) for v in essays["off_language"].fill_null(False).to_list()]
            if "off_language" in essays.columns else
-           [t is not None and is_off_language(t) for t in texts])
-    # A plain comprehension: map_elements costs more per essay than the count itself.
-    return [count_chinese_chars(t) if t is not None and not foreign else None
-            for t, foreign in zip(texts, off, strict=True)]
+           [t is not None and is_off_language(t) for t in text.to_list()])
+    # count_chinese_chars's class, counted by polars (Rust regex) over the whole column:
+    # ~4x the Python count at paper scale, where the report reads the lengths per judge.
+    counts = text.str.count_matches(IDEOGRAPH_CLASS).to_list()
+    return [None if n is None or foreign else int(n) for n, foreign in zip(counts, off,
+                                                                           strict=True)]
 
 
 def _with_lengths(judgments: pl.DataFrame, essays: pl.DataFrame, score: str) -> pl.DataFrame:

@@ -13,9 +13,11 @@ _IDEOGRAPH_RANGES = (
 
 
 # The same ranges as one character class: the regex engine counts ~30x faster than a
-# per-character loop (10,920 essays in the aggregate stage).
-_IDEOGRAPHS = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _IDEOGRAPH_RANGES)
-                         + "]")
+# per-character loop (10,920 essays in the aggregate stage). Written with the characters
+# themselves, the class means the same to Python's re and to Rust's regex (polars'
+# ``str.count_matches``, which counts a column of essays ~4x faster again).
+IDEOGRAPH_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _IDEOGRAPH_RANGES) + "]"
+_IDEOGRAPHS = re.compile(IDEOGRAPH_CLASS)
 _SPACE = re.compile(r"\s")  # for str patterns: exactly the characters str.isspace() accepts
 
 

@@ -49,6 +49,17 @@ def test_the_live_board_shows_each_stage_and_model() -> None:
     [judge] = [line for line in text.splitlines() if line.startswith("judge ")]
     assert judge.split()[-4:] == ["0/1", "0", "0", "0"]
     assert "elapsed " in text and "ETA " in text
+    # every call done while aggregation runs: the display says so, and what runs
+    board.finished(_request(3, "writer", "generate"),
+                   ChatResult(key="3", model="writer", status=CallStatus.OK))
+    board.finished(_request(9, "judge", "judge"),
+                   ChatResult(key="9", model="judge", status=CallStatus.OK))
+    with doing("aggregate"):
+        later = Console(width=100, record=True, color_system=None)
+        later.print(board)
+    shown = later.export_text()
+    assert re.search(r"^stage aggregate running \d+s$", shown, re.M), shown
+    assert "calls done" in shown and "ETA" not in shown
 
 
 def test_piped_the_command_gets_a_text_reporter_then_the_default_again() -> None:

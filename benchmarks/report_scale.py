@@ -99,7 +99,7 @@ class Markov:
         self.sentences = [self._sentence() for _ in range(6000)]
 
     def _sentence(self) -> str:
-        state, out = "^^", []
+        state, out = "^^", list[str]()
         while len(out) < 60:
             choices = self.next.get(state)
             if not choices:

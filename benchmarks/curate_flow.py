@@ -133,13 +133,19 @@ def one_run(essaybench: str, config: Path | None = None,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def targets(records: int) -> tuple[float | None, int]:
-    """The issue's wall-time target for this size (None: none set) and the memory one."""
+def targets(records: int) -> tuple[float | None, str, int]:
+    """The wall-time target for this size (None above 1,000,000), how it was set, and the
+    memory target. The issue sets 90 s at 50,000 and 15 minutes at 1,000,000; a size in
+    between gets the straight line through the two (on track for both, if time grows
+    linearly)."""
     if records <= 50_000:
-        return TARGET_50K_S, TARGET_BYTES
+        return TARGET_50K_S, "issue 29", TARGET_BYTES
     if records <= 1_000_000:
-        return TARGET_1M_S, TARGET_BYTES
-    return None, TARGET_BYTES
+        share = (records - 50_000) / (1_000_000 - 50_000)
+        exact = records == 1_000_000
+        return (TARGET_50K_S + share * (TARGET_1M_S - TARGET_50K_S),
+                "issue 29" if exact else "pro rata between 50,000 and 1,000,000", TARGET_BYTES)
+    return None, "none above 1,000,000", TARGET_BYTES
 
 
 def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> bool:
@@ -184,14 +190,14 @@ def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> boo
           f"pairs ≥ 0.7: {check['at_or_above']}; rouge-chinese agrees on "
           f"{check['reference_checked'] - check['reference_mismatches']} of "
           f"{check['reference_checked']}")
-    time_target, memory_target = targets(records)
+    time_target, how, memory_target = targets(records)
     verdicts = {
         "time": time_target is None or run.seconds <= time_target,
         "memory": run.peak <= memory_target,
         "recall": found["recall"] >= RECALL_TARGET,
         "rouge": check["at_or_above"] == 0 and check["reference_mismatches"] == 0,
     }
-    shown = "no target at this size" if time_target is None else f"≤ {time_target:.0f} s"
+    shown = how if time_target is None else f"≤ {time_target:.0f} s, {how}"
     print(f"targets: time {run.seconds:.1f} s ({shown}) {_ok(verdicts['time'])}; peak "
           f"{run.peak / gib:.2f} GiB (≤ {memory_target / gib:.0f} GiB) {_ok(verdicts['memory'])};"
           f" planted-duplicate recall {found['recall']:.2%} (near duplicates alone "

@@ -236,3 +236,114 @@ def test_the_watch_sees_a_page_that_loads_or_fails(tmp_path: Path) -> None:
             browser.close()
     assert "https://example.invalid/x.png" in watch.requests
     assert any("boom" in p for p in watch.problems)
+
+
+# Every element that reaches past the viewport's right edge outside a box that scrolls
+# sideways by itself, and the smallest computed font size of any element showing text.
+LAYOUT = """() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  let smallest = Infinity, where = "";
+  const scrolls = e => { for (let p = e.parentElement; p; p = p.parentElement) {
+    const x = getComputedStyle(p).overflowX; if (x === "auto" || x === "scroll") return true; }
+    return false; };
+  for (const e of document.querySelectorAll("body *")) {
+    if (e.closest("svg, script, style, [hidden]") && e.tagName !== "svg") continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (r.right > vw + 0.5 && !scrolls(e)) out.push(`${e.tagName}.${e.className} ${r.right}`);
+    const text = Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+    const size = parseFloat(getComputedStyle(e).fontSize);
+    if (text && size < smallest) { smallest = size; where = `${e.tagName}.${e.className}`; }
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, viewport: vw,
+          overflowing: out.slice(0, 20), smallest, where};
+}"""
+
+
+def _layout(page: Page) -> dict[str, Any]:
+    found: dict[str, Any] = page.evaluate(LAYOUT)
+    return found
+
+
+def test_the_report_at_phone_and_desktop_widths(report_pages: dict[str, Path],
+                                               tmp_path: Path) -> None:
+    """At 390 px (a phone) the page never scrolls sideways — wide tables scroll inside their
+    own box, charts scale to the column (a tap shows one at its own size, inside its
+    figure), no text is drawn below 12 px — with an essay open too; at 1,280 px Table 5
+    with four genres fits its column or scrolls inside its box. Offline, no console error;
+    a screenshot at each width is saved in the test's tmp directory."""
+    from playwright.sync_api import sync_playwright
+
+    path = report_pages["r2"]
+    url = path.resolve().as_uri()
+    index = _index(path)
+    files = {(chunks_folder(path) / name).resolve().as_uri() for name in index["chunks"]}
+    watch = Watch(url, files)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            desktop = watch.attach(browser.new_context(
+                offline=True, viewport={"width": 1280, "height": 900}))
+            desktop.goto(url, wait_until="load")
+            desktop.wait_for_selector("#essays[data-ready='yes']", state="attached")
+            wide = _layout(desktop)
+            assert wide["scrollWidth"] <= wide["viewport"] and wide["overflowing"] == [], wide
+            heatmaps = desktop.locator("#table5 table.heatmap")
+            assert heatmaps.count() >= 1
+            genres = ("argumentative", "narrative", "descriptive", "expository")
+            for i in range(heatmaps.count()):
+                table = heatmaps.nth(i)
+                head = table.locator("thead").inner_text()
+                assert all(g in head for g in genres), head
+                column = desktop.locator("#table5").bounding_box()
+                box = table.locator("xpath=..").bounding_box()  # its .scroll box
+                assert column is not None and box is not None
+                assert box["x"] + box["width"] <= column["x"] + column["width"] + 0.5
+            desktop.locator("#table5 h3").first.scroll_into_view_if_needed()
+            desktop.screenshot(path=str(tmp_path / "report-1280.png"))
+
+            phone = watch.attach(browser.new_context(
+                offline=True, viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                is_mobile=True, has_touch=True))
+            phone.goto(url, wait_until="load")
+            phone.wait_for_selector("#essays[data-ready='yes']", state="attached")
+            narrow = _layout(phone)
+            assert narrow["viewport"] == 390
+            assert narrow["scrollWidth"] <= 390 and narrow["overflowing"] == [], narrow
+            assert narrow["smallest"] >= 12, narrow
+            # A wide table scrolls in its own box: the page does not.
+            boxes = phone.evaluate("""() => Array.from(document.querySelectorAll('table'))
+                .filter(t => t.scrollWidth > t.clientWidth + 1).length""")
+            assert boxes >= 1
+            # Charts scale to the column; a tap shows one at its own size, inside its figure.
+            figures = phone.locator("figure.chart")
+            assert figures.count() >= 8
+            for i in range(figures.count()):
+                figure = figures.nth(i)
+                figure.scroll_into_view_if_needed()
+                svg, fig = figure.locator("svg").bounding_box(), figure.bounding_box()
+                assert svg is not None and fig is not None
+                assert svg["width"] <= fig["width"] + 0.5 and svg["width"] > 200
+            first = figures.first
+            first.scroll_into_view_if_needed()
+            first.tap()
+            assert first.evaluate("f => f.classList.contains('full')")
+            assert first.evaluate("f => f.scrollWidth > f.clientWidth")
+            assert _layout(phone)["scrollWidth"] <= 390
+            first.tap()
+            assert first.evaluate("f => f.scrollWidth <= f.clientWidth")
+            # An essay opened, its texts and sub-scores loaded: still no sideways scroll.
+            essay = phone.locator("details.essay").first
+            essay.locator("summary").click()
+            essay.locator(".essay-text").wait_for()
+            opened = _layout(phone)
+            assert opened["scrollWidth"] <= 390 and opened["overflowing"] == [], opened
+            assert opened["smallest"] >= 12, opened
+            phone.evaluate("window.scrollTo(0, 0)")
+            phone.screenshot(path=str(tmp_path / "report-390.png"))
+        finally:
+            browser.close()
+    assert watch.problems == []
+    assert set(watch.requests) <= {url, *files} and set(watch.routed) <= {url, *files}
+    assert (tmp_path / "report-390.png").stat().st_size > 10_000
+    print(f"screenshots {tmp_path / 'report-1280.png'} {tmp_path / 'report-390.png'}")

@@ -5,6 +5,11 @@
 // put on the page with textContent: nothing from the run is ever parsed as HTML.
 (function () {
   "use strict";
+  // A chart is scaled to the column; a click (a tap) shows it at its own size, scrolling
+  // inside its figure, and another click scales it back.
+  Array.prototype.forEach.call(document.querySelectorAll("figure.chart"), function (f) {
+    f.addEventListener("click", function () { f.classList.toggle("full"); });
+  });
   var source = document.getElementById("essay-index");
   if (!source) { return; }
   var data = JSON.parse(source.textContent);

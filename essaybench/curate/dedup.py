@@ -17,7 +17,9 @@ found within K-means blocks.
    Rows are visited in input order; a row is dropped when its TF-IDF cosine
    with an already-kept row sharing a block reaches ``near_dup_threshold``.
    ``duplicate_of`` is the most similar such kept row (ties → the earlier).
-   With ``assign_clusters=1`` this is exactly "within each cluster".
+   With ``assign_clusters=1`` this is exactly "within each cluster". A block of more
+   than ``max_block`` rows is split by K-means again (:mod:`essaybench.curate.blocking`),
+   so the pairs compared grow with the rows, not with their square.
 
 Why K-means: greedy removal over n prompts compares every row with every
 kept row, O(n²) dot products. Blocking bounds that to Σ m_c² over block sizes
@@ -69,6 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import sparse
 
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
+from essaybench.curate.blocking import blocks, split_large
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
 from essaybench.curate.minhash import MinhashResult, minhash_pass
 from essaybench.curate.table import DUPLICATE_COLUMNS, RECORD_COLUMNS
@@ -106,6 +109,9 @@ class DedupParams(BaseModel):
         default=True, description="Never pair prompts that both quote topics but share none")
     assign_clusters: int = Field(
         default=2, ge=1, description="A row is compared within its this-many nearest clusters")
+    max_block: int = Field(
+        default=2000, ge=2,
+        description="A K-means block of more rows is split by K-means again (curate/blocking)")
     seed: int = Field(default=0, description="random_state for TruncatedSVD, K-means, MinHash")
     minhash: bool = Field(default=True, description="Run the MinHash LSH pass before K-means")
     shingle_k: int = Field(default=3, ge=1, description="Character k-gram length for MinHash")
@@ -138,6 +144,7 @@ class Clustering:
     inertias: list[float]
     chosen_k: int
     svd_components: int
+    reduced: NDArray[np.float64] | None = None  # the vectors clustered (None: no rows)
 
 
 def quoted_spans(text: str) -> frozenset[str]:
@@ -216,14 +223,7 @@ def cluster(x: sparse.csr_matrix, params: DedupParams, timings: dict[str, float]
     timings["sweep"] = time.perf_counter() - started
     best = models[chosen]
     return Clustering(best.labels_.astype(np.int64), best.transform(reduced), ks, inertias,
-                      chosen, n_comp)
-
-
-def blocks(distances: NDArray[np.float64], per_row: int) -> list[NDArray[np.int64]]:
-    """Row indices (ascending) of each cluster, a row joining its ``per_row`` nearest clusters."""
-    k = distances.shape[1]
-    nearest = np.argsort(distances, axis=1, kind="stable")[:, : min(per_row, k)]
-    return [np.flatnonzero((nearest == c).any(axis=1)) for c in range(k)]
+                      chosen, n_comp, np.asarray(reduced, dtype=np.float64))
 
 
 @dataclass(frozen=True)
@@ -386,6 +386,9 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
 
     t0 = time.perf_counter()
     row_blocks = blocks(clustering.distances, params.assign_clusters)
+    if clustering.reduced is not None:
+        row_blocks = split_large(row_blocks, clustering.reduced, params.assign_clusters,
+                                 params.max_block, params.seed)
     topics = topic_matrix([texts[i] for i in unique_rows]) if params.quoted_topic_guard else None
     pairs = candidate_pairs(x, row_blocks, params.near_dup_threshold, topics)
     dup_of, sims = greedy_keep(len(unique_rows), pairs)
@@ -427,6 +430,8 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
         "chosen_k": clustering.chosen_k,
         "elbow_rule": ELBOW_RULE,
         "cluster_sizes": _cluster_summary(clustering.labels),
+        "blocks": len(row_blocks),
+        "largest_block": max((b.size for b in row_blocks), default=0),
         "pairs_compared": pairs.compared,
         "pairs_above_threshold": int(pairs.sim.size) + pairs.vetoed,
         "pairs_vetoed_by_topic_guard": pairs.vetoed,

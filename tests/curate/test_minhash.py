@@ -180,11 +180,12 @@ def test_dedup_runs_minhash_first_then_kmeans_on_what_is_left() -> None:
 
 def test_minhash_off_is_the_kmeans_pass_alone_and_runs_are_deterministic() -> None:
     texts = _corpus(seed=5)
-    off = run_dedup(_table(texts), DedupParams(minhash=False, k_points=3))
+    fast = {"k_points": 2, "svd_components": 16}
+    off = run_dedup(_table(texts), DedupParams(minhash=False, **fast))
     assert "minhash_duplicate" not in off.table["reason"].to_list()
     assert off.meta["minhash_duplicates"] == 0 and off.meta["n_after_minhash"] == len(texts)
-    on = run_dedup(_table(texts), DedupParams(k_points=3))
-    again = run_dedup(_table(texts), DedupParams(k_points=3))
+    on = run_dedup(_table(texts), DedupParams(**fast))
+    again = run_dedup(_table(texts), DedupParams(**fast))
     assert on.table.equals(again.table)
     assert on.meta["minhash_duplicates"] > 0
 

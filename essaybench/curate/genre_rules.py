@@ -6,16 +6,20 @@ Decision, in order:
    感谢信", "写一段点评", "写一个童话故事"): when every product the task names is a
    non-essay form (a letter, a poem, a comment, a summary, a script, a plan …) there is
    no essay genre to decide; the prompt stays undecided and goes to review, whatever
-   genre words it quotes ("给一篇议论文写一段点评").
+   genre words it quotes ("给一篇议论文写一段点评"). 自拟题目 names no product; a request
+   for leave (帮我请个假) is an errand, no essay either.
 2. **Open genre**: the task or requirements leave the genre to the writer (文体不限,
-   体裁不限, 自选文体, 自定文体, 明确文体 …): allowed genres ``["any"]``, no single genre.
+   体裁不限, 自选文体, 自定文体, 明确文体, 选定文体, 选择你最能驾驭的文体 …): allowed
+   genres ``["any"]``, no single genre.
 3. **Explicit genre words** (议论文, 记叙文, 描写文, 说明文 and a few compounds such as
    写景散文, 科普文章, 驳论文) in the task or requirements, unless negated (不要写成议论文,
    除记叙文外): one genre decides; two or more ("写一篇议论文或记叙文", "任选一题" with a
    genre per item) are a choice: allowed genres = those, no single genre.
    Bare 散文 names a form, not one of the four genres, and decides nothing.
 4. **Cue groups** (one point per group present) in the task and requirements: a unique
-   top score decides, a tie leaves the genre undecided. The topic of an opinion frame
+   top score decides, a tie leaves the genre undecided, and so does a top genre whose
+   cues are all topic words (认识, 寓言, 角落, 场面: what the essay is about, not how it is
+   written; "分享你对美的体验或认识" is no argumentative prompt). The topic of an opinion frame
    ("谈谈你对成长的看法": 成长) is the topic, not a cue. Cues in the material are weak
    evidence: they are listed for the reviewer and never decide, not even a tie
    ("他讲述了自己的成长经历" in a story is about the story, not the essay asked for;
@@ -46,7 +50,9 @@ _EXPLICIT: dict[Genre, re.Pattern[str]] = {
 }
 _OPEN_GENRE = re.compile(
     r"(?:文体|体裁)(?:不限|自选|自定|自拟|任选|自由|均可|不作要求|不做要求)|"
-    r"(?:不限|自选|自定|任选)(?:文体|体裁)|明确文体|文体明确")
+    r"(?:不限|自选|自定|任选)(?:文体|体裁)|明确文体|文体明确|"
+    # issue 29: 选定文体, 大胆选择你最能驾驭的文体, 选择自己擅长的文体
+    r"(?:选定|选好|选择)(?:[^，。；：\n]{0,12}?的)?(?:文体|体裁)")
 _NEGATED_BEFORE = re.compile(
     r"(?:不要|不得|不能|不可|不宜|切勿|别|禁止|避免|而非|不是)(?:写成|写作|写|采用|用)?(?:一篇)?$|除$")
 _NEGATED_AFTER = re.compile(r"除外|以外")
@@ -62,7 +68,7 @@ _CUES: dict[Genre, tuple[str, ...]] = {
     Genre.NARRATIVE: (
         r"讲述|讲讲|叙述|记叙|记述|叙事", r"经历", r"故事", r"那一(?:刻|次|天|年|瞬间)",
         r"难忘|难以忘怀", r"成长", r"记一(?:次|件|个)|一件事", r"回忆|往事|童年|第一次",
-        r"感动", r"传记|日记|周记|童话|寓言|小说", r"发生"),
+        r"感动", r"传记|日记|周记", r"童话|寓言|小说", r"发生"),
     Genre.DESCRIPTIVE: (
         rf"{_NOT_TECHNIQUE}描写(?!方法)", r"描绘|刻画", r"景色|景物|风景|风光|美景|景象|景致",
         r"写景|状物|即景", r"[春夏秋冬]天的|[春夏秋冬]日|四季", r"一角|角落",
@@ -75,10 +81,18 @@ _CUES: dict[Genre, tuple[str, ...]] = {
         r"指南|攻略|说明书"),
 }
 _CUE_RXS = {genre: [re.compile(c) for c in cues] for genre, cues in _CUES.items()}
+# Topic words (issue 29): they name what an essay may be about ("分享你对美的体验或认识",
+# "以“角落”为题", "以“寓言”为题"), not how it is written. They count like any cue, but a
+# genre whose cues are all topic words is not decided by them.
+_TOPIC_CUES = frozenset({r"思考|认识|理解|感悟", r"童话|寓言|小说", r"一角|角落", r"场面|场景"})
+_TOPIC_RX = re.compile("|".join(_TOPIC_CUES))
 # What the task asks to be written: the noun phrase after the verb up to a clause break;
 # its head (last word) says whether it is an essay.
-_PRODUCT = re.compile(r"(?:写|撰写|创作|起草|拟|编写|设计)"
-                      r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下|张|部|本)*(?P<np>[^，。；！？!?;,\n]{1,30})")
+# 自拟题目 leaves the title to the writer: it is not what is asked for (issue 29); 整理成/编成
+# name a product too ("整理成一则新闻"); a colon ends the product, the content follows it.
+_PRODUCT = re.compile(r"(?:写|撰写|创作|起草|(?<!自)拟|编写|设计|(?:整理|改编|编|做)成)"
+                      r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下|张|部|本)*"
+                      r"(?P<np>[^，。；：:！？!?;,\n]{1,30})")
 _ESSAY_HEAD = re.compile(
     r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|演讲稿|发言稿|"
     r"辩论稿|周记|日记|随笔|游记|征文|文)\s*(?:吗|吧|呢)?\s*$")
@@ -102,6 +116,9 @@ _PRODUCT_END = re.compile(r"(?:写|撰写|创作|编写)(?:一|篇|个|段|首|�
 _NON_WRITING_TASK = re.compile(
     r"(?:改正|修改|订正|批改|纠正|找出|指出)[^。！？；\n]{0,20}?(?:错误|错别字|病句|不当之处|语病)|"
     r"改错|改病句|讲(?:一个|个|几个)?笑话")
+# A request that is an errand, not writing: asking for leave (issue 29: 帮我请个假).
+_ERRAND = re.compile(r"请(?:[一两三四五六七八九十半几\d]+天|个|一下)假|"
+                     r"(?:帮|替)我[^。！？；\n]{0,12}?请假")
 
 _STRONG: set[Segment] = {"task", "requirements"}
 # 对X的看法: X is what the opinion is about, its words are no genre cues
@@ -201,6 +218,12 @@ def genre_by_rules(text: str) -> RuleGenre:
         return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, "
                          f"not an essay{note}", span=(a, b), segment="task", not_essay=True,
                          parts=parts)
+    errand = _ERRAND.search(task_view)
+    if errand is not None and not essay_named:
+        a, b = errand.span()
+        return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, an "
+                         f"errand (a leave request), not an essay{note}", span=(a, b),
+                         segment="task", not_essay=True, parts=parts)
     open_word = _OPEN_GENRE.search(strong_view)
     if open_word is not None:
         lean = _detail(_cues(text, strong_view))
@@ -235,6 +258,10 @@ def genre_by_rules(text: str) -> RuleGenre:
         return RuleGenre(None, f"rule: undecided, tied cues {detail}{weak_note}{note}",
                          parts=parts)
     winner = tied[0]
+    if all(_TOPIC_RX.fullmatch(matching_text(word)) for word, _ in strong[winner]):
+        return RuleGenre(None, f"rule: undecided, topic words only {detail} (a topic word "
+                         f"names what the essay is about, not its genre){weak_note}{note}",
+                         parts=parts)
     span = strong[winner][0][1]
     return RuleGenre(winner, f"rule cues: {detail}{weak_note}{note}", (winner.value,),
                      False, span, parts.segment_at(span[0]), parts)

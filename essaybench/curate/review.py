@@ -182,8 +182,11 @@ def still_needs(item: ReviewItem, decided: OverrideEntry) -> list[Need]:
 
 
 def _where(row: Mapping[str, Any]) -> str:
-    source, locator = row.get("source"), row.get("locator")
-    return " ".join(str(x) for x in (source, locator) if x) or "?"
+    """Source and locator of the record, and its own id in the source where it has one
+    ("chat line 12 (id q-0012)"): the id a reviewer looks the record up by."""
+    source, locator, ref = row.get("source"), row.get("locator"), row.get("source_ref")
+    where = " ".join(str(x) for x in (source, locator) if x) or "?"
+    return f"{where} (id {ref})" if ref else where
 
 
 def review_items(table: pl.DataFrame, overrides: Mapping[str, OverrideEntry], *,

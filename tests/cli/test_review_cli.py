@@ -116,6 +116,15 @@ def test_review_lists_the_unclassified_prompts_with_evidence_and_reason(
     assert f"{len(pending)} prompt(s) to review" in result.output
 
 
+def test_the_listing_shows_the_records_own_id(curated_once: tuple[Path, Store, str]) -> None:
+    """Issue 29: a reviewer finds the record in the raw source by its own id (the chat log's
+    "id" field), besides the source and line."""
+    config, store, _ = curated_once
+    result = review(config, store, "--list")
+    assert result.exit_code == 0, result.output
+    assert "chat line 1 (id a0)" in result.output and "chat line 2 (id a1)" in result.output
+
+
 def test_curate_review_decide_then_curate_again_labels_them_manual(
     project: tuple[Path, Store, str],
 ) -> None:

@@ -144,3 +144,63 @@ def test_letters_news_jokes_reviews_cases_orations_corrections_are_no_essays(
 def test_an_essay_request_naming_such_a_word_stays_an_essay(text: str) -> None:
     rule = genre_by_rules(text)
     assert rule.decided and not rule.not_essay
+
+
+# --- issue 29 item 4: kinds the held-out real prompts still failed on ---------------------
+# The cases are the issue's examples, written before the rules were changed.
+
+@pytest.mark.parametrize(("text", "cue"), [
+    ("请以“美”为话题，分享你对美的体验或认识，写一篇不少于600字的文章。", "认识"),
+    ("请以“寓言”为题，写一篇不少于600字的文章。", "寓言"),
+    ("请以“角落”为题，写一篇不少于600字的文章。", "角落"),
+    ("请以“那个场面”为题，写一篇不少于600字的文章。", "场面"),
+])
+def test_a_single_topic_word_in_the_task_decides_no_genre(text: str, cue: str) -> None:
+    """A topic word (认识, 寓言, 角落, 场面) names what the essay is about, not how it is
+    written: alone it decides nothing; it is still listed for the reviewer."""
+    rule = genre_by_rules(text)
+    assert rule.genre is None and not rule.decided and not rule.not_essay
+    assert cue in rule.evidence
+
+
+def test_a_topic_word_still_counts_next_to_a_decisive_cue() -> None:
+    rule = genre_by_rules("请描写你家附近的一个角落，写一篇不少于600字的文章。")
+    assert rule.genre == Genre.DESCRIPTIVE
+
+
+@pytest.mark.parametrize("words", ["可以大胆选择你最能驾驭的文体", "选定文体",
+                                   "选择自己擅长的文体"])
+def test_other_open_genre_phrasings_are_recognised(words: str) -> None:
+    text = (f"{INTRO}人生如登山，有人只看山顶，有人欣赏沿途的风景。\n请写一篇文章。"
+            f"要求：选准角度，{words}，自拟标题，不少于800字。")
+    rule = genre_by_rules(text)
+    assert (rule.genre, rule.allowed, rule.open_genre) == (None, (ANY_GENRE,), True)
+    assert rule.span is not None and text[rule.span[0]:rule.span[1]] in words
+
+
+@pytest.mark.parametrize("text", [
+    "以“路”为话题，自拟题目，不少于600字。",
+    f"{INTRO}人生如登山。\n请自拟题目，写作。",
+    "请以“温暖”为话题，自拟题目，写一篇议论文。",
+])
+def test_a_title_of_ones_own_is_no_product(text: str) -> None:
+    """自拟题目 tells the writer to choose the title: it is not the thing to write."""
+    rule = genre_by_rules(text)
+    assert not rule.not_essay and "题目, not an essay" not in rule.evidence
+
+
+def test_asking_for_a_title_is_still_no_essay() -> None:
+    rule = genre_by_rules("帮我拟一个作文题目，主题是环保。")
+    assert rule.not_essay
+
+
+@pytest.mark.parametrize(("text", "product"), [
+    ("我明天发烧去不了学校，帮我给班主任王老师请个假。", "请个假"),
+    ("帮我向公司请两天假，说明一下原因。", "请两天假"),
+    ("把下面的内容整理成一则校园新闻：学校昨天举行了秋季运动会。", "新闻"),
+    ("请将这些材料编成一条简讯：社区今天开展了义诊活动。", "简讯"),
+])
+def test_a_leave_request_or_a_news_item_is_no_essay(text: str, product: str) -> None:
+    rule = genre_by_rules(text)
+    assert rule.not_essay and not rule.decided
+    assert product in rule.evidence

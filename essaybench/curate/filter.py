@@ -74,7 +74,7 @@ class FilterParams(BaseModel):
         description="A request kept by a weak cue only whose body length tops out below this, "
                     "or that asks for a list of short pieces, is short non-essay writing "
                     "(0: no such check).")
-    rules_version: str = Field(default="v2", pattern=r"^v\d+$",
+    rules_version: str = Field(default="v3", pattern=r"^v\d+$",
                                description="Shipped rules: rubrics/filters/filter_rules.<v>.yaml.")
     rules_path: str | None = Field(default=None,
                                    description="Explicit rules YAML; overrides rules_version.")

@@ -9,7 +9,9 @@ applies the essay / non-essay precedence:
 3. weak non-essay matches win only when there is no essay cue at all;
 4. otherwise no cue at all gives ``no_essay_cue`` and any cue keeps the row.
 
-Within a level, kinds are tried in the order the YAML lists them.
+Within a level, kinds are tried in the order the YAML lists them. With ``ignore_quoted``
+(rules v3) the strong and weak non-essay patterns skip the text inside quotation marks
+(“…”, 「…」, 『…』): a couplet quoted in the material asks for no couplet.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class KindRules(_Strict):
 class FilterRules(_Strict):
     version: str = Field(pattern=r"^v\d+$")
     description: str
+    ignore_quoted: bool = Field(
+        default=False, description="Strong and weak non-essay patterns skip quoted text.")
     offensive: OffensiveRules
     essay_cues: EssayCues
     not_essay: list[KindRules] = Field(min_length=1)
@@ -90,6 +94,14 @@ class FilterRules(_Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate kinds in not_essay: {names}")
         return kinds
+
+
+_QUOTED = re.compile(r"“[^“”]*”|「[^「」]*」|『[^『』]*』")
+
+
+def unquoted(text: str) -> str:
+    """``text`` with what stands inside quotation marks blanked, offset for offset."""
+    return _QUOTED.sub(lambda m: m[0][0] + " " * (len(m[0]) - 2) + m[0][-1], text)
 
 
 def _union(patterns: list[str]) -> re.Pattern[str] | None:
@@ -123,6 +135,7 @@ class CompiledRules:
     genre_cue: re.Pattern[str]
     weak_cue: re.Pattern[str]
     patterns: dict[tuple[Level, str], re.Pattern[str]]
+    ignore_quoted: bool = False
 
     def classify_request(self, text: str, original: str | None = None) -> RequestVerdict:
         """Is ``text`` a request to write an essay? (see the module docstring).
@@ -141,10 +154,12 @@ class CompiledRules:
         cue = (f"genre cue 「{q(genre)}」" if genre
                else f"weak cue 「{q(weak)}」" if weak else None)
         overridden: list[str] = []
+        outside = unquoted(text) if self.ignore_quoted else text
         for level in LEVELS:
+            scan = text if level == "hard" else outside
             for kind in self.kinds:
                 pattern = self.patterns.get((level, kind))
-                m = pattern.search(text) if pattern else None
+                m = pattern.search(scan) if pattern else None
                 if m is None:
                     continue
                 beaten = (level == "strong" and genre) or (level == "weak" and (genre or weak))
@@ -190,5 +205,5 @@ def _compile(data: bytes, path: str, expect_version: str | None) -> CompiledRule
         version=rules.version, path=path, sha256=sha256_hex(data),
         kinds=tuple(k.kind for k in rules.not_essay),
         offensive=_lexicon(rules.offensive), genre_cue=genre, weak_cue=weak,
-        patterns=patterns,
+        patterns=patterns, ignore_quoted=rules.ignore_quoted,
     )

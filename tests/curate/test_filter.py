@@ -65,10 +65,10 @@ def test_meta_counts_match_the_table() -> None:
                                "not_essay:professional_document": 2, "not_essay:short_text": 1}
     assert list(meta["reasons"]) == [r for r in meta["check_order"] if r in meta["reasons"]]
     assert meta["kept"] == 1 and meta["filtered"] == 6 and meta["rows"] == 7
-    assert meta["params"]["max_chars"] == 2000 and meta["params"]["rules_version"] == "v2"
+    assert meta["params"]["max_chars"] == 2000 and meta["params"]["rules_version"] == "v3"
     assert meta["params"]["short_max_chars"] == 150
-    assert meta["rules"]["version"] == "v2"
-    assert meta["rules"]["path"] == "rubrics/filters/filter_rules.v2.yaml"
+    assert meta["rules"]["version"] == "v3"
+    assert meta["rules"]["path"] == "rubrics/filters/filter_rules.v3.yaml"
     assert len(meta["rules"]["sha256"]) == 64
     json.dumps(meta)
     counted = Counter(r for r in output.table["reason"].to_list() if r)
@@ -275,7 +275,7 @@ def test_params_are_strict() -> None:
         params.min_chars = 3
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
 def test_shipped_rules_load(version: str) -> None:
     rules = load_rules(default_rules_path(version), version)
     assert rules.kinds == ("code", "translation", "editing", "chitchat", "other_task",
@@ -561,3 +561,25 @@ def test_batches_decide_every_row_as_one_batch() -> None:
         assert batched.meta == whole.meta
     empty = run_filter(table.clear(), FilterParams(), batch_rows=4)
     assert empty.table.height == 0 and empty.meta["rows"] == 0
+
+
+# --- issue 29: a word inside quoted material drives no drop (rules v3) --------------------
+
+@pytest.mark.parametrize("text", [
+    "下面是一副对联：“海纳百川，有容乃大；壁立千仞，无欲则刚。”\n请根据这副对联的意思，"
+    "扩写成一篇议论性文章，不少于800字。",
+    "爷爷常说：“做人要像一副对联，上联是勤，下联是俭。”\n请由这句话出发，写一篇文章，"
+    "不少于800字。",
+    "老师在黑板上写了一首诗：“谁言寸草心，报得三春晖。”\n请由此写一篇记叙性的文章，讲讲你和"
+    "母亲的故事。",
+])
+def test_quoted_material_or_a_genre_phrase_keeps_an_essay_request(text: str) -> None:
+    row = _row(text)
+    assert row["decision"] == Decision.KEPT.value, row["detail"]
+    assert _reason(text, rules_version="v2") == "not_essay:poem_only"  # what v2 did
+
+
+@pytest.mark.parametrize("text", ["写一首关于“春天”的七言绝句", "帮我写一副“福”字春联",
+                                  "请为“春天”这个题目写一首现代诗"])
+def test_a_poem_request_quoting_its_topic_is_still_a_poem(text: str) -> None:
+    assert _reason(text) == "not_essay:poem_only"

@@ -144,3 +144,18 @@ def test_a_long_prompt_the_labeller_gives_no_set_is_open_as_in_rules_only() -> N
     assert "the labeller gave no set (llm parse_error: evidence copied" in row["set_evidence"]
     rules_only = run_classify(table([LONG_OPEN]), ClassifyParams()).table.row(0, named=True)
     assert (rules_only["decision"], rules_only["prompt_set"]) == ("kept", "open")
+
+
+@pytest.mark.parametrize("text", ["我明天发烧去不了学校，帮我给班主任王老师请个假。",
+                                  "把下面的内容整理成一则校园新闻：学校昨天举行了秋季运动会。"])
+def test_a_leave_request_or_a_news_item_stays_out_without_asking_the_labeller(text: str) -> None:
+    """Issue 29: the rules, not an undecided genre, keep them out; in rules+llm mode an
+    always-a-genre labeller is never asked about them."""
+    fake = FakeLabeler({prompt_id(text): LabelResult(
+        status=LabelStatus.OK, essay=EssayAnswer.ESSAY, genre=Genre.ARGUMENTATIVE,
+        evidence=text[:8])})
+    row = run_classify(table([text]), ClassifyParams(mode="rules+llm"), fake).table.row(
+        0, named=True)
+    assert (row["decision"], row["reason"], row["genre"]) == (
+        "unclassified", "genre_not_essay", None)
+    assert [r.need_genre for r in fake.calls] in ([], [False])

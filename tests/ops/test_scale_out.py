@@ -1,11 +1,10 @@
 """``python benchmarks/scale_out.py`` (issue 17) end to end: PostgreSQL, a Prefect server on
 it, two workers (each in a network namespace of its own where permitted), moto's S3 server
-and the fake OpenAI-compatible server; the weekly pipeline in one process and in 8 shards,
-one worker cut off and back, then one killed, mid-run (4 shards: two per worker, all at
-once, enough for both disruptions to hit shards in flight; the benchmark's default 8 only
-adds flow runs, ~6 CPU-seconds each). The script
-checks everything itself and prints PASS last; this test runs it as a user would and
-bounds its time."""
+and the fake OpenAI-compatible server; the weekly pipeline in one process and in 4 shards,
+one worker cut off and back, then one killed, mid-run (two shards per worker, all at once:
+enough for both disruptions to hit shards in flight; the benchmark's default 8 only adds
+flow runs, ~6 CPU-seconds each). The script checks everything itself and prints PASS last;
+this test runs it as a user would and bounds its time."""
 
 from __future__ import annotations
 

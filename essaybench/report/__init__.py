@@ -10,15 +10,16 @@ errors) is escaped or put on the page as text.
 Contents: leaderboard with 95% CIs and indistinguishable groups; Table 5 (weighted, w/o
 WT) as heatmaps with coverage; paired differences to the best model; trait profiles per
 model and per genre × Open/Constrained; length compliance and off-language rates;
-score–length per judge; pairwise win rates and Bradley–Terry ratings; a decision table
+score–length per judge; pairwise win rates and Bradley–Terry ratings, and every
+comparison (both essays side by side, each order's verdict and analysis); a decision table
 (quality, cost, latency, failures, compliance); alerts, the comparison with the last
 comparable run and judge drift; failures; and every essay in a browser that pages,
 filters, sorts, searches and links to each. A part whose stage did not run says so.
 
-Modules: ``data`` reads the store; ``tables``, ``labels``, ``drilldown`` and ``browser``
-shape it (pure); ``svg``, ``charts`` and ``charts_profile`` draw; ``sections`` and ``page``
-fill in ``templates/report.html``; ``write`` writes the page and its chunks. Never imports
-Prefect.
+Modules: ``data`` reads the store; ``tables``, ``labels``, ``drilldown``, ``browser`` and
+``pairs`` shape it (pure); ``svg``, ``charts`` and ``charts_profile`` draw; ``sections``
+and ``page`` fill in ``templates/report.html``; ``write`` writes the page and its chunks.
+Never imports Prefect.
 """
 
 from essaybench.report.write import copy_report, report_path, write_report

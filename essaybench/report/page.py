@@ -4,10 +4,11 @@ Every string from the run (essays, prompts, judge analyses, errors, model names)
 the page through Jinja2 with autoescaping on (``&<>"'`` escaped, as ``html.escape``
 does), so no run text becomes markup or script. What the template inserts unescaped
 (``|safe``) is made here: the charts (SVG drawn by matplotlib, checked in ``svg.py``), the
-essay browser's index (``browser.py``: JSON with every ``<`` escaped, in a
-``<script type="application/json">`` the browser never runs) and the page's own CSS and
-script, read from ``templates/``. The essays' texts are not in the page: they go to chunk
-files beside it (``browser.py`` says why and how), which ``write.py`` writes. The page's
+essay browser's and the pairwise view's indexes (``browser.py``, ``pairs.py``: JSON with
+every ``<`` escaped, in ``<script type="application/json">`` elements the browser never
+runs) and the page's own CSS and script, read from ``templates/``. The essays' texts and
+the pairwise analyses are not in the page: they go to chunk files beside it
+(``browser.py`` says why and how), which ``write.py`` writes. The page's
 Content-Security-Policy allows no network load at all, only the script whose hash it
 names, and the scripts that one creates (the chunks: ``'strict-dynamic'``).
 """
@@ -41,6 +42,7 @@ from essaybench.report.data import RunData
 from essaybench.report.drilldown import drilldown
 from essaybench.report.format import coverage, number, percent, signed
 from essaybench.report.labels import labels_for
+from essaybench.report.pairs import PairsView, pairs_data
 from essaybench.report.sections import JudgeSection, judge_section
 from essaybench.report.spot_trend import spot_trend_view
 from essaybench.report.svg import ChartIds, font_note
@@ -115,6 +117,10 @@ def context(data: RunData, chunk_bytes: int = CHUNK_BYTES) -> tuple[dict[str, An
     checked = compliance_table(data.essays, prompt_column="prompt_text")
     prompts = drilldown(data.essays, data.judgments, labels, checked)
     browser = browser_data(prompts, [s.judge for s in sections], chunk_bytes=chunk_bytes)
+    pairs: PairsView | None = None
+    if data.pairwise is not None and data.pairwise.height:
+        pairs = pairs_data(data.pairwise, [r[0] for r in browser.index["essays"]],
+                           chunk_bytes=chunk_bytes)
     facts = model_facts(data.essays, checked)
     return {
         "data": data, "judges": sections, "decisions": _decisions(facts, sections),
@@ -126,6 +132,7 @@ def context(data: RunData, chunk_bytes: int = CHUNK_BYTES) -> tuple[dict[str, An
         "essay_index": json_for_script(browser.index), "n_essays": browser.n_essays,
         "n_chunks": len(browser.chunks), "per_page": PER_PAGE, "filter_options": browser.options,
         "judge_names": [s.judge for s in sections],
+        "pairs": pairs, "pair_index": json_for_script(pairs.index) if pairs else None,
         "position_bias": (data.stats["position_bias"].to_dicts()
                           if "position_bias" in data.stats else []),
         "position_bias_columns": POSITION_BIAS_COLUMNS,
@@ -138,7 +145,7 @@ def context(data: RunData, chunk_bytes: int = CHUNK_BYTES) -> tuple[dict[str, An
         "code_versions": _options([r.code_version for r in data.stage_runs]),
         "adaptive": adaptive_view(Store(data.store_root), data.run_id),
         "spot_trend": spot_trend_view(data.store_root, data.run_id, ids),
-    }, browser.chunks
+    }, browser.chunks + (pairs.chunks if pairs else [])
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,10 @@ def test_a_copy_of_the_page_takes_its_chunks_along(report_pages: dict[str, Path]
 
 
 def _named(page: Path) -> list[str]:
+    """The chunk files the page names: the essays' and the pairwise view's."""
     html = page.read_text(encoding="utf-8")
-    raw = html.split('<script type="application/json" id="essay-index">', 1)[1]
-    return list(json.loads(raw.split("</script>", 1)[0])["chunks"])
+    names: list[str] = []
+    for which in ("essay-index", "pair-index"):
+        raw = html.split(f'<script type="application/json" id="{which}">', 1)[1]
+        names += json.loads(raw.split("</script>", 1)[0])["chunks"]
+    return names

@@ -91,7 +91,8 @@ def assert_self_contained(html: str) -> Page:
     assert f"script-src {script_hash(script)} 'strict-dynamic'" in csp
     data = [s for s, t in zip(page.scripts, page.script_types, strict=True)
             if t == "application/json"]
-    assert len(data) <= 1 and all(json.loads(d) for d in data)  # the essay index: data
+    # the essay index and, where pairwise ran, the pairwise view's: data
+    assert len(data) <= 2 and all(json.loads(d) for d in data)
     return page
 
 
@@ -109,7 +110,8 @@ def test_the_page_is_self_contained_and_complete(report_pages: dict[str, Path]) 
     assert "was not run" not in text and "did not run" not in text
     assert report_pages["r2"].stat().st_size < 2_000_000
     # the essays' texts are beside the page, in the chunk files its index names
-    named = json.loads(page.scripts[page.script_types.index("application/json")])["chunks"]
+    named = [name for s, t in zip(page.scripts, page.script_types, strict=True)
+             if t == "application/json" for name in json.loads(s)["chunks"]]
     folder = chunks_folder(report_pages["r2"])
     assert len(named) > 1 and sorted(p.name for p in folder.iterdir()) == sorted(named)
 
@@ -119,12 +121,12 @@ def test_hostile_text_is_shown_as_text(report_pages: dict[str, Path]) -> None:
     for raw in ("<script>alert", "</textarea>", '"onmouseover', "<img src=x"):
         assert raw not in html  # as text they are escaped; as markup they would be there
     page = Page(html)
-    assert [t for t, _ in page.tags].count("script") == 2  # the script and the index
+    assert [t for t, _ in page.tags].count("script") == 3  # the script and two indexes
     # The texts are data in the chunks (the browser puts them on the page as text:
     # test_report_browser), whole.
     chunks = [chunk_data(p.read_bytes())[1]
               for p in sorted(chunks_folder(report_pages["r2"]).iterdir())]
-    essays = [e for c in chunks for e in c["essays"]]
+    essays = [e for c in chunks for e in c.get("essays", [])]  # (pair chunks have none)
     assert sum(e.get("text", "").startswith(HOSTILE) for e in essays) == 19  # qwen-writer's
     assert any(HOSTILE_ERROR in e.get("error", "") for e in essays)  # a provider's error
 

@@ -43,11 +43,16 @@ def _visible_essays(page: Page) -> list[dict[str, str]]:
         .filter(e => e.offsetParent !== null).map(e => ({...e.dataset}))"""))
 
 
-def _index(path: Path) -> dict[str, Any]:
+def _index(path: Path, which: str = "essay-index") -> dict[str, Any]:
     html = path.read_text(encoding="utf-8")
-    raw = html.split('<script type="application/json" id="essay-index">', 1)[1]
+    raw = html.split(f'<script type="application/json" id="{which}">', 1)[1]
     index: dict[str, Any] = json.loads(raw.split("</script>", 1)[0])
     return index
+
+
+def _pair_files(path: Path) -> set[str]:
+    return {(chunks_folder(path) / name).resolve().as_uri()
+            for name in _index(path, "pair-index")["chunks"]}
 
 
 class Watch:
@@ -94,7 +99,9 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
     index = _index(path)
     files = {(chunks_folder(path) / name).resolve().as_uri() for name in index["chunks"]}
     assert len(files) > 1  # SMALL_CHUNKS: the browser reads several
-    watch = Watch(url, files)
+    pairs = _index(path, "pair-index")
+    pair_files = _pair_files(path)
+    watch = Watch(url, files | pair_files)
     started = time.perf_counter()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -165,6 +172,48 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             page.press("#search", "Enter")
             assert page.locator("#filter-count").inner_text() == "57 of 57 essays"
 
+            # The pairwise view: 48 comparisons, 20 to a page; filtered by model pair and
+            # to the position-inconsistent ones (as the index has them).
+            prows = pairs["pairs"]
+            assert page.locator("#pair-count").inner_text() == "48 of 48 comparisons"
+            assert page.locator("details.pair").count() == 20
+            page.check("#pair-inconsistent")
+            inconsistent = [k for k, r in enumerate(prows) if r[7] == 0]
+            shown_pairs = page.evaluate("""() => Array.from(document.querySelectorAll(
+                'details.pair')).map(e => Number(e.dataset.pair))""")
+            assert shown_pairs == inconsistent[:20] and inconsistent
+            assert page.locator("#pair-count").inner_text() == \
+                f"{len(inconsistent)} of 48 comparisons"
+            page.select_option("#pair-filter-pair", "gpt-writer vs qwen-writer")
+            wanted = [k for k in inconsistent if [pairs["models"][prows[k][1]],
+                      pairs["models"][prows[k][2]]] == ["gpt-writer", "qwen-writer"]]
+            listed = page.locator("details.pair")
+            assert listed.count() == len(wanted) > 0
+            assert {listed.nth(i).get_attribute("data-models")
+                    for i in range(listed.count())} == {"gpt-writer vs qwen-writer"}
+            # Opened: both essays side by side (qwen-writer's hostile text stays text), each
+            # order's verdict and the analyses of its chunk.
+            shown = listed.first
+            shown.locator("summary").click()
+            shown.locator(".pair-order-ba").wait_for()
+            assert "position-inconsistent" in shown.locator("summary").inner_text()
+            texts = shown.locator(".pair-essays .essay-text")
+            assert texts.count() == 2
+            assert ENGLISH in texts.nth(0).inner_text()
+            assert texts.nth(1).inner_text().startswith(HOSTILE)
+            left, right = (texts.nth(i).bounding_box() for i in range(2))
+            assert left and right and left["x"] + left["width"] <= right["x"]  # side by side
+            for order in ("ab", "ba"):
+                analysis = shown.locator(f".pair-order-{order} .analysis").inner_text()
+                assert analysis  # the fake judge's (checked against the table in test_pairs)
+            k = wanted[0]
+            said = {0: "gpt-writer better", 1: "qwen-writer better", 2: "tie"}
+            assert said[prows[k][8]] in shown.locator(".pair-order-ab h4").inner_text()
+            assert said[prows[k][9]] in shown.locator(".pair-order-ba h4").inner_text()
+            page.uncheck("#pair-inconsistent")
+            page.select_option("#pair-filter-pair", "")
+            assert page.locator("#pair-count").inner_text() == "48 of 48 comparisons"
+
             # A permalink opens its essay on load, past filters, on its page: a hostile
             # essay of qwen-writer, whose markup stays text.
             target = next(r for r in reversed(rows) if index["models"][r[2]] == "qwen-writer")
@@ -178,7 +227,7 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
             assert opened.locator("a.permalink").get_attribute("href") == f"#essay={target[0]}"
             assert page.locator("#page-at").inner_text() == "page 2 of 2"
             assert opened.locator(".analysis").count() == 1
-            assert page.evaluate("document.scripts.length") == 2  # ours and the index
+            assert page.evaluate("document.scripts.length") == 3  # ours and two indexes
 
             # Chinese is drawn with a CJK font, not boxes.
             prompt = opened.locator(".prompt-text")
@@ -211,10 +260,12 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
                                  f"from frame with URL {page_url}\\.")
     assert watch.problems[:asked_from] == []
     assert [p for p in watch.problems[asked_from:] if not devtools_reload.match(p)] == []
-    assert watch.requests[0] == url and set(watch.requests[:requested]) <= {url, *files}
+    assert watch.requests[0] == url
+    assert set(watch.requests[:requested]) <= {url, *files, *pair_files}
     assert len(set(watch.requests) & files) == len(files)  # the search read every chunk
+    assert set(watch.requests) & pair_files  # the opened comparison's analyses
     assert set(watch.requests[requested:]) <= {url}
-    assert set(watch.routed) <= {url, *files}
+    assert set(watch.routed) <= {url, *files, *pair_files}
     print(f"browser test: {time.perf_counter() - started:.1f} s; screenshot {shot}")
 
 
@@ -269,7 +320,8 @@ def test_the_report_at_phone_and_desktop_widths(report_pages: dict[str, Path],
                                                tmp_path: Path) -> None:
     """At 390 px (a phone) the page never scrolls sideways — wide tables scroll inside their
     own box, charts scale to the column (a tap shows one at its own size, inside its
-    figure), no text is drawn below 12 px — with an essay open too; at 1,280 px Table 5
+    figure), no text is drawn below 12 px — with an essay and a comparison open too (its
+    two essays one above the other); at 1,280 px Table 5
     with four genres fits its column or scrolls inside its box. Offline, no console error;
     a screenshot at each width is saved in the test's tmp directory."""
     from playwright.sync_api import sync_playwright
@@ -278,6 +330,7 @@ def test_the_report_at_phone_and_desktop_widths(report_pages: dict[str, Path],
     url = path.resolve().as_uri()
     index = _index(path)
     files = {(chunks_folder(path) / name).resolve().as_uri() for name in index["chunks"]}
+    files |= _pair_files(path)
     watch = Watch(url, files)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -339,6 +392,18 @@ def test_the_report_at_phone_and_desktop_widths(report_pages: dict[str, Path],
             opened = _layout(phone)
             assert opened["scrollWidth"] <= 390 and opened["overflowing"] == [], opened
             assert opened["smallest"] >= 12, opened
+            # A comparison opened: its essays one above the other, nothing wider.
+            pair = phone.locator("details.pair").first
+            pair.locator("summary").click()
+            pair.locator(".pair-order-ba").wait_for()
+            texts = pair.locator(".pair-essays .essay-text")
+            top, below = (texts.nth(i).bounding_box() for i in range(2))
+            assert top and below and top["y"] + top["height"] <= below["y"]
+            compared = _layout(phone)
+            assert compared["scrollWidth"] <= 390 and compared["overflowing"] == [], compared
+            assert compared["smallest"] >= 12, compared
+            pair.scroll_into_view_if_needed()
+            phone.screenshot(path=str(tmp_path / "report-390-pair.png"))
             phone.evaluate("window.scrollTo(0, 0)")
             phone.screenshot(path=str(tmp_path / "report-390.png"))
         finally:

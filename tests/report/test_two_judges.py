@@ -206,5 +206,6 @@ def test_a_length_controlled_leaderboard_beside_the_raw_one(two_judges: TwoJudge
 def test_the_two_judge_page_escapes_essay_text(two_judges: TwoJudges) -> None:
     for raw in ("<script>alert", "</textarea>", '"onmouseover', "<img src=x"):
         assert raw not in two_judges.html
-    # the page's script and the essay index (data: the texts are in the chunks)
-    assert [t for t, _ in Page(two_judges.html).tags].count("script") == 2
+    # the page's script, the essay index and the pairwise view's (data: the texts are in
+    # the chunks)
+    assert [t for t, _ in Page(two_judges.html).tags].count("script") == 3

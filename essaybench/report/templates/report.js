@@ -36,8 +36,8 @@
   // ---- chunks ---------------------------------------------------------------------
   var chunks = {}, waiting = {};
   window.essaybenchChunk = function (name, d) { if (name in waiting) { chunks[name] = d; } };
-  function loadChunk(c, done) {
-    var name = data.chunks[c];
+  function loadChunk(c, done) { loadFile(data.chunks[c], done); }
+  function loadFile(name, done) {  // an essay chunk or a pair chunk (pairs.py)
     if (!CHUNK_NAME.test(name)) { done(null); return; }
     if (chunks[name]) { done(chunks[name]); return; }
     if (waiting[name]) { waiting[name].push(done); return; }
@@ -338,5 +338,155 @@
   window.addEventListener("hashchange", openFromHash);
   apply();
   openFromHash();
+  pairView();
   document.getElementById("essays").dataset.ready = "yes";
+
+  // ---- the pairwise view (pairs.py) --------------------------------------------------
+  // One row per comparison in #pair-index; an opened one reads its two essays from the
+  // essays' chunks and both orders' verdicts and analyses from its pair chunk.
+  function pairView() {
+    var src = document.getElementById("pair-index");
+    if (!src) { return; }
+    var X = JSON.parse(src.textContent), R = X.pairs;
+    var plist = document.getElementById("pair-list"), pcount = document.getElementById("pair-count");
+    var pat = document.getElementById("pair-at");
+    var pprev = document.getElementById("pair-prev"), pnext = document.getElementById("pair-next");
+    var only = document.getElementById("pair-inconsistent");
+    var psel = Array.prototype.slice.call(document.querySelectorAll("#pair-filters select[data-key]"));
+    var shown = [], ppage = 0;
+    function model(r, side) { return X.models[r[side === 0 ? 1 : 2]]; }
+    function said(r, v) {  // a model verdict (0: model_a, 1: model_b, 2: tie) in words
+      if (v === null) { return "no verdict"; }
+      return v === 2 ? "tie" : model(r, v) + " better";
+    }
+    function keepPair(r, want) {
+      if (only.checked && r[7] !== 0) { return false; }
+      if (want.pair && model(r, 0) + " vs " + model(r, 1) !== want.pair) { return false; }
+      if (want.judge && X.judges[r[0]] !== want.judge) { return false; }
+      if (want.status && X.statuses[r[5]] !== want.status) { return false; }
+      return true;
+    }
+    function applyPairs() {
+      var want = {};
+      psel.forEach(function (s) { want[s.dataset.key] = s.value; });
+      shown = [];
+      for (var k = 0; k < R.length; k++) { if (keepPair(R[k], want)) { shown.push(k); } }
+      ppage = 0;
+      pcount.textContent = shown.length + " of " + R.length + " comparisons";
+      renderPairs();
+    }
+    function essayColumn(r, side, d) {
+      var col = el("div", "pair-essay"), i = r[3 + side];
+      var first = side === 0 ? "AB" : "BA";
+      add(col, add(el("h4", null), el("span", "model", model(r, side)),
+                   " · shown first in order " + first));
+      if (i === null) { add(col, el("p", "empty", "This essay is not in the report.")); return col; }
+      var e = d ? d.essays[i - d.first] : null;
+      if (!e) { add(col, el("p", "error", "This essay's text could not be read.")); return col; }
+      var link = el("a", "permalink", "#essay=" + E[i][0]);
+      link.href = "#essay=" + E[i][0];
+      add(col, add(el("p", "muted"), "status " + e.status + " · ", link));
+      if (e.error) { add(col, el("p", "error", e.error)); }
+      if (e.text !== undefined) {
+        var t = el("div", "text essay-text", e.text);
+        t.lang = "zh";
+        add(col, t);
+      }
+      return col;
+    }
+    function orderBox(r, o, c) {
+      var name = o === 0 ? "AB" : "BA", first = model(r, o), call = c[o === 0 ? "ab" : "ba"];
+      var box = el("div", "pair-order pair-order-" + name.toLowerCase());
+      var head = add(el("h4", null, "Order " + name + " (" + first + " first): "),
+                     el("span", "verdict", said(r, r[8 + o])));
+      if (call.status !== "ok") { add(head, " · " + call.status); }
+      if (call.position) { add(head, el("span", "muted", " (said: " + (call.position === "tie" ? "tie" : call.position === "A" ? "first better" : "second better") + ")")); }
+      add(box, head);
+      if (call.error) { add(box, el("p", "error", call.error)); }
+      if (call.analysis) { var a = el("div", "text analysis", call.analysis); a.lang = "zh"; add(box, a); }
+      if (call.raw) { add(box, el("div", "text raw-reply", call.raw)); }
+      return box;
+    }
+    function pairDetails(k, c, da, db) {
+      var r = R[k], out = document.createDocumentFragment(), i = r[3] !== null ? r[3] : r[4];
+      var d = r[3] !== null ? da : db;
+      if (i !== null && d) {
+        var e = d.essays[i - d.first], p = d.prompts[e.prompt];
+        var head = add(el("h4", "prompt-head"), el("code", null, p.id), " " + p.genre + " · " + p.set);
+        var text = el("div", "text prompt-text", p.text);
+        text.lang = "zh";
+        add(out, head, text);
+      }
+      if (c.error) { add(out, el("p", "error", c.error)); }
+      add(out, add(el("div", "pair-essays"), essayColumn(r, 0, da), essayColumn(r, 1, db)));
+      add(out, orderBox(r, 0, c), orderBox(r, 1, c));
+      return out;
+    }
+    function pairRow(k) {
+      var r = R[k], box = el("details", "pair"), body = el("div", "essay-body");
+      box.dataset.pair = String(k);
+      box.dataset.models = model(r, 0) + " vs " + model(r, 1);
+      box.dataset.judge = X.judges[r[0]];
+      box.dataset.status = X.statuses[r[5]];
+      box.dataset.consistent = r[7] === null ? "" : String(r[7]);
+      var s = el("summary"), i = r[3] !== null ? r[3] : r[4];
+      if (i !== null) { add(s, el("code", "pid", P[E[i][1]][0]), el("span", "genre", data.genres[P[E[i][1]][1]])); }
+      add(s, el("span", "model", model(r, 0)), " vs ", el("span", "model", model(r, 1)));
+      if (X.judges.length > 1) { add(s, el("span", "muted", "judge " + X.judges[r[0]])); }
+      var status = X.statuses[r[5]];
+      if (status !== "ok") {
+        add(s, el("span", "status status-failed", status));
+      } else {
+        add(s, el("span", "score", "AB: " + said(r, r[8])), el("span", "score", "BA: " + said(r, r[9])),
+            el("span", "verdict", "→ " + said(r, r[6])));
+      }
+      if (r[7] === 0) { add(s, el("span", "flag", "position-inconsistent")); }
+      add(box, s, body);
+      box.addEventListener("toggle", function () {
+        if (!box.open || box.dataset.loaded) { return; }
+        box.dataset.loaded = "loading";
+        body.textContent = "loading…";
+        var got = {}, left = 3;
+        function one(key) {
+          return function (d) {
+            got[key] = d;
+            left -= 1;
+            if (left) { return; }
+            body.textContent = "";
+            if (!got.c) {
+              add(body, el("p", "error", "This comparison could not be read from " + data.folder
+                  + "/" + X.chunks[r[10]] + " beside the page."));
+              delete box.dataset.loaded;
+              return;
+            }
+            add(body, pairDetails(k, got.c.pairs[k - got.c.first], got.a, got.b));
+            box.dataset.loaded = "yes";
+          };
+        }
+        loadFile(X.chunks[r[10]], one("c"));
+        [3, 4].forEach(function (at, side) {
+          var done = one(side === 0 ? "a" : "b");
+          if (r[at] === null) { done(null); } else { loadChunk(P[E[r[at]][1]][3], done); }
+        });
+      });
+      return box;
+    }
+    function renderPairs() {
+      var per = X.per_page, pages = Math.max(1, Math.ceil(shown.length / per));
+      ppage = Math.min(Math.max(ppage, 0), pages - 1);
+      var frag = document.createDocumentFragment();
+      shown.slice(ppage * per, (ppage + 1) * per).forEach(function (k) { frag.appendChild(pairRow(k)); });
+      plist.textContent = "";
+      plist.appendChild(frag);
+      pat.textContent = "page " + (ppage + 1) + " of " + pages;
+      pprev.disabled = ppage === 0;
+      pnext.disabled = ppage >= pages - 1;
+    }
+    psel.forEach(function (s) { s.addEventListener("change", applyPairs); });
+    only.addEventListener("change", applyPairs);
+    pprev.addEventListener("click", function () { ppage -= 1; renderPairs(); });
+    pnext.addEventListener("click", function () { ppage += 1; renderPairs(); });
+    applyPairs();
+    document.getElementById("pairwise").dataset.ready = "yes";
+  }
 })();

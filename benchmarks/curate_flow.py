@@ -165,6 +165,7 @@ def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> boo
         print(f"  dedup: {d['n_input']:,} rows, {d['n_unique']:,} unique, "
               f"{d.get('n_after_minhash', d['n_unique']):,} after MinHash "
               f"({d.get('minhash_candidates', 0):,} LSH candidates), k {d['chosen_k']}, "
+              f"{d.get('blocks', '?')} blocks (largest {d.get('largest_block', '?')}), "
               f"{d['pairs_compared']:,} pairs in blocks; seconds {d['seconds']}")
         print(f"  rouge: {r['n_in']:,} rows, {r['n_dropped']:,} dropped, {r['n_bound']:,} pairs "
               f"bounded, {r['n_lcs']:,} LCS; segment {r['seconds_segment']} s, prune "

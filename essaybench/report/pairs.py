@@ -9,16 +9,21 @@ names its two essays by their positions in the essay index, and the page reads t
 the essays' chunks. Everything from the run is put on the page with ``textContent``.
 
 Index (``index``, JSON in a ``<script type="application/json" id="pair-index">``):
-vocabularies (judges, models, statuses), the chunk file names, and one row per comparison
-``[judge, model_a, model_b, essay_a, essay_b, status, verdict, consistent, verdict_ab,
-verdict_ba, chunk]``: numbers are positions in the vocabularies, ``essay_a``/``essay_b``
-positions in the essay index (null when that essay is not there), verdicts ``0`` (model_a
-won), ``1`` (model_b won), ``2`` (tie) or null (that order's call is not ok), in model
-terms (``bench/pairwise/tables``: order AB shows model_a first, BA shows model_b first);
-``consistent`` is 1 when both orders agreed, 0 when they did not (position-inconsistent:
-merged to a tie), null unless both are ok. A chunk holds, per comparison, each order's
-status, position verdict, analysis and error (and the raw reply of a call that did not
-parse), and the comparison's error.
+the judges and statuses, the chunk file names with the position of each one's first
+comparison (``chunk_first``), and the comparisons as one flat list of integers, three per
+comparison: ``essay_a`` minus the previous comparison's ``essay_a``, ``essay_b`` minus
+``essay_a`` (positions in the essay index, whose rows name the prompt, the model and the
+sample), and ``((judge × len(statuses) + status) × 4 + verdict_ab) × 4 + verdict_ba``,
+a verdict in model terms (``bench/pairwise/tables``: order AB shows model_a first, BA shows
+model_b first) coded 0 (model_a better), 1 (model_b better), 2 (tie) or 3 (that order's
+call is not ok). Consistency and the merged verdict follow from the two, as the stage
+merges them: both ok and equal → that verdict; both ok and different → position-
+inconsistent, a tie. At the paper's scale with every pair of 15 writers and 2 judges
+(152,880 comparisons) that is ~1.2 MB where one JSON array per comparison took 5 MB.
+A comparison whose essays are not both in the essay index (none, when the page is made
+from one run's snapshots) is left out and counted (``missing``). A chunk holds, per
+comparison, each order's status, position verdict, analysis and error (and the raw reply
+of a call that did not parse), and the comparison's error.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ __all__ = ["PAIRS_PER_PAGE", "PairsView", "pairs_data"]
 
 PAIRS_PER_PAGE = 20  # comparisons listed at a time
 VERDICT_CODES = {"A": 0, "B": 1, "tie": 2}
+NOT_OK = 3  # that order's call gave no verdict
 ORDERS = ("ab", "ba")
 
 
@@ -44,13 +50,13 @@ class PairsView:
 
     index: dict[str, Any]
     chunks: list[Chunk]
-    n_pairs: int
+    n_pairs: int  # in the index
     n_inconsistent: int
     options: dict[str, list[str]]  # "pair" → "a vs b", "judge" → judges, "status"
 
 
-def _code(verdict: str | None) -> int | None:
-    return None if verdict is None else VERDICT_CODES[verdict]
+def _code(verdict: str | None) -> int:
+    return NOT_OK if verdict is None else VERDICT_CODES[verdict]
 
 
 def _order(row: dict[str, Any], order: str) -> dict[str, Any]:
@@ -79,25 +85,33 @@ def pairs_data(pairwise: pl.DataFrame, essay_ids: list[str], *,
     at = {e: i for i, e in enumerate(essay_ids)}
     judges = sorted(set(pairwise["judge"].to_list()))
     statuses = sorted(set(pairwise["status"].to_list()))
-    rows = pairwise.to_dicts()
-    models = sorted({r["model_a"] for r in rows} | {r["model_b"] for r in rows})
-
-    def essay_at(row: dict[str, Any], model: str) -> int | None:
-        return at.get(essay_id(row["prompt_id"], model, row["sample_index"]))
-
-    keyed = [(essay_at(r, r["model_a"]), essay_at(r, r["model_b"]), r) for r in rows]
-    keyed.sort(key=lambda k: (k[0] is None, k[0] or 0, k[1] or 0, k[2]["judge"]))
-    index_rows: list[list[Any]] = []
+    judge_at = {j: i for i, j in enumerate(judges)}
+    status_at = {s: i for i, s in enumerate(statuses)}
+    keyed: list[tuple[int, int, str, dict[str, Any]]] = []
+    missing = 0
+    for r in pairwise.iter_rows(named=True):
+        a = at.get(essay_id(r["prompt_id"], r["model_a"], r["sample_index"]))
+        b = at.get(essay_id(r["prompt_id"], r["model_b"], r["sample_index"]))
+        if a is None or b is None:
+            missing += 1
+            continue
+        keyed.append((a, b, r["judge"], r))
+    keyed.sort(key=lambda k: k[:3])
+    flat: list[int] = []
     chunks: list[Chunk] = []
+    chunk_first: list[int] = []
     pending: list[dict[str, Any]] = []
-    pending_bytes = 0
-    for a, b, r in keyed:
-        consistent = r["consistent"]
-        index_rows.append([
-            judges.index(r["judge"]), models.index(r["model_a"]), models.index(r["model_b"]),
-            a, b, statuses.index(r["status"]), _code(r["verdict"]),
-            None if consistent is None else int(consistent),
-            _code(r["verdict_ab"]), _code(r["verdict_ba"]), len(chunks)])
+    pending_bytes = previous = inconsistent = 0
+    names: set[tuple[str, str]] = set()
+    for n, (a, b, judge, r) in enumerate(keyed):
+        ab, ba = _code(r["verdict_ab"]), _code(r["verdict_ba"])
+        flat += [a - previous, b - a,
+                 ((judge_at[judge] * len(statuses) + status_at[r["status"]]) * 4 + ab) * 4 + ba]
+        previous = a
+        inconsistent += r["status"] == "ok" and ab != ba
+        names.add((r["model_a"], r["model_b"]))
+        if not pending:
+            chunk_first.append(n)
         detail: dict[str, Any] = {"ab": _order(r, "ab"), "ba": _order(r, "ba")}
         if r["error"] is not None:
             detail["error"] = r["error"]
@@ -105,14 +119,13 @@ def pairs_data(pairwise: pl.DataFrame, essay_ids: list[str], *,
         pending_bytes += 200 + sum(3 * len(r[f"{c}_{o}"] or "") for o in ORDERS
                                    for c in ("analysis", "error"))
         if pending_bytes >= chunk_bytes:
-            chunks.append(_chunk(pending, len(index_rows) - len(pending)))
+            chunks.append(_chunk(pending, n + 1 - len(pending)))
             pending, pending_bytes = [], 0
     if pending:
-        chunks.append(_chunk(pending, len(index_rows) - len(pending)))
-    pair_names = sorted({f"{models[r[1]]} vs {models[r[2]]}" for r in index_rows})
-    index = {"version": 1, "per_page": PAIRS_PER_PAGE, "judges": judges, "models": models,
-             "statuses": statuses, "chunks": [c.name for c in chunks], "pairs": index_rows}
-    return PairsView(index, chunks, len(index_rows),
-                     sum(1 for r in index_rows if r[7] == 0),
-                     {"pair": pair_names, "judge": judges, "status": statuses})
-
+        chunks.append(_chunk(pending, len(keyed) - len(pending)))
+    index = {"version": 2, "per_page": PAIRS_PER_PAGE, "judges": judges,
+             "statuses": statuses, "chunks": [c.name for c in chunks],
+             "chunk_first": chunk_first, "pairs": flat, "missing": missing}
+    return PairsView(index, chunks, len(keyed), inconsistent,
+                     {"pair": sorted(f"{a} vs {b}" for a, b in names), "judge": judges,
+                      "status": statuses})

@@ -19,7 +19,7 @@ from essaybench.report.page import render_report
 from essaybench.report.pairs import pairs_data
 from essaybench.report.write import chunks_folder
 from tests.report.conftest import HOSTILE, ReportedRuns
-from tests.report.test_report_browser import _index
+from tests.report.test_report_browser import _index, decode_pairs
 
 CODE = {"A": 0, "B": 1, "tie": 2, None: None}
 
@@ -35,13 +35,15 @@ def test_every_comparison_once_with_its_essays_and_verdicts(
     essays = _index(page)
     assert run.pairwise is not None
     view = pairs_data(run.pairwise, [r[0] for r in essays["essays"]], chunk_bytes=400)
-    index, rows = view.index, view.index["pairs"]
+    index, rows = view.index, decode_pairs(view.index)
     assert len(rows) == run.pairwise.height == view.n_pairs == 48
+    assert index["missing"] == 0
     assert len(view.chunks) > 1 and index["chunks"] == [c.name for c in view.chunks]
     details: list[dict[str, Any]] = []
-    for chunk in view.chunks:
+    assert len(index["chunk_first"]) == len(view.chunks)
+    for chunk, first in zip(view.chunks, index["chunk_first"], strict=True):
         name, data = chunk_data(chunk.body)
-        assert name == chunk.name and data["first"] == len(details)
+        assert name == chunk.name and data["first"] == first == len(details)
         details += data["pairs"]
     assert len(details) == len(rows)
 
@@ -49,20 +51,22 @@ def test_every_comparison_once_with_its_essays_and_verdicts(
     seen = set()
     table = {(r["judge"], r["prompt_id"], r["sample_index"], r["model_a"], r["model_b"]): r
              for r in run.pairwise.iter_rows(named=True)}
-    for row, detail in zip(rows, details, strict=True):
-        judge, model_a, model_b = index["judges"][row[0]], index["models"][row[1]], \
-            index["models"][row[2]]
-        ea, eb = essays["essays"][row[3]], essays["essays"][row[4]]
-        assert essays["models"][ea[2]] == model_a and essays["models"][eb[2]] == model_b
+    for k, (row, detail) in enumerate(zip(rows, details, strict=True)):
+        ea, eb = essays["essays"][row["a"]], essays["essays"][row["b"]]
+        model_a, model_b = essays["models"][ea[2]], essays["models"][eb[2]]
         assert ea[1] == eb[1] and ea[3] == eb[3]  # the same prompt, the same sample
-        key = (judge, essays["prompts"][ea[1]][0], ea[3], model_a, model_b)
+        key = (row["judge"], essays["prompts"][ea[1]][0], ea[3], model_a, model_b)
         assert key not in seen
         seen.add(key)
         want = table[key]
-        assert index["statuses"][row[5]] == want["status"]
-        assert row[6] == CODE[want["verdict"]]
-        assert row[7] == (None if want["consistent"] is None else int(want["consistent"]))
-        assert (row[8], row[9]) == (CODE[want["verdict_ab"]], CODE[want["verdict_ba"]])
+        assert row["status"] == want["status"]
+        assert (row["ab"], row["ba"]) == (CODE[want["verdict_ab"]], CODE[want["verdict_ba"]])
+        # the merged verdict and consistency follow from the two orders, as the table has
+        if want["status"] == "ok":
+            assert want["consistent"] == (row["ab"] == row["ba"])
+            assert CODE[want["verdict"]] == (row["ab"] if row["ab"] == row["ba"] else 2)
+        chunk = chunk_data(view.chunks[row["chunk"]].body)[1]
+        assert chunk["first"] <= k < chunk["first"] + len(chunk["pairs"])
         for order in ("ab", "ba"):
             assert detail[order]["status"] == want[f"status_{order}"]
             assert detail[order].get("analysis") == want[f"analysis_{order}"]
@@ -74,25 +78,28 @@ def test_every_comparison_once_with_its_essays_and_verdicts(
     # the calls, not from the table's own flag).
     inconsistent = sum(1 for r in table.values() if r["status_ab"] == r["status_ba"] == "ok"
                        and r["verdict_ab"] != r["verdict_ba"])
-    assert inconsistent == view.n_inconsistent == sum(1 for r in rows if r[7] == 0) > 0
+    assert inconsistent == view.n_inconsistent > 0
+    assert inconsistent == sum(1 for r in run.pairwise["consistent"].to_list() if r is False)
     # Listed in prompt order (the first essay's place in the essay index).
-    assert [r[3] for r in rows] == sorted(r[3] for r in rows)
+    assert [r["a"] for r in rows] == sorted(r["a"] for r in rows)
     assert view.options["pair"] == sorted({f"{m[3]} vs {m[4]}" for m in table})
 
 
-def test_an_analysis_stays_text(run: RunData) -> None:
+def test_an_analysis_stays_text(run: RunData, report_pages: dict[str, Path]) -> None:
     assert run.pairwise is not None
     evil = run.pairwise.with_columns(pl.lit(HOSTILE + "\u2028").alias("analysis_ab"),
                                      pl.lit("<!--" + HOSTILE).alias("error"))
-    view = pairs_data(evil, [])
+    ids = [r[0] for r in _index(report_pages["r2"])["essays"]]
+    view = pairs_data(evil, ids)
     body = view.chunks[0].body.decode("utf-8")
     page_json = json_for_script(view.index)
     assert "<" not in body and "\u2028" not in body and "<" not in page_json
     _, data = chunk_data(view.chunks[0].body)
     assert {p["ab"]["analysis"] for p in data["pairs"]} == {HOSTILE + "\u2028"}
     assert {p["error"] for p in data["pairs"]} == {"<!--" + HOSTILE}
-    # Essays not in the report: the comparison is listed, its essays null.
-    assert {(r[3], r[4]) for r in view.index["pairs"]} == {(None, None)}
+    # Essays not in the report: the comparisons are left out and counted.
+    alone = pairs_data(evil, ids[:30])
+    assert 0 < alone.index["missing"] < 48 and alone.n_pairs == 48 - alone.index["missing"]
 
 
 def test_the_page_has_the_view_only_where_pairwise_ran(
@@ -100,7 +107,7 @@ def test_the_page_has_the_view_only_where_pairwise_ran(
     html = report_pages["r2"].read_text(encoding="utf-8")
     raw = html.split('<script type="application/json" id="pair-index">', 1)[1]
     index = json.loads(raw.split("</script>", 1)[0])
-    assert len(index["pairs"]) == 48
+    assert len(index["pairs"]) == 3 * 48
     assert all((chunks_folder(report_pages["r2"]) / n).is_file() for n in index["chunks"])
     assert 'id="pair-inconsistent"' in html and "48 of 48 comparisons" in html
     without = render_report(dataclasses.replace(run, pairwise=None))

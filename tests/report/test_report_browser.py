@@ -50,6 +50,22 @@ def _index(path: Path, which: str = "essay-index") -> dict[str, Any]:
     return index
 
 
+def decode_pairs(index: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pairwise view's comparisons as pairs.py packs them (three integers each), with
+    model verdicts 0 (model_a), 1 (model_b), 2 (tie) or None, and the chunk each is in."""
+    flat, statuses, out, at = index["pairs"], index["statuses"], [], 0
+    for k in range(len(flat) // 3):
+        at += flat[3 * k]
+        code = flat[3 * k + 2]
+        judge, status = divmod(code // 16, len(statuses))
+        ab, ba = (code // 4) % 4, code % 4
+        out.append({"a": at, "b": at + flat[3 * k + 1], "judge": index["judges"][judge],
+                    "status": statuses[status], "ab": None if ab == 3 else ab,
+                    "ba": None if ba == 3 else ba,
+                    "chunk": sum(1 for f in index["chunk_first"] if f <= k) - 1})
+    return out
+
+
 def _pair_files(path: Path) -> set[str]:
     return {(chunks_folder(path) / name).resolve().as_uri()
             for name in _index(path, "pair-index")["chunks"]}
@@ -174,19 +190,22 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
 
             # The pairwise view: 48 comparisons, 20 to a page; filtered by model pair and
             # to the position-inconsistent ones (as the index has them).
-            prows = pairs["pairs"]
+            prows = decode_pairs(pairs)
+            essay_rows, names = index["essays"], index["models"]
             assert page.locator("#pair-count").inner_text() == "48 of 48 comparisons"
             assert page.locator("details.pair").count() == 20
             page.check("#pair-inconsistent")
-            inconsistent = [k for k, r in enumerate(prows) if r[7] == 0]
+            inconsistent = [k for k, r in enumerate(prows)
+                            if r["status"] == "ok" and r["ab"] != r["ba"]]
             shown_pairs = page.evaluate("""() => Array.from(document.querySelectorAll(
                 'details.pair')).map(e => Number(e.dataset.pair))""")
             assert shown_pairs == inconsistent[:20] and inconsistent
             assert page.locator("#pair-count").inner_text() == \
                 f"{len(inconsistent)} of 48 comparisons"
             page.select_option("#pair-filter-pair", "gpt-writer vs qwen-writer")
-            wanted = [k for k in inconsistent if [pairs["models"][prows[k][1]],
-                      pairs["models"][prows[k][2]]] == ["gpt-writer", "qwen-writer"]]
+            wanted = [k for k in inconsistent if [
+                names[essay_rows[prows[k]["a"]][2]], names[essay_rows[prows[k]["b"]][2]]]
+                == ["gpt-writer", "qwen-writer"]]
             listed = page.locator("details.pair")
             assert listed.count() == len(wanted) > 0
             assert {listed.nth(i).get_attribute("data-models")
@@ -208,8 +227,8 @@ def test_the_report_in_chromium_offline(report_pages: dict[str, Path], tmp_path:
                 assert analysis  # the fake judge's (checked against the table in test_pairs)
             k = wanted[0]
             said = {0: "gpt-writer better", 1: "qwen-writer better", 2: "tie"}
-            assert said[prows[k][8]] in shown.locator(".pair-order-ab h4").inner_text()
-            assert said[prows[k][9]] in shown.locator(".pair-order-ba h4").inner_text()
+            assert said[prows[k]["ab"]] in shown.locator(".pair-order-ab h4").inner_text()
+            assert said[prows[k]["ba"]] in shown.locator(".pair-order-ba h4").inner_text()
             page.uncheck("#pair-inconsistent")
             page.select_option("#pair-filter-pair", "")
             assert page.locator("#pair-count").inner_text() == "48 of 48 comparisons"
@@ -370,13 +389,11 @@ def test_the_report_at_phone_and_desktop_widths(report_pages: dict[str, Path],
             assert boxes >= 1
             # Charts scale to the column; a tap shows one at its own size, inside its figure.
             figures = phone.locator("figure.chart")
-            assert figures.count() >= 8
-            for i in range(figures.count()):
-                figure = figures.nth(i)
-                figure.scroll_into_view_if_needed()
-                svg, fig = figure.locator("svg").bounding_box(), figure.bounding_box()
-                assert svg is not None and fig is not None
-                assert svg["width"] <= fig["width"] + 0.5 and svg["width"] > 200
+            widths = phone.evaluate("""() => Array.from(document.querySelectorAll(
+                'figure.chart')).map(f => [f.getBoundingClientRect().width,
+                                           f.querySelector('svg').getBoundingClientRect().width])""")
+            assert len(widths) >= 8
+            assert all(200 < svg <= figure + 0.5 for figure, svg in widths), widths
             first = figures.first
             first.scroll_into_view_if_needed()
             first.tap()

@@ -342,45 +342,64 @@
   document.getElementById("essays").dataset.ready = "yes";
 
   // ---- the pairwise view (pairs.py) --------------------------------------------------
-  // One row per comparison in #pair-index; an opened one reads its two essays from the
+  // Three integers per comparison in #pair-index (its essays and a packed code: judge,
+  // status and each order's verdict); an opened one reads its two essays from the
   // essays' chunks and both orders' verdicts and analyses from its pair chunk.
   function pairView() {
     var src = document.getElementById("pair-index");
     if (!src) { return; }
-    var X = JSON.parse(src.textContent), R = X.pairs;
+    var X = JSON.parse(src.textContent), F = X.pairs, N = F.length / 3, NS = X.statuses.length;
+    var EA = new Int32Array(N), EB = new Int32Array(N), PK = new Int32Array(N), CH = new Int32Array(N);
+    var at = 0, c = 0;
+    for (var q = 0; q < N; q++) {
+      at += F[3 * q];
+      EA[q] = at;
+      EB[q] = at + F[3 * q + 1];
+      PK[q] = F[3 * q + 2];
+      while (c + 1 < X.chunk_first.length && X.chunk_first[c + 1] <= q) { c += 1; }
+      CH[q] = c;
+    }
+    // r: the fields the view reads, decoded (verdicts: 0 model_a, 1 model_b, 2 tie, null)
+    function R(k) {
+      var code = PK[k], ab = (code >> 2) & 3, ba = code & 3, st = (code >> 4) % NS;
+      var ok = X.statuses[st] === "ok";
+      return {judge: Math.floor((code >> 4) / NS), status: st, a: EA[k], b: EB[k], chunk: CH[k],
+              ab: ab === 3 ? null : ab, ba: ba === 3 ? null : ba,
+              consistent: ok ? (ab === ba ? 1 : 0) : null,
+              verdict: ok ? (ab === ba ? ab : 2) : null};
+    }
     var plist = document.getElementById("pair-list"), pcount = document.getElementById("pair-count");
     var pat = document.getElementById("pair-at");
     var pprev = document.getElementById("pair-prev"), pnext = document.getElementById("pair-next");
     var only = document.getElementById("pair-inconsistent");
     var psel = Array.prototype.slice.call(document.querySelectorAll("#pair-filters select[data-key]"));
     var shown = [], ppage = 0;
-    function model(r, side) { return X.models[r[side === 0 ? 1 : 2]]; }
+    function model(r, side) { return data.models[E[side === 0 ? r.a : r.b][2]]; }
     function said(r, v) {  // a model verdict (0: model_a, 1: model_b, 2: tie) in words
       if (v === null) { return "no verdict"; }
       return v === 2 ? "tie" : model(r, v) + " better";
     }
     function keepPair(r, want) {
-      if (only.checked && r[7] !== 0) { return false; }
+      if (only.checked && r.consistent !== 0) { return false; }
       if (want.pair && model(r, 0) + " vs " + model(r, 1) !== want.pair) { return false; }
-      if (want.judge && X.judges[r[0]] !== want.judge) { return false; }
-      if (want.status && X.statuses[r[5]] !== want.status) { return false; }
+      if (want.judge && X.judges[r.judge] !== want.judge) { return false; }
+      if (want.status && X.statuses[r.status] !== want.status) { return false; }
       return true;
     }
     function applyPairs() {
       var want = {};
       psel.forEach(function (s) { want[s.dataset.key] = s.value; });
       shown = [];
-      for (var k = 0; k < R.length; k++) { if (keepPair(R[k], want)) { shown.push(k); } }
+      for (var k = 0; k < N; k++) { if (keepPair(R(k), want)) { shown.push(k); } }
       ppage = 0;
-      pcount.textContent = shown.length + " of " + R.length + " comparisons";
+      pcount.textContent = shown.length + " of " + N + " comparisons";
       renderPairs();
     }
     function essayColumn(r, side, d) {
-      var col = el("div", "pair-essay"), i = r[3 + side];
+      var col = el("div", "pair-essay"), i = side === 0 ? r.a : r.b;
       var first = side === 0 ? "AB" : "BA";
       add(col, add(el("h4", null), el("span", "model", model(r, side)),
                    " · shown first in order " + first));
-      if (i === null) { add(col, el("p", "empty", "This essay is not in the report.")); return col; }
       var e = d ? d.essays[i - d.first] : null;
       if (!e) { add(col, el("p", "error", "This essay's text could not be read.")); return col; }
       var link = el("a", "permalink", "#essay=" + E[i][0]);
@@ -398,7 +417,7 @@
       var name = o === 0 ? "AB" : "BA", first = model(r, o), call = c[o === 0 ? "ab" : "ba"];
       var box = el("div", "pair-order pair-order-" + name.toLowerCase());
       var head = add(el("h4", null, "Order " + name + " (" + first + " first): "),
-                     el("span", "verdict", said(r, r[8 + o])));
+                     el("span", "verdict", said(r, o === 0 ? r.ab : r.ba)));
       if (call.status !== "ok") { add(head, " · " + call.status); }
       if (call.position) { add(head, el("span", "muted", " (said: " + (call.position === "tie" ? "tie" : call.position === "A" ? "first better" : "second better") + ")")); }
       add(box, head);
@@ -408,10 +427,9 @@
       return box;
     }
     function pairDetails(k, c, da, db) {
-      var r = R[k], out = document.createDocumentFragment(), i = r[3] !== null ? r[3] : r[4];
-      var d = r[3] !== null ? da : db;
-      if (i !== null && d) {
-        var e = d.essays[i - d.first], p = d.prompts[e.prompt];
+      var r = R(k), out = document.createDocumentFragment();
+      if (da) {
+        var e = da.essays[r.a - da.first], p = da.prompts[e.prompt];
         var head = add(el("h4", "prompt-head"), el("code", null, p.id), " " + p.genre + " · " + p.set);
         var text = el("div", "text prompt-text", p.text);
         text.lang = "zh";
@@ -423,24 +441,24 @@
       return out;
     }
     function pairRow(k) {
-      var r = R[k], box = el("details", "pair"), body = el("div", "essay-body");
+      var r = R(k), box = el("details", "pair"), body = el("div", "essay-body");
       box.dataset.pair = String(k);
       box.dataset.models = model(r, 0) + " vs " + model(r, 1);
-      box.dataset.judge = X.judges[r[0]];
-      box.dataset.status = X.statuses[r[5]];
-      box.dataset.consistent = r[7] === null ? "" : String(r[7]);
-      var s = el("summary"), i = r[3] !== null ? r[3] : r[4];
-      if (i !== null) { add(s, el("code", "pid", P[E[i][1]][0]), el("span", "genre", data.genres[P[E[i][1]][1]])); }
+      box.dataset.judge = X.judges[r.judge];
+      box.dataset.status = X.statuses[r.status];
+      box.dataset.consistent = r.consistent === null ? "" : String(r.consistent);
+      var s = el("summary"), pr = P[E[r.a][1]];
+      add(s, el("code", "pid", pr[0]), el("span", "genre", data.genres[pr[1]]));
       add(s, el("span", "model", model(r, 0)), " vs ", el("span", "model", model(r, 1)));
-      if (X.judges.length > 1) { add(s, el("span", "muted", "judge " + X.judges[r[0]])); }
-      var status = X.statuses[r[5]];
+      if (X.judges.length > 1) { add(s, el("span", "muted", "judge " + X.judges[r.judge])); }
+      var status = X.statuses[r.status];
       if (status !== "ok") {
         add(s, el("span", "status status-failed", status));
       } else {
-        add(s, el("span", "score", "AB: " + said(r, r[8])), el("span", "score", "BA: " + said(r, r[9])),
-            el("span", "verdict", "→ " + said(r, r[6])));
+        add(s, el("span", "score", "AB: " + said(r, r.ab)), el("span", "score", "BA: " + said(r, r.ba)),
+            el("span", "verdict", "→ " + said(r, r.verdict)));
       }
-      if (r[7] === 0) { add(s, el("span", "flag", "position-inconsistent")); }
+      if (r.consistent === 0) { add(s, el("span", "flag", "position-inconsistent")); }
       add(box, s, body);
       box.addEventListener("toggle", function () {
         if (!box.open || box.dataset.loaded) { return; }
@@ -455,7 +473,7 @@
             body.textContent = "";
             if (!got.c) {
               add(body, el("p", "error", "This comparison could not be read from " + data.folder
-                  + "/" + X.chunks[r[10]] + " beside the page."));
+                  + "/" + X.chunks[r.chunk] + " beside the page."));
               delete box.dataset.loaded;
               return;
             }
@@ -463,11 +481,9 @@
             box.dataset.loaded = "yes";
           };
         }
-        loadFile(X.chunks[r[10]], one("c"));
-        [3, 4].forEach(function (at, side) {
-          var done = one(side === 0 ? "a" : "b");
-          if (r[at] === null) { done(null); } else { loadChunk(P[E[r[at]][1]][3], done); }
-        });
+        loadFile(X.chunks[r.chunk], one("c"));
+        loadChunk(P[E[r.a][1]][3], one("a"));
+        loadChunk(P[E[r.b][1]][3], one("b"));
       });
       return box;
     }

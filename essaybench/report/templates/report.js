@@ -404,7 +404,11 @@
       if (!e) { add(col, el("p", "error", "This essay's text could not be read.")); return col; }
       var link = el("a", "permalink", "#essay=" + E[i][0]);
       link.href = "#essay=" + E[i][0];
-      add(col, add(el("p", "muted"), "status " + e.status + " · ", link));
+      var facts = add(el("p", "muted"), "status " + e.status + " · ");
+      E[i][9].forEach(function (v, j) {  // the essay's own scores, for comparison
+        if (v !== null) { add(facts, el("span", "score", data.judges[j] + " " + num(v)), " "); }
+      });
+      add(col, add(facts, link));
       if (e.error) { add(col, el("p", "error", e.error)); }
       if (e.text !== undefined) {
         var t = el("div", "text essay-text", e.text);

@@ -112,3 +112,25 @@ def test_the_page_has_the_view_only_where_pairwise_ran(
     assert 'id="pair-inconsistent"' in html and "48 of 48 comparisons" in html
     without = render_report(dataclasses.replace(run, pairwise=None))
     assert 'id="pair-index"' not in without and 'id="pair-list"' not in without
+
+
+def test_two_judges_compare_the_same_pairs(run: RunData, report_pages: dict[str, Path]
+                                           ) -> None:
+    """Each judge's verdict on a pair is its own comparison, listed together (the same
+    essays, judge by judge), and the page offers a judge filter."""
+    assert run.pairwise is not None
+    second = run.pairwise.with_columns(
+        pl.lit("j2").alias("judge"), pl.col("verdict_ba").alias("verdict_ab"))
+    both = pl.concat([run.pairwise, second])
+    ids = [r[0] for r in _index(report_pages["r2"])["essays"]]
+    view = pairs_data(both, ids)
+    rows = decode_pairs(view.index)
+    assert view.index["judges"] == ["j2", "qwen-judge"] and view.n_pairs == 96
+    assert [(r["a"], r["b"]) for r in rows[0::2]] == [(r["a"], r["b"]) for r in rows[1::2]]
+    assert [r["judge"] for r in rows[:2]] == ["j2", "qwen-judge"]
+    # j2 said in order AB what qwen-judge said in BA, and BA the same: never inconsistent
+    j2 = [r for r in rows if r["judge"] == "j2" and r["status"] == "ok"]
+    assert j2 and all(r["ab"] == r["ba"] for r in j2)
+    assert view.n_inconsistent == 18  # qwen-judge's alone
+    html = render_report(dataclasses.replace(run, pairwise=both))
+    assert 'id="pair-filter-judge"' in html and "96 of 96 comparisons" in html

@@ -1,13 +1,16 @@
 """The report page in a real browser: Debian's Chromium driven by Playwright, offline.
 
-Loaded from disk, the page makes no request but its own and its essay chunks' (the files
-beside it that its index names), logs no error, runs no script of the essays (no dialog
-opens), shows the leaderboard and its charts; the essay browser pages, filters by model and
+Loaded from disk, the page makes no request but its own and its chunks' (the files beside
+it that its indexes name), logs no error, runs no script of the essays (no dialog opens),
+shows the leaderboard and its charts; the essay browser pages, filters by model and
 status, sorts by score, searches the texts, and opens the essay a permalink names, whose
-hostile text is text; Chinese is drawn with a CJK font (the font Chromium actually used for a
-prompt's text, asked over the DevTools protocol — ``document.fonts.check`` answers true
-even for a font that is not installed). A screenshot of the top of the page is saved in
-the test's tmp directory. ``./dev test`` installs ``chromium`` and ``fonts-noto-cjk`` (apt)
+hostile text is text; the pairwise view filters by model pair, judge and position-
+inconsistent verdicts and opens a comparison, both essays side by side; Chinese is drawn
+with a CJK font (the font Chromium actually used for a prompt's text, asked over the
+DevTools protocol — ``document.fonts.check`` answers true even for a font that is not
+installed). At 390 px the page never scrolls sideways and no text is below 12 px; at
+1,280 px Table 5 fits its column. Screenshots (1,280 and 390 px) are saved in the tests'
+tmp directories. ``./dev test`` installs ``chromium`` and ``fonts-noto-cjk`` (apt)
 when they are missing.
 """
 

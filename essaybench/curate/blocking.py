@@ -21,8 +21,9 @@ import warnings
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.cluster import KMeans
-from sklearn.exceptions import ConvergenceWarning
+
+# scikit-learn is imported where a block is split, not with the module (dedup's reason:
+# every benchmark run imports the curate config; tests/flows/test_import_weight.py).
 
 MAX_DEPTH = 3
 BORDER = 1.1
@@ -49,6 +50,9 @@ def _split(members: NDArray[np.int64], reduced: NDArray[np.float64], per_row: in
            max_block: int, seed: int, depth: int) -> list[NDArray[np.int64]]:
     if members.size <= max_block or depth >= MAX_DEPTH:
         return [members]
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
     k = min(members.size, math.ceil(2 * members.size / max_block))  # half max_block a block
     model = KMeans(n_clusters=k, n_init=1, random_state=seed)
     with warnings.catch_warnings():

@@ -120,12 +120,8 @@ def test_the_default_observer_is_a_text_reporter() -> None:
         set_progress(before)
 
 
-def test_a_worker_gets_lines_while_a_slow_call_is_out_and_no_clock_after(
-        tmp_path: Path) -> None:
-    """The default observer (a worker's flow run log) ticks from a batch's first call to
-    its end: a line every interval during a slow call, no thread left afterwards."""
-    lines: list[str] = []
-    reporter = TextReporter(interval_s=0.05, emit=lines.append, tick_while_busy=True)
+def _one_slow_call(tmp_path: Path, reporter: TextReporter) -> None:
+    """One generate call that takes 0.8 s on the fake server, observed by ``reporter``."""
     slow = FakeScenario.model_validate({"models": {"gpt-x": {"latency_ms": {"mean": 800}}}})
 
     async def main() -> list[ChatResult]:
@@ -136,6 +132,15 @@ def test_a_worker_gets_lines_while_a_slow_call_is_out_and_no_clock_after(
 
     with run_fake_server(slow) as server:
         assert all(r.ok for r in asyncio.run(main()))
+
+
+def test_a_worker_gets_lines_while_a_slow_call_is_out_and_no_clock_after(
+        tmp_path: Path) -> None:
+    """The default observer (a worker's flow run log) ticks from a batch's first call to
+    its end: a line every interval during a slow call, no thread left afterwards."""
+    lines: list[str] = []
+    reporter = TextReporter(interval_s=0.05, emit=lines.append, tick_while_busy=True)
+    _one_slow_call(tmp_path, reporter)
     assert sum(line.startswith("progress: generate writer 0/1 ") for line in lines) >= 3, lines
     assert lines[-1].startswith("progress: generate writer 1/1 ")  # the batch's end
     assert not any(t.name == "essaybench-progress" for t in threading.enumerate())
@@ -238,16 +243,8 @@ def test_piped_a_slow_call_gets_lines_while_it_is_out(tmp_path: Path) -> None:
     call takes 0.8 s (without the clock, the first line came when the call ended)."""
     lines: list[str] = []
     reporter = TextReporter(interval_s=0.05, emit=lines.append)
-    slow = FakeScenario.model_validate({"models": {"gpt-x": {"latency_ms": {"mean": 800}}}})
-
-    async def main() -> list[ChatResult]:
-        with Ledger(tmp_path / "ledger.duckdb") as ledger:
-            gateway = Gateway(registry_of(fake_spec("writer")), ledger, observer=reporter,
-                              base_urls={"writer": server.base_url})
-            return await gateway.run(_requests(1, "writer", "generate"))
-
-    with run_fake_server(slow) as server, ticking(reporter):
-        assert all(r.ok for r in asyncio.run(main()))
+    with ticking(reporter):
+        _one_slow_call(tmp_path, reporter)
     assert sum(line.startswith("progress: generate writer 0/1 ") for line in lines) >= 3, lines
 
 

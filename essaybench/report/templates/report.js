@@ -259,17 +259,22 @@
     });
     return box;
   }
-  function render() {
-    var pages = Math.max(1, Math.ceil(order.length / PER_PAGE));
-    page = Math.min(Math.max(page, 0), pages - 1);
+  // One page of `ids` into `box` (a row each, made by `make`), the page number clamped to
+  // the pages there are; returns the page shown. The essay list and the pairwise list page
+  // this way.
+  function paint(box, ids, per, at, make, label, back, forward) {
+    var pages = Math.max(1, Math.ceil(ids.length / per));
+    at = Math.min(Math.max(at, 0), pages - 1);
     var frag = document.createDocumentFragment();
-    order.slice(page * PER_PAGE, (page + 1) * PER_PAGE).forEach(function (i) { frag.appendChild(row(i)); });
-    list.textContent = "";
-    list.appendChild(frag);
-    pageAt.textContent = "page " + (page + 1) + " of " + pages;
-    prev.disabled = page === 0;
-    next.disabled = page >= pages - 1;
+    ids.slice(at * per, (at + 1) * per).forEach(function (i) { frag.appendChild(make(i)); });
+    box.textContent = "";
+    box.appendChild(frag);
+    label.textContent = "page " + (at + 1) + " of " + pages;
+    back.disabled = at === 0;
+    forward.disabled = at >= pages - 1;
+    return at;
   }
+  function render() { page = paint(list, order, PER_PAGE, page, row, pageAt, prev, next); }
 
   // ---- search ----------------------------------------------------------------------
   var haystacks = {};
@@ -492,15 +497,7 @@
       return box;
     }
     function renderPairs() {
-      var per = X.per_page, pages = Math.max(1, Math.ceil(shown.length / per));
-      ppage = Math.min(Math.max(ppage, 0), pages - 1);
-      var frag = document.createDocumentFragment();
-      shown.slice(ppage * per, (ppage + 1) * per).forEach(function (k) { frag.appendChild(pairRow(k)); });
-      plist.textContent = "";
-      plist.appendChild(frag);
-      pat.textContent = "page " + (ppage + 1) + " of " + pages;
-      pprev.disabled = ppage === 0;
-      pnext.disabled = ppage >= pages - 1;
+      ppage = paint(plist, shown, X.per_page, ppage, pairRow, pat, pprev, pnext);
     }
     psel.forEach(function (s) { s.addEventListener("change", applyPairs); });
     only.addEventListener("change", applyPairs);

@@ -146,11 +146,18 @@ def _flags(e: EssayView) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _chunk(prompts: list[dict[str, Any]], essays: list[dict[str, Any]], first: int) -> Chunk:
-    data = json_bytes({"first": first, "prompts": prompts, "essays": essays})
+def chunk_file(payload: dict[str, Any], first: int, count: int) -> Chunk:
+    """A chunk file holding ``payload`` (the ``count`` items from ``first`` on): named by
+    its content's hash, a script that hands the page its data (``chunk_data`` reads it)."""
+    data = json_bytes(payload)
     name = f"{hashlib.sha256(data).hexdigest()[:16]}.js"
     body = b"".join((f'essaybenchChunk("{name}",'.encode(), data, b");\n"))
-    return Chunk(name, body, first, len(essays))
+    return Chunk(name, body, first, count)
+
+
+def _chunk(prompts: list[dict[str, Any]], essays: list[dict[str, Any]], first: int) -> Chunk:
+    return chunk_file({"first": first, "prompts": prompts, "essays": essays}, first,
+                      len(essays))
 
 
 def browser_data(prompts: list[PromptView], judges: list[str], *,

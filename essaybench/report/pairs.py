@@ -28,13 +28,12 @@ of a call that did not parse), and the comparison's error.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from essaybench.report.browser import CHUNK_BYTES, Chunk, essay_id, json_bytes
+from essaybench.report.browser import CHUNK_BYTES, Chunk, chunk_file, essay_id
 
 __all__ = ["PAIRS_PER_PAGE", "PairsView", "pairs_data"]
 
@@ -71,10 +70,7 @@ def _order(row: dict[str, Any], order: str) -> dict[str, Any]:
 
 
 def _chunk(pairs: list[dict[str, Any]], first: int) -> Chunk:
-    data = json_bytes({"first": first, "pairs": pairs})
-    name = f"{hashlib.sha256(data).hexdigest()[:16]}.js"
-    body = b"".join((f'essaybenchChunk("{name}",'.encode(), data, b");\n"))
-    return Chunk(name, body, first, len(pairs))
+    return chunk_file({"first": first, "pairs": pairs}, first, len(pairs))
 
 
 def pairs_data(pairwise: pl.DataFrame, essay_ids: list[str], *,

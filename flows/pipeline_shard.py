@@ -10,6 +10,8 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
+from essaybench.runs.parts_reach import require_plan_visible
+from essaybench.store.parts import PartStore
 from essaybench.tasks.shard import shard_task
 
 
@@ -17,4 +19,5 @@ from essaybench.tasks.shard import shard_task
 def pipeline_shard_flow(parts_url: str, run_id: str, index: int) -> dict[str, Any]:
     # The flow run's id names the attempt: the parent knows it (run_deployment returned
     # it) and records it as the shard's owner; see essaybench.stages.shard.
+    require_plan_visible(PartStore(parts_url), run_id)  # a local folder of another host?
     return shard_task(parts_url, run_id, index, str(flow_run.id))

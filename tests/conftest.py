@@ -154,6 +154,23 @@ def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
     return s3_env(s3_server, monkeypatch)
 
 
+@pytest.fixture(scope="session")
+def signed_s3_server() -> Iterator[S3Server]:
+    """A second moto server that checks every request's signature (``moto_s3(signed=True)``)."""
+    from tests.s3_server import moto_s3
+
+    with moto_s3(signed=True) as server:
+        yield server
+
+
+@pytest.fixture
+def signed_s3(signed_s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
+    """The signing server's one key and endpoint in the environment, a fresh bucket."""
+    from tests.s3_server import s3_env
+
+    return s3_env(signed_s3_server, monkeypatch)
+
+
 # --- stores built once per session ------------------------------------------------------
 # Building them is the slow part of the stage tests (curation of configs/curate.yaml; a
 # run generated, judged and compared through the fake server), so each is built once and

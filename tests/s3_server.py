@@ -3,9 +3,11 @@ loopback port, stopped at the end even when the test fails.
 
 ``moto_s3()`` is the server; ``s3_env()`` gives one test the credentials and endpoint
 through the environment, as a user's shell would, and a fresh bucket. moto accepts any
-credentials; the point is that they come from the environment. tests/conftest.py wraps
-them in the fixtures every test asks for by name: ``s3_server`` (one per session) and
-``s3`` (per test).
+credentials unless started with ``signed=True`` (then only its one key, in signed requests:
+tests/store/test_parts_signed.py); the point is that they come from the environment.
+tests/conftest.py wraps them in the fixtures every test asks for by name: ``s3_server``
+(one per session) and ``s3`` (per test); ``signed_s3_server`` and ``signed_s3`` for the
+server that checks signatures.
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ class S3Env:
 
 
 def s3_env(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Env:
-    """For one test: test credentials and $ESSAYBENCH_S3_ENDPOINT_URL in the environment,
-    nothing read from ~/.aws or the instance metadata service, and a fresh bucket."""
+    """For one test: test credentials (the server's own when it checks signatures) and
+    $ESSAYBENCH_S3_ENDPOINT_URL in the environment, nothing read from ~/.aws or the
+    instance metadata service, and a fresh bucket."""
     from essaybench.store.parts import ensure_bucket
 
     for name in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(name)
-    for name, value in TEST_CREDENTIALS.items():
+    for name, value in (server.credentials or TEST_CREDENTIALS).items():
         monkeypatch.setenv(name, value)
     missing = str(Path(tempfile.gettempdir()) / f"no-aws-config-{uuid4().hex}")
     monkeypatch.setenv("AWS_CONFIG_FILE", missing)

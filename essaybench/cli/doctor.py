@@ -181,6 +181,14 @@ def store_check() -> Check:
     except OSError as exc:
         return Check("FAIL", "store", f"{probe} is not writable ({exc.strerror}): choose "
                      "another store ($ESSAYBENCH_STORE, or essaybench.toml's store)")
+    from essaybench.store.local_disk import network_mount
+
+    remote = network_mount(store)
+    if remote is not None:
+        return Check("FAIL", "store", f"{store} is on a network filesystem ({remote}): the "
+                     "DuckDB store needs a local disk (its one-writer lock is a file lock, "
+                     "which network filesystems do not keep across machines); put it on "
+                     "this host's own disk and share results with essaybench store publish")
     if probe == store:
         kind = "a store" if (store / "catalog.duckdb").is_file() else "no catalog yet"
         return Check("ok", "store", f"{store} is writable ({kind})")
@@ -208,6 +216,35 @@ def prefect_check(timeout: float) -> Check:
     return Check("ok", "prefect", f"{url} answers")
 
 
+def parts_check() -> Check | None:
+    """Where shards write (a sharded config, or $ESSAYBENCH_PARTS_URL set): a bucket must
+    answer with the credentials given; a local folder is seen by this host's workers only,
+    so with a shared Prefect server (PREFECT_API_URL) that is a warning. None: no sharding."""
+    from essaybench.bench.config import load_benchmark_config
+    from essaybench.core.settings import DEFAULT_BENCHMARK_CONFIG, DEFAULT_STORE_ROOT
+    from essaybench.store.parts import PARTS_URL_ENV, PartStore
+
+    try:
+        sharding = load_benchmark_config(DEFAULT_BENCHMARK_CONFIG).sharding
+    except (UserError, OSError):
+        sharding = None  # the config check says what is wrong with it
+    if sharding is None and not os.environ.get(PARTS_URL_ENV, "").strip():
+        return None
+    try:
+        parts = (PartStore(sharding.parts_url) if sharding is not None and sharding.parts_url
+                 else PartStore.for_store(DEFAULT_STORE_ROOT))
+        if parts.is_local:
+            if os.environ.get("PREFECT_API_URL"):
+                return Check("warn", "parts", f"{parts.url} is a local folder: only workers "
+                             "on this host can see it; for workers on other hosts set "
+                             f"{PARTS_URL_ENV}=s3://BUCKET/PREFIX (docs/scale-out.md)")
+            return Check("ok", "parts", f"{parts.url} (a local folder: shards on this host)")
+        parts.exists("doctor-probe.json")  # the bucket, with this host's credentials
+    except (UserError, OSError) as exc:
+        return Check("FAIL", "parts", _error_line(exc))
+    return Check("ok", "parts", f"{parts.url} answers with this host's credentials")
+
+
 def run_checks(*, call_embedded: bool = False, timeout: float = 5.0) -> list[Check]:
     checks = project_checks()
     configs, named = config_checks()
@@ -215,4 +252,7 @@ def run_checks(*, call_embedded: bool = False, timeout: float = 5.0) -> list[Che
     checks += model_checks(named, timeout, call_embedded)
     checks.append(store_check())
     checks.append(prefect_check(timeout))
+    parts = parts_check()
+    if parts is not None:
+        checks.append(parts)
     return checks

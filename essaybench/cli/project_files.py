@@ -67,12 +67,14 @@ deployments:
     parameters:
       curate: true
 
-  # One shard of a sharded weekly run (started by the pipeline itself; not by hand).
+  # One shard of a sharded weekly run (started by the pipeline itself; not by hand). On
+  # several hosts only the store host serves the default queue; any worker serves shards.
   - name: pipeline-shard
     description: One shard of a sharded benchmark run's generate+judge (started by pipeline).
     entrypoint: essaybench.flows.pipeline_shard:pipeline_shard_flow
     work_pool:
       name: essaybench-process
+      work_queue_name: shards
     parameters: {{}}
 
   # prefect deployment run pipeline/pipeline-rerun --param base_run=RUN_ID

@@ -133,6 +133,11 @@ def test_weekly_deployment_on_a_real_server_and_worker(prefect_server: str,
                 deployment = client.read_deployment_by_name(f"pipeline/{WEEKLY['name']}")
                 assert deployment.work_pool_name == POOL
                 assert deployment.pull_steps == SPEC["pull"]
+                # The store host's queue; shards have their own (docs/scale-out.md, runbook),
+                # both served by this worker, started without --work-queue.
+                assert deployment.work_queue_name == "default"
+                shard = client.read_deployment_by_name("pipeline-shard/pipeline-shard")
+                assert (shard.work_pool_name, shard.work_queue_name) == (POOL, "shards")
                 assert _crons(deployment) == [(s["cron"], s["timezone"])
                                               for s in WEEKLY["schedules"]]
 

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -51,6 +51,9 @@ class BodyLength(BaseModel):
 
 class _Labels(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # False for a set that labels genre only (data/eval/heldout_public): its essays carry no
+    # Open/Constrained or body-length label, and the report leaves them out of those figures
+    labels_set_and_length: ClassVar[bool] = True
 
     is_essay: bool
     genre: Genre | None = None
@@ -66,7 +69,7 @@ class _Labels(BaseModel):
             if allowed or self.genre or self.genre_open or self.prompt_set or self.body_length:
                 raise ValueError("a non-essay carries no genre, set or length label")
             return self
-        if self.prompt_set is None or not allowed:
+        if not allowed or (self.prompt_set is None and self.labels_set_and_length):
             raise ValueError("an essay needs allowed_genres and a prompt_set")
         if self.genre_open != (allowed == {ANY_GENRE}):
             raise ValueError('genre_open is true exactly when allowed_genres is ["any"]')
@@ -238,6 +241,7 @@ class QualityReport:
     set_checked: int
     set_correct: int
     length_correct: int
+    length_checked: int  # essays with a body-length label
     non_essays: int
     reached_classify: int  # non-essays the filter let through
     leaked: list[str]  # ids of non-essays published (classify kept them)
@@ -257,7 +261,7 @@ class QualityReport:
 
     @property
     def length_accuracy(self) -> float | None:
-        return _ratio(self.length_correct, self.n_essays)
+        return _ratio(self.length_correct, self.length_checked)
 
     @property
     def leak_rate(self) -> float | None:
@@ -282,14 +286,16 @@ def quality_report(outcomes: Sequence[Outcome]) -> QualityReport:
     essays = [o for o in outcomes if o.item.is_essay]
     # a non-essay that reached classify and got a genre is a wrong decision too
     decided = [o for o in outcomes if o.decided]
-    with_set = [o for o in essays if o.prompt_set is not None]
+    with_set = [o for o in essays if o.prompt_set is not None and o.item.prompt_set is not None]
+    with_length = [o for o in essays if o.item.labels_set_and_length]
     non = [o for o in outcomes if not o.item.is_essay]
     return QualityReport(
         n=len(outcomes), n_essays=len(essays), per_class=per_class, confusion=confusion,
         decided=len(decided), decided_correct=sum(o.correct for o in decided),
         essays_decided=sum(o.decided for o in essays), set_checked=len(with_set),
         set_correct=sum(o.prompt_set == o.item.prompt_set for o in with_set),
-        length_correct=sum(o.length == o.item.length for o in essays),
+        length_correct=sum(o.length == o.item.length for o in with_length),
+        length_checked=len(with_length),
         non_essays=len(non), reached_classify=sum(o.pred_class != "dropped" for o in non),
         leaked=[o.item.id for o in non if o.decision == Decision.KEPT.value],
         unresolved=Counter(o.reason or "?" for o in essays

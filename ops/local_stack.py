@@ -53,6 +53,7 @@ from ops.postgres import PgCluster
 PREFECT = str(Path(sys.executable).with_name("prefect"))  # the CLI of this virtualenv
 STATE_FILE = "stack.json"
 TAG_ENV = "ESSAYBENCH_STACK_TAG"
+STORE_QUEUE, SHARD_QUEUE = "default", "shards"  # the pool's queues (prefect.yaml)
 LOOPBACK = "127.0.0.1"
 _QUIET = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 
@@ -197,9 +198,13 @@ def online_workers(api: str, pool: str) -> int:
 
 def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = None,
           port: int | None = None, ui: bool = True, timeout: float = 180.0,
-          env: Mapping[str, str] | None = None, netns: bool | Netns = False) -> StackState:
+          env: Mapping[str, str] | None = None, netns: bool | Netns = False,
+          store_worker: bool = False) -> StackState:
     """Start the stack (reusing the database a stopped stack left in ``state_dir``); its
-    state once the server answers and every worker is online. ``netns``: each worker in a
+    state once the server answers and every worker is online. ``store_worker``: the
+    runbook's split (docs/scale-out.md, "Runbook: two or three hosts"): worker-1 serves the
+    pool's ``default`` and ``shards`` queues (the store host), the others only ``shards``;
+    else every worker serves every queue. ``netns``: each worker in a
     network namespace of its own, the server on ``StackState.host_address`` (module doc);
     ``ops.netns.NetnsError`` (one line) when namespaces cannot be made here. A caller whose
     services (and so ``env``) need the bridge address before the workers start makes the
@@ -260,7 +265,8 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
         host = socket.gethostname()
         for k in range(1, workers + 1):
             starter.spawn(f"worker-{k}", [PREFECT, "worker", "start", "--pool", state.pool,
-                                          "--name", f"{host}-{k}"], client_env,
+                                          "--name", f"{host}-{k}",
+                                          *worker_queues(k, store_worker)], client_env,
                           state.netns.exec_prefix(k) if state.netns else ())
         _wait(lambda: online_workers(api, state.pool) >= workers, left(),
               f"{workers} workers online in pool {state.pool}",
@@ -334,6 +340,15 @@ def _ancestors(proc: psutil.Process) -> list[psutil.Process]:
     return []
 
 
+def worker_queues(k: int, store_worker: bool) -> list[str]:
+    """The ``--work-queue`` options of worker ``k`` (1-based): none (every queue of the
+    pool) unless ``store_worker``; then the runbook's split (``start``)."""
+    if not store_worker:
+        return []
+    queues = [STORE_QUEUE, SHARD_QUEUE] if k == 1 else [SHARD_QUEUE]
+    return [arg for queue in queues for arg in ("--work-queue", queue)]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ops.local_stack", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -354,6 +369,9 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--timeout", type=float, default=180.0)
             cmd.add_argument("--netns", action="store_true",
                              help="each worker in a network namespace of its own (root)")
+            cmd.add_argument("--store-worker", action="store_true",
+                             help="worker-1 alone serves the default queue (the store "
+                             "host), every worker the shards queue (the runbook's split)")
         if name == "stop":
             cmd.add_argument("--purge", action="store_true", help="also delete the database")
     return parser
@@ -372,7 +390,8 @@ def _main(args: argparse.Namespace) -> int:
         if args.workers < 1 or args.pool_limit < 1:
             raise SystemExit("--workers and --pool-limit must be at least 1")
         state = start(args.dir, args.workers, args.pool_limit, args.pool, args.port,
-                      not args.no_ui, args.timeout, netns=args.netns)
+                      not args.no_ui, args.timeout, netns=args.netns,
+                      store_worker=args.store_worker)
         print(f"PREFECT_API_URL={state.api_url}\npool {state.pool} (limit {args.pool_limit}), "
               f"{args.workers} workers; logs in {args.dir.resolve() / 'logs'}")
         return 0

@@ -1,7 +1,9 @@
 """``python -m ops.local_stack`` as README's "Running on several machines" uses it: a private
 PostgreSQL, a Prefect server on it, the process pool of ``prefect.yaml`` with a concurrency
-limit, two workers; ``prefect deploy --all`` against it, one weekly-pipeline flow run on
-fake OpenAI-compatible servers through the pool; then ``stop --purge``.
+limit, two workers split as the multi-host runbook says (``--store-worker``: worker-1 alone
+serves the default queue); ``prefect deploy --all`` against it, one weekly-pipeline flow run
+on fake OpenAI-compatible servers through the pool, which only worker-1 may take; then
+``stop --purge``.
 
 It checks that the run completed, that the server's bookkeeping is in that PostgreSQL (the
 flow run's row, read with psql from the database itself), that the pool has its limit and
@@ -85,8 +87,8 @@ def test_weekly_run_through_a_pool_of_two_workers_on_postgres(tmp_path: Path) ->
         write_registry(registry, writer.base_url, judge.base_url)
         try:
             procs.run(_stack("start", "--dir", str(stack_dir), "--workers", str(WORKERS),
-                             "--pool-limit", str(POOL_LIMIT), "--no-ui", "--timeout",
-                             str(deadline.left(START_TIMEOUT_S) - 5)), {
+                             "--pool-limit", str(POOL_LIMIT), "--no-ui", "--store-worker",
+                             "--timeout", str(deadline.left(START_TIMEOUT_S) - 5)), {
                 "ESSAYBENCH_MODELS": str(registry), "ESSAYBENCH_BENCHMARK_CONFIG": str(config),
                 "ESSAYBENCH_STORE": str(store),
                 "PREFECT_WORKER_QUERY_SECONDS": "1"},  # poll the pool every second, not 10
@@ -126,6 +128,12 @@ def test_weekly_run_through_a_pool_of_two_workers_on_postgres(tmp_path: Path) ->
         assert not Path(cluster.root).exists()
     assert run.state is not None and run.state.is_completed(), f"{run.state}{logs}"
     assert row == f"COMPLETED|{deployment.id}"
+    # The runbook's pinning (--store-worker): only worker-1 serves the default queue, so
+    # the weekly run went there, whichever worker polled first.
+    submitted = {k: f"submittingflowrun'{run.id}'" in "".join((  # however the log wraps
+        stack_dir / "logs" / f"worker-{k}.log").read_text(errors="replace").split())
+        for k in range(1, WORKERS + 1)}
+    assert submitted == {1: True, **{k: False for k in range(2, WORKERS + 1)}}, submitted
     assert pool.concurrency_limit == POOL_LIMIT and pool.type == "process"
     assert sorted(w.status.value for w in workers) == ["ONLINE"] * WORKERS
     # 2 prompts × 4 genres and 2 that leave the genre open (configs/curate.yaml keeps them),

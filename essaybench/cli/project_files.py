@@ -25,6 +25,13 @@ ENV_EXAMPLE_HEAD = """\
 # PREFECT_API_URL=            a Prefect server for scheduled runs (doctor checks it)
 # ESSAYBENCH_PUBLISH_URL=     where a run publishes its store when it ends
 #
+# Sharded runs on several hosts (docs/scale-out.md, "Runbook: two or three hosts"):
+# ESSAYBENCH_PARTS_URL=       s3://bucket/prefix for the shards' parts (default: a folder
+#                             of the store, which other hosts cannot see)
+# ESSAYBENCH_S3_ENDPOINT_URL= the S3 endpoint when it is not AWS (MinIO, SeaweedFS)
+# AWS_ACCESS_KEY_ID=          the bucket's key, with AWS_SECRET_ACCESS_KEY and
+#                             AWS_DEFAULT_REGION
+#
 # Provider keys (the api_key_env names of configs/models.yaml and its commented examples):
 """
 

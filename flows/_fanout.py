@@ -44,8 +44,9 @@ def _stale(beat: object, running_since: datetime | None, now: datetime,
 
 
 def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingParams,
-               poll_s: float = 2.0) -> dict[int, int]:
-    """Returns the attempts each shard took (0: done before this call)."""
+               poll_s: float = 2.0, plan_digest: str | None = None) -> dict[int, int]:
+    """Returns the attempts each shard took (0: done before this call). ``plan_digest``:
+    passed to every shard, which refuses any other plan."""
     log = get_run_logger()
     attempts = dict.fromkeys(range(n_shards), 0)
     running: dict[int, UUID] = {}
@@ -55,7 +56,7 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
         try:
             flow_run = run_deployment(
                 params.deployment, parameters={"parts_url": parts.url, "run_id": run_id,
-                                               "index": k},
+                                               "index": k, "plan_digest": plan_digest},
                 timeout=0, tags=[run_id, f"shard={k}"],
                 idempotency_key=f"{run_id}/shard={k}/attempt={attempts[k]}")
             assert isinstance(flow_run, FlowRun)  # called from sync code: not a coroutine

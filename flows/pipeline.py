@@ -28,7 +28,6 @@ memory); each stage still writes its own snapshot and catalog row. Each stage's 
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, cast
 
 from prefect import flow, get_run_logger
@@ -72,7 +71,7 @@ from essaybench.tasks.benchmark import WAITING, benchmark_stages_task
 from essaybench.tasks.pairwise import pairwise_stage_task
 from essaybench.tasks.publish import publish_task
 from essaybench.tasks.report import report_task
-from essaybench.tasks.shard import check_merged_task, merge_task, shard_plan_task
+from essaybench.tasks.shard import assemble_task, shard_plan_task
 from essaybench.tasks.stats import stats_stage_task
 
 
@@ -202,25 +201,23 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     # as soon as it is written. Aggregate is a task of its own.
     llm = [s for s in stages if s in LLM_STAGES]
     sharding = sharding_of(config, shards) if llm == list(LLM_STAGES) else None
-    merged_since = None
     if sharding is not None and config.sampling.mode == "adaptive":
-        refuse_adaptive(llm, datetime.now())  # before any shard calls anything
+        refuse_adaptive(llm, sharded=True)  # before any shard calls anything
     if sharding is not None:  # nor can shards use provider batches (no batch journal)
         refuse_in_shards(load_registry(), config.models())
-    if sharding is not None:  # the shards make the calls; the stages below replay them
-        merged_since, result["shards"] = _sharded_calls(run_id, benchmark_config, store_root,
-                                                        sharding, lock_timeout_s)
-    if llm:
+    if sharding is not None:  # the shards make the calls; their parts are the result
+        result["shards"], done = _sharded_calls(run_id, benchmark_config, store_root,
+                                                sharding, lock_timeout_s, uncalibrated_ok)
+        result.update(done)
+        snapshot_id = result[llm[-1]]
+    elif llm:
         done = benchmark_stages_task("+".join(llm), run_id, benchmark_config, store_root,
                                      snapshot_id, uncalibrated_ok, lock_timeout_s,
-                                     merged_since, batch_waiting())
+                                     batch_waiting=batch_waiting())
         if WAITING in done:  # provider batches still open: wait without a process
             suspend_for_batches(done[WAITING])  # resumed: the flow starts again from the top
         result.update(done)
         snapshot_id = result[llm[-1]]
-    if sharding is not None:
-        check_merged_task(run_id, store_root, parts_url_of(sharding, store_root),
-                          {stage: result[stage] for stage in LLM_STAGES})
     result.update(benchmark_stages_task("aggregate", run_id, benchmark_config, store_root,
                                         snapshot_id, lock_timeout_s=lock_timeout_s))
     # Pairwise judging (when configured) and the statistics read what aggregate read.
@@ -271,14 +268,15 @@ def parts_url_of(sharding: ShardingParams, store_root: str) -> str:
 
 
 def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: ShardingParams,
-                   lock_timeout_s: float) -> tuple[datetime, dict[str, Any]]:
-    """Plan, run every shard on the pool, merge their ledgers: returns the moment the
-    replay serves failures since, and what happened."""
+                   lock_timeout_s: float, uncalibrated_ok: bool
+                   ) -> tuple[dict[str, Any], dict[str, str]]:
+    """Plan (the config and registry are read there, once), run every shard on the pool,
+    assemble the generate and judge snapshots from their parts: returns what happened and
+    the snapshot ids by stage."""
     parts = PartStore(parts_url_of(sharding, store_root))
-    n = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
-                        sharding.parallel, lock_timeout_s)
+    n, digest = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
+                                sharding.parallel, lock_timeout_s)
     with doing(f"shards ({n} on the work pool)"):  # the calls are made elsewhere meanwhile
-        attempts = run_shards(parts, run_id, n, sharding)
-    merged = merge_task(run_id, store_root, parts.url, lock_timeout_s)
-    since = datetime.fromisoformat(merged.pop("since"))
-    return since, {"parts_url": parts.url, "attempts": attempts, **merged}
+        attempts = run_shards(parts, run_id, n, sharding, plan_digest=digest)
+    snapshots = assemble_task(run_id, store_root, parts.url, uncalibrated_ok, lock_timeout_s)
+    return {"parts_url": parts.url, "attempts": attempts, "plan": digest}, snapshots

@@ -16,8 +16,11 @@ from essaybench.tasks.shard import shard_task
 
 
 @flow(name="pipeline-shard", flow_run_name="{run_id}-shard{index}")
-def pipeline_shard_flow(parts_url: str, run_id: str, index: int) -> dict[str, Any]:
+def pipeline_shard_flow(parts_url: str, run_id: str, index: int,
+                        plan_digest: str | None = None) -> dict[str, Any]:
+    """``plan_digest``: the digest of the plan the parent made; the shard refuses another
+    plan, or one pinned to other code or rubrics (``stages.shard.check_pinned``)."""
     # The flow run's id names the attempt: the parent knows it (run_deployment returned
     # it) and records it as the shard's owner; see essaybench.stages.shard.
     require_plan_visible(PartStore(parts_url), run_id)  # a local folder of another host?
-    return shard_task(parts_url, run_id, index, str(flow_run.id))
+    return shard_task(parts_url, run_id, index, str(flow_run.id), plan_digest)

@@ -7,8 +7,6 @@ Prefect task per request.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -29,10 +27,9 @@ def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root
                           upstream_snapshot_id: str | None,
                           uncalibrated_ok: bool = False,
                           lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-                          merged_since: datetime | None = None,
                           batch_waiting: BatchWaiting = "poll") -> dict[str, str]:
     """``stages``: consecutive stage names joined by "+" (e.g. "generate+judge"); returns
-    each stage's snapshot id. ``merged_since``: see ``run_stages``. ``batch_waiting``
+    each stage's snapshot id. ``batch_waiting``
     "return": while provider batches are open, returns ``{WAITING: what it waits for}``
     instead (the flow suspends: ``flows/batch_wait.py``)."""
     store = Store(store_root, lock_timeout_s)
@@ -41,7 +38,7 @@ def benchmark_stages_task(stages: str, run_id: str, config_path: str, store_root
     log = get_run_logger()
     try:
         snapshots = run_stages(store, run_id, load_benchmark_config(config_path),
-                               stages.split("+"), upstream, uncalibrated_ok, merged_since,
+                               stages.split("+"), upstream, uncalibrated_ok,
                                batch_waiting=batch_waiting)
     except BatchesPending as pending:
         log.info("%s: waiting for provider batches: %s", stages, pending)

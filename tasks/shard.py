@@ -1,4 +1,4 @@
-"""Prefect tasks of a sharded run: the plan and the merge (parent), one shard (worker).
+"""Prefect tasks of a sharded run: the plan and the assembly (parent), one shard (worker).
 Each is one task: a shard's hundreds of calls run as coroutines inside it."""
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from prefect.cache_policies import NO_CACHE
 from essaybench.bench.config import load_benchmark_config
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.llm.registry import load_registry
-from essaybench.stages.shard import check_merged, merge_ledgers, read_plan, run_shard, write_plan
+from essaybench.runs.calibration import run_drift
+from essaybench.stages.drift import drift_lines
+from essaybench.stages.shard import read_plan, run_shard, write_plan
+from essaybench.stages.shard_assemble import assemble_run
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
 
@@ -19,19 +22,20 @@ from essaybench.store.parts import PartStore
 @task(name="shard-plan", cache_policy=NO_CACHE)
 def shard_plan_task(run_id: str, config_path: str, store_root: str, parts_url: str,
                     shards: int, parallel: int | None = None,
-                    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> int:
-    """Writes (or finds) the run's plan; returns its number of shards."""
+                    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> tuple[int, str]:
+    """Writes (or finds) the run's plan; returns its number of shards and its digest (each
+    shard refuses another plan). The config and the registry are read here, once."""
     plan = write_plan(Store(store_root, lock_timeout_s), PartStore(parts_url), run_id,
                       load_benchmark_config(config_path), load_registry(), shards, parallel)
-    get_run_logger().info("run %s: %d shards, plan at %s", run_id, len(plan.shards),
-                          parts_url)
-    return len(plan.shards)
+    get_run_logger().info("run %s: %d shards, plan %s at %s (code %s)", run_id,
+                          len(plan.shards), plan.digest, parts_url, plan.code_version)
+    return len(plan.shards), plan.digest
 
 
 @task(name="shard", cache_policy=NO_CACHE, task_run_name="shard={index}")
-def shard_task(parts_url: str, run_id: str, index: int,
-               attempt: str | None = None) -> dict[str, Any]:
-    record = run_shard(PartStore(parts_url), run_id, index, attempt)
+def shard_task(parts_url: str, run_id: str, index: int, attempt: str | None = None,
+               plan_digest: str | None = None) -> dict[str, Any]:
+    record = run_shard(PartStore(parts_url), run_id, index, attempt, plan_digest)
     get_run_logger().info("shard %d of run %s: %d essays, %d judgments, %d calls sent%s",
                           index, run_id, record["essays"], record["judgments"],
                           record["sent"], " (already done)" if record.get("already_done")
@@ -39,27 +43,21 @@ def shard_task(parts_url: str, run_id: str, index: int,
     return record
 
 
-@task(name="shard-merge", cache_policy=NO_CACHE)
-def merge_task(run_id: str, store_root: str, parts_url: str,
-               lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> dict[str, Any]:
-    """Appends the shards' ledgers to the store's ledger; returns the plan's start (the
-    parent's replay serves failures recorded since) and the counts."""
+@task(name="shard-assemble", cache_policy=NO_CACHE)
+def assemble_task(run_id: str, store_root: str, parts_url: str, uncalibrated_ok: bool = False,
+                  lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> dict[str, str]:
+    """Verifies every shard's parts, merges their ledgers and writes the generate and judge
+    snapshots (and drift) from them, from the plan alone; returns the snapshot ids."""
     parts = PartStore(parts_url)
     plan = read_plan(parts, run_id)
     assert plan is not None
-    counts = merge_ledgers(Store(store_root, lock_timeout_s), parts, plan)
-    get_run_logger().info("run %s: merged %d ledger rows of %d shards (%d new)", run_id,
-                          counts["rows"], counts["shards"], counts["added"])
-    return {**counts, "since": plan.created_at.isoformat()}
-
-
-@task(name="shard-check", cache_policy=NO_CACHE)
-def check_merged_task(run_id: str, store_root: str, parts_url: str,
-                      snapshots: dict[str, str]) -> None:
-    """The parent's generate and judge snapshots hold exactly the shards' rows."""
-    parts = PartStore(parts_url)
-    plan = read_plan(parts, run_id)
-    assert plan is not None
-    store = Store(store_root)
-    for stage in ("generate", "judge"):
-        check_merged(parts, plan, stage, store.get_snapshot(snapshots[stage]).read())
+    snapshots = assemble_run(Store(store_root, lock_timeout_s), parts, plan, uncalibrated_ok)
+    log = get_run_logger()
+    for stage, snapshot in snapshots.items():
+        if stage == "drift":  # the verdicts are the run's, in its catalog row
+            for line in drift_lines(run_drift(Store(store_root), run_id) or {}):
+                log.info("%s", line)
+            continue
+        log.info("%s: snapshot %s (%d rows), assembled from %d shards", stage,
+                 snapshot.snapshot_id, snapshot.n_rows, len(plan.shards))
+    return {stage: snapshot.snapshot_id for stage, snapshot in snapshots.items()}

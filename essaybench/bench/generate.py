@@ -268,13 +268,28 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
     results = session.run(requests, follow_up=follow_up)
     table = essays_table(prompts, requests, results, prompt_set_version, specs=specs,
                          min_chinese_share=params.min_chinese_share)
+    meta = generate_meta(table, params, specs, prompt_set_version, prompts.height)
+    calls = meta["calls"]
+    stats = session.gateway.last_stats
+    if follow_up is not None and stats is not None:
+        meta["follow_ups"] = {"requests": stats.follow_ups,
+                              "from_ledger": stats.follow_ups_from_ledger,
+                              "sent": stats.follow_ups_sent}
+    return StageOutput(table, meta=meta, run_meta={"calls": calls})
+
+
+def generate_meta(table: pl.DataFrame, params: GenerateParams,
+                  specs: Mapping[str, ModelSpec], prompt_set_version: str,
+                  n_prompts: int) -> dict[str, Any]:
+    """What the generate stage stores with its essays table (a sharded run's assembly
+    computes it from the assembled table)."""
     calls = {model: c.model_dump() for model, c in call_counts(table, "model").items()}
-    meta: dict[str, Any] = {
+    return {
         "stage": STAGE,
         "prompt_set_version": prompt_set_version,
         "params": json.loads(params.model_dump_json()),
         "system_prompts": system_prompts(params, specs),
-        "n_prompts": prompts.height,
+        "n_prompts": n_prompts,
         "n_rows": table.height,
         "from_ledger": int(table["from_ledger"].sum()),
         "counts": status_counts(table),
@@ -282,12 +297,6 @@ def run_generate(prompts: pl.DataFrame, params: GenerateParams, session: Gateway
                          .group_by("model").len().iter_rows()},
         "calls": calls,
     }
-    stats = session.gateway.last_stats
-    if follow_up is not None and stats is not None:
-        meta["follow_ups"] = {"requests": stats.follow_ups,
-                              "from_ledger": stats.follow_ups_from_ledger,
-                              "sent": stats.follow_ups_sent}
-    return StageOutput(table, meta=meta, run_meta={"calls": calls})
 
 
 def language_summary(essays: pl.DataFrame, skip_off_language: bool) -> dict[str, dict[str, Any]]:

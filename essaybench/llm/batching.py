@@ -95,6 +95,11 @@ class BatchHost(Protocol):
         """The token a provider may de-duplicate ``call`` by (None: send none)."""
         ...
 
+    def may_send(self) -> None:
+        """Raises when no call may be sent any more (a superseded shard attempt's gateway:
+        ``llm.part_ledger``); checked before each send, so it must be cheap."""
+        ...
+
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         """The stored successful result of each key that has one, among the calls the
         host's reuse scope allows (blocking: runs in a thread)."""
@@ -172,6 +177,7 @@ class Pools:
                             self.follow.started()
                         else:
                             await self.follow.hold_back()
+                    self.gateway.may_send()  # a fenced-off shard attempt stops here
                     result = self.gateway.redact(
                         await backend.complete(call.request, call.key,
                                                self.gateway.idempotency_of(call)))

@@ -158,6 +158,9 @@ class Gateway:
         run_id = self.scope.run_id
         return None if run_id is None else idempotency_token(run_id, call.key)
 
+    def may_send(self) -> None:
+        self.ledger.check_open()
+
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         return self.ledger.lookup_ok(keys, scope=self.scope)
 

@@ -243,6 +243,10 @@ class Ledger:
 
     # -- writes ------------------------------------------------------------
 
+    def check_open(self) -> None:
+        """Raises when this ledger may record no more calls (so none may be sent): never
+        for the store's ledger; a shard's ``PartLedger`` once its attempt is superseded."""
+
     def write_rows(self, rows: Sequence[dict[str, Any]]) -> None:
         """Commit rows in one transaction (synchronous)."""
         if rows:

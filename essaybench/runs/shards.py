@@ -7,8 +7,12 @@ ranges as small ones: the plan knows no prices, and a range is a few hundred cal
 
 Everything a shard reads is in its plan, written once by the parent before any shard
 starts (``runs/<run>/plan.json`` under the part store): the validated benchmark config,
-the registry entries of the run's models (so every worker sends identical requests), the
-selected prompts (a Parquet part) and the seed of calls the run may be served. Layout::
+the registry entries of the run's models (so every worker sends identical requests; an
+entry names its key's environment variable, never the key), the rubric and judge-prompt
+fingerprints and the code version the parent planned with (a shard whose own differ
+refuses to start), the selected prompts (a Parquet part) and the seed of calls the run
+may be served. Nothing reads the benchmark config or the registry from disk after the
+plan is written: the shards and the parent's assembly read the plan. Layout::
 
     runs/<run>/plan.json
     runs/<run>/prompts.parquet            the selected prompts, in selection order
@@ -27,6 +31,8 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from essaybench.core.hashing import content_hash
 
 
 class Shard(BaseModel):
@@ -55,6 +61,16 @@ class ShardPlan(BaseModel):
     seed: list[str] = Field(default_factory=list)  # ledger parts the shards may be served
     parallel: int  # shards running at once at most: each model's limits are shared out
     shards: list[Shard]
+    # Pinned by the parent (None/empty in a plan written before they were): a shard
+    # refuses to run with another code version or other rubric files.
+    code_version: str | None = None
+    pins: dict[str, str] = Field(default_factory=dict)  # rubric and judge-prompt fingerprints
+    rotation: dict[str, Any] | None = None  # what the generate stage records of a rotation
+
+    @property
+    def digest(self) -> str:
+        """The plan's content hash: the parent passes it to every shard it sends."""
+        return plan_digest(self.model_dump(mode="json"))
 
     def sharing(self, model: str, judges: Sequence[str]) -> int:
         """How many shards may call ``model`` at once: its limits are divided by this.
@@ -62,6 +78,10 @@ class ShardPlan(BaseModel):
         users = (len(self.shards) if model in judges
                  else sum(model in s.models for s in self.shards))
         return max(1, min(self.parallel, users))
+
+
+def plan_digest(doc: dict[str, Any]) -> str:
+    return content_hash(doc, 24)
 
 
 def shared_limits(spec: dict[str, Any], share: int) -> dict[str, Any]:

@@ -64,6 +64,17 @@ def run_prompts(store: Store, run_id: str, config: BenchmarkConfig, prompts: pl.
                       "notes": list(selection.notes)}
 
 
+def stage_params(config: BenchmarkConfig, version: str,
+                 rotation: dict[str, object] | None) -> dict[str, object]:
+    """What the generate stage's catalog row records as its parameters."""
+    params: dict[str, object] = {**config.generate.model_dump(mode="json"),
+                                 "prompt_set": version, "per_genre": config.per_genre,
+                                 "sample_seed": config.sample_seed}
+    if rotation is not None:
+        params["rotation"] = rotation
+    return params
+
+
 def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
                    session: GatewaySession, *, prefetch_judge: bool = False,
                    early: Sequence[ChatRequest] = (),
@@ -79,10 +90,7 @@ def generate_stage(store: Store, run_id: str, config: BenchmarkConfig,
     version, prompts, upstream = prompt_set_input(store, config.prompt_set)
     check_session_run(session, run_id)
     selected, rotation = run_prompts(store, run_id, config, prompts, version)
-    params = {**config.generate.model_dump(mode="json"), "prompt_set": version,
-              "per_genre": config.per_genre, "sample_seed": config.sample_seed}
-    if rotation is not None:
-        params["rotation"] = rotation
+    params = stage_params(config, version, rotation)
     if sampler is not None:  # recorded before the loop: a killed run's rerun finds it
         params["sampling"] = config.sampling.model_dump(mode="json")
     prefetch = None

@@ -47,19 +47,30 @@ def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
     judged again (``second.py``) and counted per model in ``flagged_failures``."""
     out = run_judge(essays, config.judge, session)
     # Flags ask for a second look (judge.second_judge); they change no score and no status.
-    table = add_flags(out.table, essays, load_scoring(config.judge).score_range[1])
+    table = flag_judgments(out.table, essays, config)
     forget_essay_flags()  # read back from the prefetch: no longer needed in memory
     PREFETCHED.forget()  # the prefetch's requests of essays the stage did not judge
     PREFETCHED_READS.forget()  # and its reads of results the stage did not take
     # A failed judgment of a flagged essay is judged again on a stripped copy when there is
-    # no second judge: per row, so shards do it too (and the merged replay finds it).
+    # no second judge: per row (its essay's flags), so shards do it too.
     table = second_opinions(table, essays, config.judge, session) \
         if second or config.judge.second_judge is None else no_second_opinions(table)
-    counts = flag_counts(table)
-    meta = {**out.meta, "flags": counts.to_dicts(),
+    meta = {**out.meta, **judgment_meta(table, config)}
+    return StageOutput(table, meta, out.run_meta)
+
+
+def flag_judgments(table: pl.DataFrame, essays: pl.DataFrame,
+                   config: BenchmarkConfig) -> pl.DataFrame:
+    """``table`` with its ``essay_flags`` and ``judgment_flags`` (replaced in place when it
+    has them): the outlier flag compares each judgment with the whole table's."""
+    return add_flags(table, essays, load_scoring(config.judge).score_range[1])
+
+
+def judgment_meta(table: pl.DataFrame, config: BenchmarkConfig) -> dict[str, object]:
+    """The judge snapshot's facts computed over the whole table."""
+    return {"flags": flag_counts(table).to_dicts(),
             "second_opinions": second_summary(table, MAIN_SCORE[config.judge.mode]),
             "flagged_failures": flagged_failures(table)}
-    return StageOutput(table, meta, out.run_meta)
 
 
 def judge_stage(store: Store, run_id: str, config: BenchmarkConfig, upstream: Snapshot,

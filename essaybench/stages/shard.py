@@ -1,24 +1,28 @@
 """A sharded run's generate+judge, without Prefect: the parent plans, each shard (on any
 worker) writes its essays and judgments as Parquet parts and its calls as ledger parts,
-and the parent merges.
+and the parent assembles the result from them.
 
 - ``write_plan`` (parent): selects the prompts as the generate stage would, exports the
-  calls the run may be served, and writes the plan (``runs.shards``).
-- ``run_shard`` (a worker): generate and judge one shard through a ``PartLedger``; a
-  shard whose ``_SUCCESS.json`` exists does nothing, and one re-sent after a crash is
-  served every call its earlier attempts recorded.
-- ``merge_ledgers`` (parent): checks every shard succeeded and appends the shard ledgers
-  to the store's ledger. The parent then runs the generate and judge stages as usual:
-  every call is served from the ledger (``expect_all_served``), so the stage snapshots and
-  catalog rows are exactly what a single process writes, and ``check_merged`` compares
-  them with the shards' parts.
+  calls the run may be served, and writes the plan (``runs.shards``): config, registry
+  entries, rubric fingerprints and code version pinned.
+- ``run_shard`` (a worker): refuses a plan other than the parent's (its digest) or one
+  pinned to other code or rubrics; generates and judges one shard through a
+  ``PartLedger``. A shard whose ``_SUCCESS.json`` exists does nothing, and one re-sent
+  after a crash is served every call its earlier attempts recorded. Its ``_SUCCESS.json``
+  holds each part's row count and sha256, and the sha256 of every ledger part it used.
+- ``stages.shard_assemble`` (parent): verifies every shard's parts against those records
+  before anything is written or could be sent, merges the ledger parts into the store's
+  ledger (``merge_ledgers``), and writes the generate and judge snapshots from the parts:
+  no replay, no model client for them.
 
 DuckDB stays a single-writer file on the parent: the catalog and the ledger are written
-only by the merge, never by two shards at once (see README, "Running on several machines").
+only by the assembly, never by two shards at once (see README, "Running on several
+machines").
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import tempfile
@@ -32,8 +36,10 @@ import polars as pl
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import run_generate
 from essaybench.bench.judge.prefetch import JudgePrefetch
-from essaybench.bench.judge.second import SECOND_COLUMNS
+from essaybench.bench.judge.request import load_prompt_for, load_scoring
 from essaybench.core.errors import UserError
+from essaybench.core.hashing import sha256_hex
+from essaybench.core.version import code_version
 from essaybench.llm.ledger import ROW_SCHEMA, Ledger, as_ledger_frame
 from essaybench.llm.part_ledger import PartLedger, ShardSuperseded
 from essaybench.llm.registry import ModelSpec, Registry
@@ -65,9 +71,6 @@ HEARTBEAT_S = 5.0
 # Columns that differ between two runs of the same calls: when and how fast a call came
 # back, and whether this process sent it or was served it.
 VOLATILE_SUFFIXES = ("from_ledger", "latency_s", "_at")
-# Columns of the judge stage computed over the whole run (outlier flags compare an essay
-# with the same model's others; the second judge reads the flags): a shard's differ.
-WHOLE_RUN_COLUMNS = ("judgment_flags", *SECOND_COLUMNS)
 
 
 class ShardError(UserError, RuntimeError):
@@ -80,9 +83,10 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
     existing = read_plan(parts, run_id, missing_ok=True)
     if existing is not None:
         return existing
+    refuse_unshardable(config)
     config = rerun_config(store, run_id, config)
     version, prompts, _ = prompt_set_input(store, config.prompt_set)
-    selected, _ = run_prompts(store, run_id, config, prompts, version)
+    selected, rotation = run_prompts(store, run_id, config, prompts, version)
     scope = run_scope(store, run_id)
     seed: list[str] = []
     with Ledger(store.root / LEDGER_FILE, store.lock_timeout_s) as ledger:
@@ -97,9 +101,58 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
         specs={m: registry.get(m).model_dump(mode="json") for m in config.models()},
         scope_runs=sorted(scope.runs or ()), scope_unattributed=scope.unattributed, seed=seed,
         parallel=parallel or shards,
-        shards=plan_shards(config.generate.models, selected["prompt_id"].to_list(), shards))
+        shards=plan_shards(config.generate.models, selected["prompt_id"].to_list(), shards),
+        code_version=code_version(), pins=rubric_pins(config), rotation=rotation)
     parts.write_json(plan_path(run_id), plan.model_dump(mode="json"))
-    return plan
+    stored = read_plan(parts, run_id)  # as every shard reads it: the digest they compare
+    assert stored is not None
+    return stored
+
+
+def refuse_unshardable(config: BenchmarkConfig) -> None:
+    """What a shard cannot do on its own part of the run, refused before any call."""
+    judge = config.judge
+    if judge.repeats > 1 and judge.repeat_when == "borderline":
+        raise ShardError("judge.repeat_when: borderline cannot run sharded (which essays are "
+                         "repeated depends on every model's cell means): use all or flagged, "
+                         "or sharding: null")
+    if judge.gold_criteria:
+        raise ShardError("judge.gold_criteria cannot run sharded yet (the plan does not "
+                         "carry the gold set's criteria): turn it off, or sharding: null")
+
+
+def rubric_pins(config: BenchmarkConfig) -> dict[str, str]:
+    """The fingerprints of the rubric and judge prompt this checkout would judge with."""
+    scoring = load_scoring(config.judge)
+    pins = {"rubric": f"{scoring.id}:{scoring.fingerprint}"}
+    prompt = load_prompt_for(config.judge)
+    if prompt is not None:
+        pins["judge_prompt"] = prompt.fingerprint
+    return pins
+
+
+def check_pinned(plan: ShardPlan, index: int, digest: str | None) -> BenchmarkConfig:
+    """The plan's config, once this shard has checked that the plan is the one its parent
+    sent (``digest``) and that this checkout's code and rubrics are the plan's; a mismatch
+    is one line naming what differs."""
+    where = f"shard {index} of run {plan.run_id}"
+    if digest is not None and digest != plan.digest:
+        raise ShardError(f"{where}: the plan under the parts store (digest {plan.digest}) "
+                         f"is not the one the parent planned (digest {digest}); refusing to run")
+    if plan.code_version is not None and plan.code_version != code_version():
+        raise ShardError(f"{where}: this worker runs essaybench {code_version()}, the plan "
+                         f"was made with {plan.code_version}; deploy the same code to every "
+                         "worker (refusing to run)")
+    config = BenchmarkConfig.model_validate(plan.config)
+    if plan.pins:
+        mine = rubric_pins(config)
+        changed = sorted(k for k in {*mine, *plan.pins} if mine.get(k) != plan.pins.get(k))
+        if changed:
+            raise ShardError(f"{where}: this worker's {', '.join(changed)} "
+                             f"({', '.join(str(mine.get(k)) for k in changed)}) differ from "
+                             f"the plan's ({', '.join(str(plan.pins.get(k)) for k in changed)});"
+                             " refusing to run")
+    return config
 
 
 def read_plan(parts: PartStore, run_id: str, missing_ok: bool = False) -> ShardPlan | None:
@@ -126,21 +179,24 @@ def superseded(parts: PartStore, run_id: str, index: int, attempt: str) -> bool:
     return isinstance(owner, dict) and owner.get("attempt") not in (None, attempt)
 
 
-def run_shard(parts: PartStore, run_id: str, index: int,
-              attempt: str | None = None) -> dict[str, Any]:
+def run_shard(parts: PartStore, run_id: str, index: int, attempt: str | None = None,
+              plan_digest: str | None = None) -> dict[str, Any]:
     """Generate and judge shard ``index`` of ``run_id``; returns its ``_SUCCESS`` record.
     ``attempt``: this attempt's name (the shard's flow run id; default: a random one), in
     its heartbeat, part names and record. An attempt the parent has replaced (its
-    ``owner`` names another) stops recording calls and writes nothing: ``ShardSuperseded``."""
+    ``owner`` names another) stops recording calls and writes nothing: ``ShardSuperseded``.
+    ``plan_digest``: the digest of the plan the parent made (``ShardPlan.digest``); the
+    shard refuses another plan, and a plan pinned to other code or rubric files
+    (``check_pinned``), before any call."""
     plan = read_plan(parts, run_id)
     assert plan is not None
     if not 0 <= index < len(plan.shards):
         raise ShardError(f"run {run_id} has shards 0–{len(plan.shards) - 1}, not {index}")
+    config = check_pinned(plan, index, plan_digest)
     if shard_done(parts, run_id, index):
         done = parts.read_json(success_path(run_id, SHARD_STAGES[-1], index))
         return {**(done or {}), "already_done": True}
     shard = plan.shards[index]
-    config = BenchmarkConfig.model_validate(plan.config)
     judges = config.judges()
     registry = Registry(models={
         n: ModelSpec.model_validate(shared_limits(s, plan.sharing(n, judges)))
@@ -148,6 +204,8 @@ def run_shard(parts: PartStore, run_id: str, index: int,
     prompts = _shard_prompts(parts, plan, shard)
     scope = ReuseScope.of_run(run_id, plan.scope_runs, plan.scope_unattributed)
     ledger = PartLedger(parts, ledger_prefix(run_id, index), plan.seed, attempt=attempt)
+    # Fencing: asked before each batch of calls and each group commit (llm.part_ledger).
+    ledger.fence = lambda: superseded(parts, run_id, index, ledger.attempt)
     started = datetime.now(UTC)
 
     def beat() -> None:
@@ -185,31 +243,45 @@ def run_shard(parts: PartStore, run_id: str, index: int,
         "host": socket.gethostname(), "pid": os.getpid(), "started_at": started.isoformat(),
         "finished_at": datetime.now(UTC).isoformat(), "sent": sent,
         "served_at_start": ledger.loaded_rows, "essays": essays.table.height,
-        "judgments": judged.table.height, "parts": {}}
+        "judgments": judged.table.height, "parts": {}, "rows": {}, "sha256": {},
+        # what the parent checks before it merges: every ledger part this attempt used
+        "ledger": dict(sorted(ledger.hashes.items())),
+        "meta": {"generate": essays.meta, "judge": judged.meta}}
     beat()  # a last look: a superseded attempt writes no part
     stop_if_superseded("as it finished")
     for stage, table in (("generate", essays.table), ("judge", judged.table)):
         rel = f"{part_prefix(run_id, stage, index)}/part-{ledger.attempt}.parquet"
-        parts.write_parquet(rel, table)
+        data = parquet_bytes(table)
+        parts.write_bytes(rel, data)
         record["parts"][stage] = rel
+        record["rows"][stage] = table.height
+        record["sha256"][stage] = sha256_hex(data)
     for stage in SHARD_STAGES:  # judge last: its _SUCCESS is the shard's
         parts.put_json(success_path(run_id, stage, index), record)
     return record
 
 
+def parquet_bytes(table: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    table.write_parquet(buffer)
+    return buffer.getvalue()
+
+
 def merge_ledgers(store: Store, parts: PartStore, plan: ShardPlan) -> dict[str, int]:
     """Append every shard's ledger parts to the store's ledger (idempotent); refuses while
-    any shard has not succeeded.
+    any shard has not succeeded, and (``verify_ledgers``) while a ledger part its
+    ``_SUCCESS`` names is missing or differs from its recorded sha256.
 
     A call that both the successful attempt of a shard and an earlier attempt made (the
     earlier one was taken for dead while it still ran, or was killed after the call came
     back and before it was stored) was paid twice; the successful attempt's row is the one
-    its parts used, so only that one is merged: the stage replay then serves exactly what
-    the shard wrote. The other rows are counted (``superseded``), not merged."""
+    its parts used, so only that one is merged: the ledger then holds exactly what the
+    shard wrote. The other rows are counted (``superseded``), not merged."""
     missing = [s.index for s in plan.shards if not shard_done(parts, plan.run_id, s.index)]
     if missing:
         raise ShardError(f"run {plan.run_id}: shard(s) {', '.join(map(str, missing))} of "
                          f"{len(plan.shards)} never succeeded; nothing merged")
+    verified = verify_ledgers(parts, plan)
     frames: list[pl.DataFrame] = []
     n_parts = superseded = 0
     for shard in plan.shards:
@@ -219,8 +291,8 @@ def merge_ledgers(store: Store, parts: PartStore, plan: ShardPlan) -> dict[str, 
         n_parts += len(rels)
         won = [r for r in rels if r.rsplit("/", 1)[-1].startswith(mine)]
         lost = [r for r in rels if r not in won]
-        winner = _ledger_rows(parts, won)
-        earlier = _ledger_rows(parts, lost)
+        winner = _ledger_rows(parts, won, verified)
+        earlier = _ledger_rows(parts, lost, verified)
         if earlier.height and winner.height:
             again = earlier["key"].is_in(winner["key"].implode())
             superseded += int(again.sum())
@@ -236,8 +308,34 @@ def merge_ledgers(store: Store, parts: PartStore, plan: ShardPlan) -> dict[str, 
             "added": added, "superseded": superseded}
 
 
-def _ledger_rows(parts: PartStore, rels: Sequence[str]) -> pl.DataFrame:
-    frames = [as_ledger_frame(parts.read_parquet(r)) for r in rels]
+def verify_ledgers(parts: PartStore, plan: ShardPlan) -> dict[str, bytes]:
+    """Every ledger part a shard's successful attempt used is there, byte for byte;
+    returns their contents (read once)."""
+    verified: dict[str, bytes] = {}
+    for shard in plan.shards:
+        done = parts.read_json(success_path(plan.run_id, SHARD_STAGES[-1], shard.index)) or {}
+        hashes = done.get("ledger")
+        if not isinstance(hashes, dict):
+            raise ShardError(f"run {plan.run_id}: shard {shard.index}'s _SUCCESS.json records "
+                             "no ledger parts (written by an older essaybench): remove it and "
+                             "run the shard again")
+        for rel, digest in hashes.items():
+            if not parts.exists(rel):
+                raise ShardError(f"run {plan.run_id}: shard {shard.index}'s ledger part "
+                                 f"{parts.uri(rel)} is missing; nothing merged")
+            data = parts.read_bytes(rel)
+            if sha256_hex(data) != digest:
+                raise ShardError(f"run {plan.run_id}: shard {shard.index}'s ledger part "
+                                 f"{parts.uri(rel)} differs from the sha256 its _SUCCESS.json "
+                                 "recorded; nothing merged")
+            verified[rel] = data
+    return verified
+
+
+def _ledger_rows(parts: PartStore, rels: Sequence[str],
+                 read: dict[str, bytes]) -> pl.DataFrame:
+    frames = [as_ledger_frame(pl.read_parquet(io.BytesIO(read[r])) if r in read
+                              else parts.read_parquet(r)) for r in rels]
     return pl.concat(frames) if frames else pl.DataFrame(schema=ROW_SCHEMA)
 
 
@@ -250,29 +348,6 @@ def stable_rows(table: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
 
 ROW_KEYS = {"generate": ("prompt_id", "model", "sample_index"),
             "judge": ("prompt_id", "model", "sample_index", "judge")}
-
-
-def shard_parts(parts: PartStore, plan: ShardPlan, stage: str) -> pl.DataFrame:
-    """The parts of ``stage`` that the shards' successful attempts wrote, concatenated."""
-    rels = []
-    for shard in plan.shards:
-        done = parts.read_json(success_path(plan.run_id, stage, shard.index))
-        if done is None:
-            raise ShardError(f"shard {shard.index} of run {plan.run_id} has no {stage} part")
-        rels.append(done["parts"][stage])
-    return parts.read_parquets(rels)
-
-
-def check_merged(parts: PartStore, plan: ShardPlan, stage: str, merged: pl.DataFrame) -> None:
-    """The stage snapshot the parent wrote holds exactly the shards' rows."""
-    keys = ROW_KEYS[stage]
-    ours, theirs = stable_rows(merged, keys), stable_rows(shard_parts(parts, plan, stage), keys)
-    whole = [c for c in WHOLE_RUN_COLUMNS if c in ours.columns]
-    ours, theirs = ours.drop(whole), theirs.drop(whole, strict=False)
-    differs = first_difference(ours, theirs, keys)
-    if differs is not None:
-        raise ShardError(f"run {plan.run_id}: the merged {stage} snapshot ({ours.height} rows) "
-                         f"differs from its shards' parts ({theirs.height} rows): {differs}")
 
 
 def first_difference(a: pl.DataFrame, b: pl.DataFrame, keys: Sequence[str]) -> str | None:

@@ -98,6 +98,9 @@ class FakeHost:
     def redact(self, result: ChatResult) -> ChatResult:
         return result  # redaction is the gateway's (tests/llm/test_redaction.py)
 
+    def may_send(self) -> None:
+        pass  # fencing is the part ledger's (tests/stages/test_shard.py)
+
     def idempotency_of(self, call: Call) -> str | None:
         return None  # the header is the gateway's (tests/llm/test_idempotency.py)
 

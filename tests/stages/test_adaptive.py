@@ -19,7 +19,7 @@ from essaybench.core.errors import UserError
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.stages.adaptive import AdaptiveSampler
 from essaybench.stages.generate import prompt_set_input
-from essaybench.stages.pipeline import run_stages
+from essaybench.stages.pipeline import refuse_adaptive, run_stages
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import StageFailed
 from essaybench.store.runs import record_run
@@ -177,11 +177,8 @@ def test_full_mode_is_unchanged_and_sharded_or_partial_adaptive_runs_are_refused
     assert full_calls["writer-a"] == snaps["generate"].read()["prompt_id"].n_unique()
     assert "adaptive" not in snaps
     assert "sampling" not in snaps["generate"].meta.get("params", {})
-    from datetime import UTC, datetime
-
-    with pytest.raises(UserError, match="cannot run sharded"):
-        run_stages(curated_copy, "s1", _config(), ["generate", "judge"], None,
-                   merged_since=datetime.now(UTC), registry=registry("http://x.invalid/v1"))
+    with pytest.raises(UserError, match="cannot run sharded"):  # what the pipeline asks
+        refuse_adaptive(["generate", "judge"], sharded=True)
     with pytest.raises(UserError, match="needs generate and judge"):
         run_stages(curated_copy, "s2", _config(), ["generate"], None,
                    registry=registry("http://x.invalid/v1"))

@@ -7,7 +7,9 @@ Decision, in order:
    non-essay form (a letter, a poem, a comment, a summary, a script, a plan …) there is
    no essay genre to decide; the prompt stays undecided and goes to review, whatever
    genre words it quotes ("给一篇议论文写一段点评"). 自拟题目 names no product; a request
-   for leave (帮我请个假) is an errand, no essay either.
+   for leave (帮我请个假) is an errand, no essay either; so are the kinds of
+   ``non_essay_tasks`` (an exam item about a given text, a short answer, a platform post,
+   a news piece, several pieces at once, a text in another language, a list of questions).
 2. **Open genre**: the task or requirements leave the genre to the writer (文体不限,
    体裁不限, 自选文体, 自定文体, 明确文体, 选定文体, 选择你最能驾驭的文体 …): allowed
    genres ``["any"]``, no single genre.
@@ -36,7 +38,8 @@ from dataclasses import dataclass, field
 
 from essaybench.core.matching import matching_text
 from essaybench.curate.labeler import Genre
-from essaybench.curate.prompt_parts import PromptParts, Segment, split_prompt
+from essaybench.curate.non_essay_tasks import NonEssayTask, non_essay_task
+from essaybench.curate.prompt_parts import PromptParts, Segment, quotations, split_prompt
 
 ANY_GENRE = "any"  # allowed_genres of a prompt that leaves the genre to the writer
 
@@ -46,7 +49,7 @@ _EXPLICIT: dict[Genre, re.Pattern[str]] = {
     Genre.DESCRIPTIVE: re.compile(
         r"描写文|写景(?:散文|作文|短文|文)|抒情散文|状物散文|描写性的?(?:文章|短文)"),
     Genre.EXPOSITORY: re.compile(
-        r"说明文(?![字件])|说明性的?(?:文章|短文)|科普(?:说明)?(?:文章|短文|小品|文)"),
+        r"说明文(?![字件])|说明性的?(?:文章|短文)|(?:科普|普法)(?:说明)?(?:文章|短文|小品|文)"),
 }
 _OPEN_GENRE = re.compile(
     r"(?:文体|体裁)(?:不限|自选|自定|自拟|任选|自由|均可|不作要求|不做要求)|"
@@ -61,9 +64,10 @@ _NOT_TECHNIQUE = "".join(f"(?<!{w})" for w in ("细节", "心理", "外貌", "�
 _CUES: dict[Genre, tuple[str, ...]] = {
     Genre.ARGUMENTATIVE: (
         r"谈谈|说说|谈一谈", r"看法|观点|见解|主张|立场", r"辩证|思辨", r"启示|道理",
-        r"评价|评论|点评|书评|影评", r"论述|论证|论点|论据|阐述|阐明", r"议论|议一议",
+        r"(?<!的)评价|(?<!的)评论|点评|书评|影评", r"论述|论证|论点|论据|阐述|阐明", r"议论|议一议",
         r"辩论|辩题|驳斥|反驳", r"利弊|利与弊|利大于弊|弊大于利",
-        r"怎么看|如何看待|怎样看待|是否", r"演讲稿|读后感|观后感|倡议", r"赞成|反对|认同|同意",
+        r"怎么看|如何看待|怎样看待|是否", r"演讲稿|读后感|观后感|读书报告|倡议",
+        r"赞成|反对|认同|同意",
         r"思考|认识|理解|感悟", r"(?:^|[《“\"「：:\s])论(?![文语\s，。])"),
     Genre.NARRATIVE: (
         r"讲述|讲讲|叙述|记叙|记述|叙事", r"经历", r"故事", r"那一(?:刻|次|天|年|瞬间)",
@@ -90,21 +94,21 @@ _TOPIC_RX = re.compile("|".join(_TOPIC_CUES))
 # its head (last word) says whether it is an essay.
 # 自拟题目 leaves the title to the writer: it is not what is asked for (issue 29); 整理成/编成
 # name a product too ("整理成一则新闻"); a colon ends the product, the content follows it.
-_PRODUCT = re.compile(r"(?:写|撰写|创作|起草|(?<!自)拟|编写|设计|(?:整理|改编|编|做)成)"
+_PRODUCT = re.compile(r"(?:写|撰写|创作|起草|(?<!自)拟|编写|设计|生成|给出|(?:整理|改编|编|做)成)"
                       r"(?:一|两|几|个|份|封|首|段|则|条|篇|套|期|下|张|部|本)*"
                       r"(?P<np>[^，。；：:！？!?;,\n]{1,30})")
 _ESSAY_HEAD = re.compile(
-    r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|演讲稿|发言稿|"
+    r"(?:文章|作文|短文|议论文|记叙文|说明文|描写文|散文|杂文|时评|读后感|观后感|读书报告|演讲稿|发言稿|"
     r"辩论稿|周记|日记|随笔|游记|征文|文)\s*(?:吗|吧|呢)?\s*$")
 _NON_ESSAY_WORDS = (
-    r"信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|报告|总结|纪要|评语|点评|短评|"
+    r"信|邮件|函|通知|启事|公告|教案|课件|方案|计划|规划书?|策划书?|(?<!读书)报告|总结|纪要|评语|点评|短评|"
     r"影评|摘要|简介|文案|广告语?|标语|口号|诗|词|歌词|剧本|脚本|童话(?:故事)?|小说|寓言故事|"
     r"致辞|主持词|颁奖词|开场白|申请书|合同|简历|说明书|攻略|模板|大纲|推文|帖子|海报|祝福语?|"
     r"贺词|对联|店名|名字|题目|试卷|习题|提纲|作品|"
     # issue 30: letters and notes, news, jokes, reviews, case studies, orations, fiction
     # and fragments the always-a-genre labeller published
     r"请假条|假条|便条|借条|收条|留言条|新闻稿?|消息|通讯稿?|简讯|报道|笑话|段子|书评|乐评|剧评|"
-    r"综述|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|独白|同人(?:文|小说)?|"
+    r"综述|研究现状|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|独白|同人(?:文|小说)?|"
     # a kind of story is fiction; a bare 故事 ("写一篇关于我和狗狗的故事") may be a narrative
     r"(?:小|历史|奇幻|魔幻|玄幻|推理|悬疑|科幻|睡前|情感|爱情|恐怖|鬼|武侠|侦探)故事|"
     r"抽象(?:文学|话)|开头|结尾|(?:分析|研究|调研|评测|测评)文章")
@@ -147,6 +151,24 @@ class RuleGenre:
     @property
     def decided(self) -> bool:
         return bool(self.allowed)
+
+
+def _named_without_verb(text: str, view: str) -> NonEssayTask | None:
+    """A request with no writing verb whose first clause ends in a non-essay product,
+    outside quotation marks ("法真简介，200字左右"; not "你是一名新闻评论员，…")."""
+    if any(rx.search(view) for rx in (_PRODUCT, _PRODUCT_END)):
+        return None
+    first = re.search(r"[^\s，。；！？,;!?\n][^，。；！？,;!?\n]*", view)
+    if first is None:
+        return None
+    clause = list(view[: first.end()])
+    for a, b in quotations(text, first.start(), first.end()):
+        clause[a:b] = " " * (b - a)
+    word = _NON_ESSAY_HEAD.search("".join(clause), first.start())
+    if word is None:
+        return None
+    a, b = word.start(), len(word[0].rstrip()) + word.start()
+    return NonEssayTask(f"{text[a:b]}, named without a writing verb", (a, b))
 
 
 @dataclass(frozen=True)
@@ -224,6 +246,14 @@ def genre_by_rules(text: str) -> RuleGenre:
         return RuleGenre(None, f"rule: undecided, the task asks for {text[a:b].strip()}, an "
                          f"errand (a leave request), not an essay{note}", span=(a, b),
                          segment="task", not_essay=True, parts=parts)
+    other = non_essay_task(scan, task_view, parts.keep(_STRONG, scan))
+    if other is None and not essay_named:
+        other = _named_without_verb(text, parts.keep(_STRONG, scan))
+    if other is not None:
+        a, b = other.span
+        return RuleGenre(None, f"rule: undecided, the task asks for {other.what} "
+                         f"({text[a:b].strip()}), not an essay{note}", span=(a, b),
+                         segment=parts.segment_at(a), not_essay=True, parts=parts)
     open_word = _OPEN_GENRE.search(strong_view)
     if open_word is not None:
         lean = _detail(_cues(text, strong_view))

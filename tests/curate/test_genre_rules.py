@@ -204,3 +204,29 @@ def test_a_leave_request_or_a_news_item_is_no_essay(text: str, product: str) -> 
     rule = genre_by_rules(text)
     assert rule.not_essay and not rule.decided
     assert product in rule.evidence
+
+
+# --- issue 29 item 5: essay kinds the held-out public prompts missed -----------------------
+
+@pytest.mark.parametrize(("text", "genre"), [
+    # a popular-law article is a 科普 article: expository, whatever its structure names
+    ("你是一名律师，发表一篇关于“正当防卫”的普法文章。文章结构：引言、主题论述、相关案例、"
+     "结论与建议，2500字以上。", Genre.EXPOSITORY),
+    # a 读书报告 is a reading response (读后感), not a work report
+    ("写一篇《平凡的世界》的读书报告，2000字以上。", Genre.ARGUMENTATIVE),
+    # 史书中的评价 is what is introduced, not an evaluation asked of the writer
+    ("详细介绍李白，以及史书中的评价和他的代表作，3000字。", Genre.EXPOSITORY),
+])
+def test_essay_kinds_the_public_prompts_missed(text: str, genre: Genre) -> None:
+    rule = genre_by_rules(text)
+    assert rule.genre == genre and not rule.not_essay, rule.evidence
+
+
+def test_an_evaluation_asked_of_the_writer_still_counts() -> None:
+    rule = genre_by_rules("请评价一下“直播带货”这种现象，写一篇文章，不少于800字。")
+    assert rule.genre == Genre.ARGUMENTATIVE
+
+
+def test_a_work_report_is_still_no_essay() -> None:
+    rule = genre_by_rules("帮我写一份本季度的工作报告，2000字。")
+    assert rule.not_essay

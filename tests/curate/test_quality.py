@@ -129,7 +129,7 @@ def test_benchmark_measures_a_registry_labeler(tmp_path: Path,
             "    timeout_s: 10\n", encoding="utf-8")
         main(["--eval-set", str(eval_set), "--labeler-model", "labeler", "--registry",
               str(registry), "--store", str(tmp_path / "store"), "--skip-writingbench",
-              "--skip-adversaries"])
+              "--skip-adversaries", "--set", "team"])
     out = capsys.readouterr().out
     rules, llm = out.split("== rules + labeler")
     assert "essays decided                  50.0% (1/2" in rules

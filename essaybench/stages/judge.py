@@ -10,7 +10,7 @@ from datetime import datetime
 import polars as pl
 
 from essaybench.bench.config import BenchmarkConfig
-from essaybench.bench.judge.flags import add_flags, flag_counts
+from essaybench.bench.judge.flags import WHOLE_RUN_FLAGS, add_flags, flag_counts
 from essaybench.bench.judge.injection import forget_essay_flags
 from essaybench.bench.judge.judgments import run_judge
 from essaybench.bench.judge.memo import PREFETCHED
@@ -19,7 +19,6 @@ from essaybench.bench.judge.repeats import MAIN_SCORE
 from essaybench.bench.judge.request import STAGE, load_scoring
 from essaybench.bench.judge.second import (
     flagged_failures,
-    no_second_opinions,
     second_opinions,
     second_summary,
 )
@@ -42,8 +41,9 @@ def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
                  session: GatewaySession, second: bool = True) -> StageOutput:
     """The judgments of ``essays`` (flags and second opinions included): what the judge
     stage writes, and what a shard of a sharded run writes as its part (``second``
-    False: a shard sees only some essays, so its outlier flags are not the run's and the
-    second judge waits for the merged run). A flagged essay whose judgment failed is
+    False: a shard sees only some essays, so its outlier flags are not the run's: it asks
+    the second judge only about rows flagged otherwise, and the assembly recomputes the
+    flags and completes the second opinions). A flagged essay whose judgment failed is
     judged again (``second.py``) and counted per model in ``flagged_failures``."""
     out = run_judge(essays, config.judge, session)
     # Flags ask for a second look (judge.second_judge); they change no score and no status.
@@ -52,9 +52,11 @@ def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,
     PREFETCHED.forget()  # the prefetch's requests of essays the stage did not judge
     PREFETCHED_READS.forget()  # and its reads of results the stage did not take
     # A failed judgment of a flagged essay is judged again on a stripped copy when there is
-    # no second judge: per row (its essay's flags), so shards do it too.
-    table = second_opinions(table, essays, config.judge, session) \
-        if second or config.judge.second_judge is None else no_second_opinions(table)
+    # no second judge: per row (its essay's flags), so shards do it too. A shard asks the
+    # second judge about the rows its own flags choose; the whole-run ones are the
+    # assembly's (stages/shard_assemble.py).
+    table = second_opinions(table, essays, config.judge, session,
+                            skip=() if second else WHOLE_RUN_FLAGS)
     meta = {**out.meta, **judgment_meta(table, config)}
     return StageOutput(table, meta, out.run_meta)
 

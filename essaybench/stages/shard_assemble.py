@@ -10,12 +10,14 @@ row or anything could be sent. Then it merges the ledger parts into the store's 
 the parts, Parquet to Parquet, with no model client.
 
 What a shard cannot know is computed here from the assembled tables: the outlier flags
-(an essay against the same model's others and the other models on its prompt), the
-per-run counts, and, where ``judge.second_judge`` is configured, the second opinions on
-the flagged rows: the only calls the parent sends for generate and judge (their essays
-are flagged over the whole run), through a gateway that knows no model but the second
-judge. The drift stage (the judges re-score the anchors) follows in the parent, as in a
-single-process run. Every model entry comes from the plan, never from disk.
+(an essay against the same model's others and the other models on its prompt) and the
+per-run counts. Where ``judge.second_judge`` is configured the shards asked it about the
+rows their own flags chose (every flag but ``WHOLE_RUN_FLAGS``); the essays only the
+whole run flags (an outlier) are asked here: the only calls the parent sends for generate
+and judge, through a gateway that knows no model but the second judge, opened only when
+there are such essays. The drift stage (the judges re-score the anchors) follows in the
+parent, as in a single-process run. Every model entry comes from the plan, never from
+disk.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from essaybench.bench.config import BenchmarkConfig
 from essaybench.bench.generate import generate_meta
 from essaybench.bench.health import call_counts
 from essaybench.bench.judge.judgments import status_counts
-from essaybench.bench.judge.second import SECOND_COLUMNS, second_opinions
+from essaybench.bench.judge.second import complete_second_opinions
 from essaybench.core.contracts import StageOutput
 from essaybench.core.hashing import sha256_hex
 from essaybench.llm.registry import ModelSpec, Registry
@@ -181,10 +183,11 @@ def assemble_run(store: Store, parts: PartStore, plan: ShardPlan,
 
     def judge() -> StageOutput:
         table = flag_judgments(judged, essays, config)
-        if config.judge.second_judge is not None:  # flagged over the whole run: sent here
-            with _gateway(store, plan, registry, [config.judge.second_judge]) as session:
-                table = second_opinions(table.drop(list(SECOND_COLUMNS), strict=False),
-                                        essays, config.judge, session)
+        second = config.judge.second_judge
+        if second is not None:  # the shards' opinions, and those only the whole run asks
+            table = complete_second_opinions(
+                table, essays, config.judge,
+                lambda: _gateway(store, plan, registry, [second]))
         metas = [(s.record.get("meta") or {}).get("judge", {}) for s in verified]
         calls = {j: c.model_dump() for j, c in call_counts(table, "judge").items()}
         meta = {**_summed(metas), "counts": status_counts(table), "calls": calls,

@@ -41,6 +41,9 @@ from essaybench.bench.judge.injection import essay_flags
 from essaybench.core.contracts import OK
 
 JUDGMENT_FLAGS = ("all_max", "zero_variance", "outlier_high")
+# Decided over the whole run (an essay against the others): a shard of a sharded run
+# cannot, so it leaves these to the parent's assembly (stages/shard_assemble.py).
+WHOLE_RUN_FLAGS = ("outlier_high",)
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,16 @@ def add_flags(table: pl.DataFrame, essays: pl.DataFrame, score_max: int,
                               pl.Series("judgment_flags", judgment_col, dtype=pl.Utf8))
 
 
-def flagged(table: pl.DataFrame) -> pl.Series:
-    """Whether each row has any essay or judgment flag."""
-    return (pl.Series([v != "[]" for v in table["essay_flags"]])
-            | pl.Series([v != "[]" for v in table["judgment_flags"]]))
+def flagged(table: pl.DataFrame, skip: Sequence[str] = ()) -> pl.Series:
+    """Whether each row has any essay or judgment flag (judgment flags in ``skip`` aside:
+    a shard leaves out ``WHOLE_RUN_FLAGS``, which only the whole run decides)."""
+    if not skip:
+        return (pl.Series([v != "[]" for v in table["essay_flags"]])
+                | pl.Series([v != "[]" for v in table["judgment_flags"]]))
+    left_out = set(skip)
+    return pl.Series([e != "[]" or any(c not in left_out for c in json.loads(j or "[]"))
+                      for e, j in table.select("essay_flags", "judgment_flags").iter_rows()],
+                     dtype=pl.Boolean)
 
 
 def flag_counts(table: pl.DataFrame) -> pl.DataFrame:

@@ -16,6 +16,9 @@ in the second-opinion columns, and :func:`flagged_failures` counts them per mode
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
 import polars as pl
 
 from essaybench.bench.judge.flags import flagged
@@ -54,13 +57,15 @@ def no_second_opinions(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def second_opinions(table: pl.DataFrame, essays: pl.DataFrame, params: JudgeParams,
-                    session: Runner) -> pl.DataFrame:
+                    session: Runner, skip: Sequence[str] = ()) -> pl.DataFrame:
     """``table`` (flagged judge rows) with the second opinion on the flagged ones (null
     columns elsewhere): the second judge's; without one, a flagged essay whose judgment
-    failed is re-judged by its own judge on a stripped copy (module docstring)."""
+    failed is re-judged by its own judge on a stripped copy (module docstring).
+    ``skip``: judgment flags that ask for no second opinion here (a shard: the whole-run
+    ones, left to ``complete_second_opinions``)."""
     score = MAIN_SCORE[params.mode]
     second = params.second_judge
-    marked = table.with_columns(pl.lit(flagged(table)).alias("_flagged"))
+    marked = table.with_columns(pl.lit(flagged(table, skip)).alias("_flagged"))
     keys = list(ESSAY_KEY_COLUMNS)
     opinions: list[pl.DataFrame] = []
     if second is not None:
@@ -83,6 +88,39 @@ def second_opinions(table: pl.DataFrame, essays: pl.DataFrame, params: JudgePara
         return no_second_opinions(table)
     merged = marked.join(pl.concat(opinions), on=keys, how="left", maintain_order="left")
     return merged.with_columns(  # only the flagged rows carry the second opinion
+        *(pl.when(pl.col("_flagged")).then(pl.col(c)).otherwise(None).alias(c)
+          for c in SECOND_COLUMNS)).drop("_flagged")
+
+
+def complete_second_opinions(table: pl.DataFrame, essays: pl.DataFrame,
+                             params: JudgeParams,
+                             session_of: Callable[[], AbstractContextManager[Runner]]
+                             ) -> pl.DataFrame:
+    """A sharded run's assembled judge table (flags over the whole run), whose shards asked
+    the second judge about the rows their own flags chose (``second_opinions`` with
+    ``skip=WHOLE_RUN_FLAGS``), with what ``second_opinions`` gives the whole table: each
+    flagged row carries its essay's second opinion, another row's where the essay has one,
+    else asked now (the essays only the whole run flagged: ``session_of()`` is opened only
+    for those); rows not flagged carry none."""
+    second = params.second_judge
+    assert second is not None
+    keys = list(ESSAY_KEY_COLUMNS)
+    marked = table.with_columns(pl.lit(flagged(table)).alias("_flagged"))
+    known = table.filter(pl.col("second_judge").is_not_null()).select(
+        *keys, *SECOND_COLUMNS).unique(keys, keep="first", maintain_order=True)
+    wanted = marked.filter(pl.col("_flagged") & (pl.col("judge") != second)).select(
+        ESSAY_KEY_COLUMNS).unique().join(known, on=keys, how="anti")
+    if wanted.height:
+        chosen = essays.join(wanted, on=keys, how="semi")
+        one = params.model_copy(update={"judges": [second], "repeats": 1,
+                                        "second_judge": None})
+        with session_of() as session:
+            asked = _opinions(run_judge(chosen, one, session).table, pl.lit(second),
+                              MAIN_SCORE[params.mode])
+        known = pl.concat([known, asked], how="vertical_relaxed")
+    merged = marked.drop(list(SECOND_COLUMNS), strict=False).join(
+        known, on=keys, how="left", maintain_order="left")
+    return merged.with_columns(
         *(pl.when(pl.col("_flagged")).then(pl.col(c)).otherwise(None).alias(c)
           for c in SECOND_COLUMNS)).drop("_flagged")
 

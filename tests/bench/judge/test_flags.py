@@ -11,6 +11,7 @@ import pytest
 from essaybench.bench.judge.flags import (
     OUTLIER_RULE,
     RAW_OUTLIER_RULE,
+    WHOLE_RUN_FLAGS,
     OutlierRule,
     _outliers,
     _prompt_relative,
@@ -198,3 +199,11 @@ def test_outliers_equal_the_rule_computed_row_by_row(seed: int) -> None:
         expected = _outliers_by_definition(table, rule)
         assert _outliers(table, "score_weighted", rule) == expected
     assert _outliers_by_definition(table, OUTLIER_RULE)  # the planted ones are found
+
+
+def test_a_shard_leaves_the_whole_run_flags_out_of_what_it_sends_for_a_second_look() -> None:
+    table = pl.DataFrame({"essay_flags": ["[]", "[]", '["instruction"]', "[]"],
+                          "judgment_flags": ['["outlier_high"]', '["all_max"]',
+                                             '["outlier_high"]', "[]"]})
+    assert flagged(table).to_list() == [True, True, True, False]
+    assert flagged(table, skip=WHOLE_RUN_FLAGS).to_list() == [False, True, True, False]

@@ -84,7 +84,6 @@ from ops import local_stack, netns
 from ops.s3_local import moto_s3
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "scale-out-key", "AWS_SECRET_ACCESS_KEY": "scale-out-secret"}
 WEEKLY = "pipeline/pipeline-weekly"
 STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
 PARTITION_S = STALE_S + 25.0  # --partition: the re-sent attempt runs while the old one lives
@@ -411,8 +410,12 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             stack_.callback(netns_gone, net)
         host = "127.0.0.1" if net is None else net.host_address
         server = stack_.enter_context(spawn_fake_server(scenario, host=host))
-        s3 = stack_.enter_context(moto_s3(host))
-        s3_env = {**CREDENTIALS, S3_ENDPOINT_ENV: s3.endpoint}
+        # A server that checks every request's signature (the runbook's object storage):
+        # its one key, given to every worker, as on hosts with a bucket's credentials.
+        s3 = stack_.enter_context(moto_s3(host, signed=True))
+        assert s3.credentials is not None
+        s3_env = {**s3.credentials, "AWS_DEFAULT_REGION": "us-east-1",
+                  S3_ENDPOINT_ENV: s3.endpoint}
         os.environ.update(s3_env)
         parts_url = "s3://essaybench/team"
         ensure_bucket(parts_url)

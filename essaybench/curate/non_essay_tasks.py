@@ -12,7 +12,9 @@ writer to do, not by its topic:
 - **a news piece given its lead** (导语：…);
 - **several pieces at once** (创作五篇日记, 写三篇短文): a series, not one essay prompt;
 - **a text in another language** (用英文写一篇文章): the benchmark is of Chinese essays;
-- **a list of questions** (准备相关问题, 列出采访问题).
+- **a list of questions** (准备相关问题, 列出采访问题);
+- **a part of academic work** (国内外研究现状, 研究意义, 文献综述, 开题报告) where the request
+  names no essay form.
 
 :func:`non_essay_task` reads the matching text (``core.matching``) and the views
 ``genre_rules`` builds (task only; task and requirements), offsets kept, and returns what
@@ -41,6 +43,7 @@ _OTHER_LANGUAGE = re.compile(
     r"(?:用|以|使用)(?:英文|英语|日文|日语|韩文|韩语|法文|法语|德文|德语|俄文|俄语|西班牙语)"
     r"(?:来)?(?:写|撰写|创作|完成)")
 _QUESTIONS = re.compile(r"(?:准备|列出|拟出|设计)[^，。；！？\n]{0,10}?问题")
+_ACADEMIC = re.compile(r"研究现状|研究意义|研究综述|文献综述|开题报告")
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,9 @@ def non_essay_task(scan: str, task_view: str, strong_view: str) -> NonEssayTask 
     for rx, view, what in checks:
         if (m := rx.search(view)) is not None:
             return NonEssayTask(what, m.span())
-    answer = _ANSWER.search(scan)
-    if answer is not None and _ESSAY_FORM.search(scan) is None:
-        return NonEssayTask("a short answer", answer.span())
+    if _ESSAY_FORM.search(scan) is not None:
+        return None
+    for rx, what in ((_ANSWER, "a short answer"), (_ACADEMIC, "a part of academic work")):
+        if (m := rx.search(scan)) is not None:
+            return NonEssayTask(what, m.span())
     return None

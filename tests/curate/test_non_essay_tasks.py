@@ -35,6 +35,8 @@ STORY = "老王在村口守了四十年的渡口，每天摆渡的人越来越�
      "用英语写"),
     ("你是一名记者，正在专访一位航天员，请准备相关问题。",
      "a list of questions", "准备相关问题"),
+    ("新型储能电池热管理技术的国内外研究现状详细解说，800字左右。",
+     "a part of academic work", "研究现状"),
 ])
 def test_such_a_request_is_no_essay_whatever_genre_words_it_holds(
         text: str, kind: str, cue: str) -> None:
@@ -54,6 +56,8 @@ def test_such_a_request_is_no_essay_whatever_genre_words_it_holds(
     ("请简述你对“躺平”的看法，写一篇不少于800字的议论文。", ("argumentative",)),
     # one diary is a narrative, not a series
     ("写一篇日记，记一次难忘的春游，不少于500字。", ("narrative",)),
+    # research as the topic of an essay
+    ("谈谈你对我国航天研究现状的看法，写一篇议论文。", ("argumentative",)),
     # 公众号 as the topic of an opinion, not the place to publish
     ("谈谈你对“公众号文化”的看法，写一篇文章，不少于800字。", ("argumentative",)),
 ])

@@ -230,3 +230,15 @@ def test_an_evaluation_asked_of_the_writer_still_counts() -> None:
 def test_a_work_report_is_still_no_essay() -> None:
     rule = genre_by_rules("帮我写一份本季度的工作报告，2000字。")
     assert rule.not_essay
+
+
+@pytest.mark.parametrize(("text", "product"), [
+    ("请给出一份理由充分的减免学费申请信，600字左右。", "申请信"),  # 给出 names a product
+    ("请生成一张迎新晚会的宣传海报。", "海报"),  # and so does 生成
+    ("以“城市更新”为题写国内外研究现状，800字左右。", "研究现状"),
+])
+def test_products_named_after_give_or_generate_and_research_status(
+        text: str, product: str) -> None:
+    rule = genre_by_rules(text)
+    assert rule.not_essay and "the task asks for" in rule.evidence
+    assert product in rule.evidence

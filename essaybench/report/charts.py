@@ -5,12 +5,13 @@ pairwise win-rate matrix and Bradley–Terry ratings. Each returns an inline ``<
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
 from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from essaybench.report.svg import ChartIds, chart_style, fit_margins, inline_svg, text_width_in
@@ -23,6 +24,17 @@ def model_colors(models: Sequence[str]) -> dict[str, tuple[float, float, float, 
     """One colour per model, the same in every chart of the page."""
     cmap = colormaps["tab10" if len(models) <= 10 else "tab20"]
     return {m: cmap(i % cmap.N) for i, m in enumerate(sorted(models))}
+
+
+def hbars(ax: Axes, y: Iterable[float], widths: Iterable[float], *, height: float,
+          color: tuple[float, float, float, float]) -> None:
+    """Horizontal bars from 0 as one collection, leaving the axes' limits to the caller:
+    ``barh`` adds a patch per bar and recomputes the data limits for each, a quarter of a
+    15-panel chart's time. A NaN width draws no bar, as with ``barh``."""
+    half = height / 2
+    verts = [((0.0, yi - half), (w, yi - half), (w, yi + half), (0.0, yi + half))
+             for yi, w in zip(y, widths, strict=True) if math.isfinite(w)]
+    ax.add_collection(PolyCollection(verts, facecolors=[color], linewidths=0), autolim=False)
 
 
 def _figure(width: float, rows: int) -> tuple[Figure, Axes]:

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from essaybench.core.contracts import GENRES, PROMPT_SETS
-from essaybench.report.charts import model_colors
+from essaybench.report.charts import hbars, model_colors
 from essaybench.report.labels import Labels
 from essaybench.report.svg import (
     ChartIds,
@@ -88,7 +88,7 @@ def trait_profile_chart(ids: ChartIds, judge: str, traits: pl.DataFrame,
             mine = {(g, t): s for g, t, s in rows.filter(pl.col("model") == models[k])
                     .select("genre", "trait", "score").iter_rows()}
             values = [mine.get(pair, np.nan) for pair in order]
-            ax.barh(y, values, color=colors[models[k]], height=0.7)
+            hbars(ax, y, values, color=colors[models[k]], height=0.7)
             for i in range(1, len(order)):  # a line between genres
                 if order[i][0] != order[i - 1][0]:
                     ax.axhline(y[i] + 0.5, color="grey", linewidth=0.5)

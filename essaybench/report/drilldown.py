@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -26,8 +26,10 @@ from essaybench.report.labels import Labels
 ESSAY_KEYS = ("prompt_id", "model", "sample_index")
 
 
-@dataclass(frozen=True)
-class TraitScores:
+class TraitScores(NamedTuple):
+    """One trait's sub-question scores in a judgment (a tuple: 10,920 judgments make ~55k;
+    a frozen dataclass was most of the drill-down's time at the paper's scale)."""
+
     trait: str
     scores: list[tuple[str, str]]  # (sub-question id, score)
 
@@ -98,13 +100,29 @@ def requirement_text(lo: int | None, hi: int | None, approx: int | None) -> str:
     return "no length requirement"
 
 
-def _traits(scores_json: str | None, labels: Labels) -> list[TraitScores]:
-    scores: dict[str, Any] = json.loads(scores_json) if scores_json else {}
-    by_trait: dict[str, list[tuple[str, str]]] = {}
-    for qid, value in scores.items():
+TraitPlan = list[tuple[str, list[tuple[int, str]]]]  # (trait label, [(key index, question)])
+
+
+def _trait_plan(keys: tuple[str, ...], labels: Labels) -> TraitPlan:
+    """How a judgment's score keys (``trait.question``) group into traits, in key order."""
+    by_trait: dict[str, list[tuple[int, str]]] = {}
+    for i, qid in enumerate(keys):
         trait, _, question = qid.rpartition(".")
-        by_trait.setdefault(trait, []).append((question or qid, str(value)))
-    return [TraitScores(labels.trait(t) if t else "", qs) for t, qs in by_trait.items()]
+        by_trait.setdefault(trait, []).append((i, question or qid))
+    return [(labels.trait(t) if t else "", qs) for t, qs in by_trait.items()]
+
+
+def _traits(scores_json: str | None, labels: Labels,
+            plans: dict[tuple[str, ...], TraitPlan]) -> list[TraitScores]:
+    """A judgment's scores by trait; ``plans`` keeps each key set's grouping (one per rubric,
+    so 10,920 judgments are grouped a handful of times, not once each)."""
+    scores: dict[str, Any] = json.loads(scores_json) if scores_json else {}
+    keys = tuple(scores)
+    plan = plans.get(keys)
+    if plan is None:
+        plan = plans[keys] = _trait_plan(keys, labels)
+    values = [str(v) for v in scores.values()]
+    return [TraitScores(name, [(q, values[i]) for i, q in qs]) for name, qs in plan]
 
 
 def _flags(*lists: str | None) -> list[str]:
@@ -119,10 +137,11 @@ def _flags(*lists: str | None) -> list[str]:
 def _judgments(judgments: pl.DataFrame, labels: Labels) -> dict[tuple[Any, ...],
                                                                  list[JudgmentView]]:
     out: dict[tuple[Any, ...], list[JudgmentView]] = {}
+    plans: dict[tuple[str, ...], TraitPlan] = {}
     for r in judgments.sort("judge").iter_rows(named=True):
         view = JudgmentView(str(r["judge"]), str(r["status"]), r.get("score_weighted"),
                             r.get("score_unweighted"), r.get("analysis"), r.get("error"),
-                            _traits(r.get("scores"), labels),
+                            _traits(r.get("scores"), labels, plans),
                             _flags(r.get("essay_flags"), r.get("judgment_flags")),
                             r.get("essay_genre"), r.get("genre_source"),
                             r.get("second_judge"), r.get("second_status"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from essaybench.core.gcfreeze import collector_paused, frozen_heap
+from essaybench.core.gcfreeze import STEP_GEN0_THRESHOLD, collector_paused, frozen_heap
 
 
 def test_nested_and_threaded_uses_unfreeze_once_all_have_ended() -> None:
@@ -65,3 +65,22 @@ def test_a_collector_the_caller_had_disabled_stays_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_step_collects_the_young_generation_less_often_and_restores_the_thresholds() -> None:
+    before = gc.get_threshold()
+    with frozen_heap():
+        assert gc.get_threshold() == (max(before[0], STEP_GEN0_THRESHOLD), *before[1:])
+        with frozen_heap():
+            assert gc.get_threshold()[0] >= STEP_GEN0_THRESHOLD
+        assert gc.get_threshold()[0] >= STEP_GEN0_THRESHOLD  # the outer step still runs
+    assert gc.get_threshold() == before
+
+
+def test_a_nested_step_freezes_what_the_steps_before_it_left() -> None:
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        left = [[i] for i in range(1000)]  # what an earlier step made and kept
+        with frozen_heap():
+            assert gc.get_freeze_count() >= frozen + len(left)
+    assert gc.get_freeze_count() == 0

@@ -41,6 +41,7 @@ from essaybench.bench.health import RunUnhealthy
 from essaybench.bench.sharding import ShardingParams
 from essaybench.core.activity import doing
 from essaybench.core.errors import UserError, user_error_of
+from essaybench.core.gcfreeze import frozen_heap
 from essaybench.core.settings import (
     DEFAULT_BENCHMARK_CONFIG,
     DEFAULT_CURATE_CONFIG,
@@ -135,9 +136,13 @@ def pipeline_flow(
     record_run(store, run_id, base_run=base_run, from_stage=from_stage,
                reuse_from=reuse_from, config_path=benchmark_config, flow_run_id=flow_run_id)
     try:
-        result = _run(store, store_root, run_id, benchmark_config, curate_config, curate,
-                      from_stage, base_run, over_budget_ok, uncalibrated_ok, lock_timeout_s,
-                      shards)
+        # One frozen heap across the stages: each stage freezes what the ones before it
+        # left, and the whole heap is not rescanned between them (a full pass after the
+        # calls, 0.3 s at the paper's scale, when each stage unfroze on its way out).
+        with frozen_heap():
+            result = _run(store, store_root, run_id, benchmark_config, curate_config, curate,
+                          from_stage, base_run, over_budget_ok, uncalibrated_ok,
+                          lock_timeout_s, shards)
     except Exception as exc:
         if target is not None:  # the team sees what failed; the failure stays the error
             _publish_failed(run_id, store_root, target, lock_timeout_s)

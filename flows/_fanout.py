@@ -6,7 +6,12 @@ timeout=0)`` as a subflow of the pipeline run, and an idempotency key per attemp
 that restarts finds its attempts instead of starting them twice. A shard that ends
 FAILED or CRASHED, or whose heartbeat stops while Prefect still lists it RUNNING (its
 worker was killed: nobody is left to report the crash), is marked CRASHED and sent again,
-up to ``retries`` times; the new attempt is served every call the old one recorded.
+up to ``retries`` times; the new attempt is served every call the old one recorded. A
+shard that refused to run (its flow run ends ``Refused``: another plan, other code, a part
+store it cannot see) fails the run at once: every attempt would be refused alike. A shard
+that never starts fails the run after ``start_deadline_s`` (``runs.shard_deadline``), its
+flow run cancelled; a parent on the shards' own pool whose limit leaves them no slot is
+refused before any shard is sent.
 """
 
 from __future__ import annotations
@@ -16,14 +21,16 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from prefect import get_run_logger
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.objects import FlowRun, State
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
-from prefect.states import Crashed
+from prefect.runtime import flow_run as this_flow_run
+from prefect.states import Cancelled, Crashed
 
 from essaybench.bench.sharding import ShardingParams
-from essaybench.runs.shards import heartbeat_path, owner_path
+from essaybench.runs.shard_deadline import Waiting, slot_conflict, start_overdue, stuck_line
+from essaybench.runs.shards import REFUSED_STATE, heartbeat_path, owner_path
 from essaybench.stages.shard import ShardError, shard_done
 from essaybench.store.parts import PartStore
 
@@ -43,6 +50,42 @@ def _stale(beat: object, running_since: datetime | None, now: datetime,
             else None)
 
 
+def refusal(state: State[object] | None) -> str | None:
+    """The refusal's line when a shard's flow run ended ``Refused`` (final: never sent
+    again); None for any other state."""
+    if state is None or not state.is_failed() or state.name != REFUSED_STATE:
+        return None
+    return state.message or "refused to run"
+
+
+def _refuse_slot_conflict(client: SyncPrefectClient, params: ShardingParams,
+                          n_shards: int) -> None:
+    """Refuses (one line) a parent that holds a slot of the limit its own shards need."""
+    parent_id = this_flow_run.id
+    if parent_id is None:
+        return
+    parent = client.read_flow_run(UUID(str(parent_id)))
+    if parent.work_pool_name is None:  # not started from a deployment: holds no slot
+        return
+    try:
+        deployment = client.read_deployment_by_name(params.deployment)
+    except ObjectNotFound:
+        return  # said in one line when the first shard is sent
+    pool_name, queue_name = deployment.work_pool_name, deployment.work_queue_name
+    if pool_name != parent.work_pool_name:
+        return
+    pool_limit = client.read_work_pool(pool_name).concurrency_limit
+    queue_limit = None
+    if queue_name is not None and queue_name == parent.work_queue_name:
+        queue_limit = client.read_work_queue_by_name(
+            queue_name, work_pool_name=pool_name).concurrency_limit
+    why = slot_conflict(parent.work_pool_name, parent.work_queue_name, pool_name,
+                        queue_name, pool_limit, queue_limit,
+                        min(params.parallel or n_shards, n_shards), params.deployment)
+    if why is not None:
+        raise ShardError(why)
+
+
 def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingParams,
                poll_s: float = 2.0, plan_digest: str | None = None) -> dict[int, int]:
     """Returns the attempts each shard took (0: done before this call). ``plan_digest``:
@@ -50,9 +93,12 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
     log = get_run_logger()
     attempts = dict.fromkeys(range(n_shards), 0)
     running: dict[int, UUID] = {}
+    sent_at: dict[int, float] = {}
+    where: dict[str, str | None] = {"pool": None, "queue": None}
 
     def submit(k: int) -> None:
         attempts[k] += 1
+        sent_at[k] = time.monotonic()
         try:
             flow_run = run_deployment(
                 params.deployment, parameters={"parts_url": parts.url, "run_id": run_id,
@@ -65,32 +111,43 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                              "Prefect server (prefect deploy --all, and workers on its pool; "
                              "README, \"Running on several machines\")") from exc
         running[k] = flow_run.id
+        where["pool"], where["queue"] = flow_run.work_pool_name, flow_run.work_queue_name
         # The attempt the run waits for: an older one still alive stops (ShardSuperseded).
         parts.put_json(owner_path(run_id, k), {"attempt": str(flow_run.id)})
 
+    with get_client(sync_client=True) as client:
+        _refuse_slot_conflict(client, params, n_shards)
     for k in range(n_shards):
         if not shard_done(parts, run_id, k):
             submit(k)
     log.info("run %s: %d of %d shards sent to %s", run_id, len(running), n_shards,
              params.deployment)
-    last_report = time.monotonic()
+    last_report = progress_at = time.monotonic()
     with get_client(sync_client=True) as client:
         while running:
             time.sleep(poll_s)
             now = datetime.now(UTC)
             states: dict[str, int] = {}
+            waiting: list[Waiting] = []
             for k, flow_run_id in sorted(running.items()):
                 state = client.read_flow_run(flow_run_id).state
                 name = (state.name if state is not None else None) or "Unknown"
                 states[name] = states.get(name, 0) + 1
-                if state is not None and state.is_completed() and shard_done(parts, run_id, k):
+                if state is None or state.is_scheduled():  # Scheduled, Late: not started
+                    waiting.append(Waiting(k, str(flow_run_id), name))
+                    continue
+                progress_at = time.monotonic()  # started or ended: the pool moves
+                if state.is_completed() and shard_done(parts, run_id, k):
                     del running[k]
                     log.info("shard %d of run %s done (attempt %d)", k, run_id, attempts[k])
                     continue
+                refused = refusal(state)
+                if refused is not None:  # every attempt would be refused alike
+                    raise ShardError(f"{refused} (not sent again)")
                 why = None
-                if state is not None and state.is_final():
+                if state.is_final():
                     why = f"ended {name}: {state.message or ''}".strip()
-                elif state is not None and (state.is_running() or state.is_pending()):
+                elif state.is_running() or state.is_pending():
                     # Pending: a worker took it and is starting its process (or died doing
                     # so: then nobody moves it on). Scheduled runs wait for a free slot.
                     why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
@@ -106,8 +163,24 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                 log.warning("shard %d of run %s %s; sending it again (attempt %d)", k,
                             run_id, why, attempts[k] + 1)
                 submit(k)
+            overdue = [w for w in waiting if start_overdue(
+                sent_at[w.index], progress_at, time.monotonic(), params.start_deadline_s)]
+            if overdue:
+                _cancel(client, waiting, run_id)
+                waited = time.monotonic() - max(progress_at,
+                                                min(sent_at[w.index] for w in overdue))
+                raise ShardError(stuck_line(run_id, waiting, waited, where["pool"],
+                                            where["queue"]))
             if time.monotonic() - last_report > 30:
                 last_report = time.monotonic()
                 log.info("run %s: %d shard(s) left: %s", run_id, len(running),
                          ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
     return attempts
+
+
+def _cancel(client: SyncPrefectClient, waiting: list[Waiting], run_id: str) -> None:
+    """Cancels the shards that never started: a worker that comes later must not start
+    shards of a run that has failed."""
+    for w in waiting:
+        client.set_flow_run_state(UUID(w.flow_run_id), Cancelled(
+            message=f"run {run_id} failed: shard {w.index} never started"), force=True)

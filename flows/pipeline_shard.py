@@ -8,19 +8,30 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 from prefect.runtime import flow_run
+from prefect.states import Failed
 
 from essaybench.runs.parts_reach import require_plan_visible
+from essaybench.runs.shards import REFUSED_STATE, ShardRefused
 from essaybench.store.parts import PartStore
 from essaybench.tasks.shard import shard_task
 
 
 @flow(name="pipeline-shard", flow_run_name="{run_id}-shard{index}")
 def pipeline_shard_flow(parts_url: str, run_id: str, index: int,
-                        plan_digest: str | None = None) -> dict[str, Any]:
+                        plan_digest: str | None = None) -> dict[str, Any] | State[Any]:
     """``plan_digest``: the digest of the plan the parent made; the shard refuses another
-    plan, or one pinned to other code or rubrics (``stages.shard.check_pinned``)."""
+    plan, or one pinned to other code or rubrics (``stages.shard.check_pinned``).
+
+    A refusal ends the flow run in a Failed state named ``Refused`` (its message the
+    refusal's one line): the parent's retry loop sends a refused shard no other attempt,
+    as each would cost a flow run (~5 CPU-s) and be refused alike. (Prefect's own
+    ``retry_condition_fn`` is a task option; the shard's retries are the parent's.)"""
     # The flow run's id names the attempt: the parent knows it (run_deployment returned
     # it) and records it as the shard's owner; see essaybench.stages.shard.
-    require_plan_visible(PartStore(parts_url), run_id)  # a local folder of another host?
-    return shard_task(parts_url, run_id, index, str(flow_run.id), plan_digest)
+    try:
+        require_plan_visible(PartStore(parts_url), run_id)  # a local folder of another host?
+        return shard_task(parts_url, run_id, index, str(flow_run.id), plan_digest)
+    except ShardRefused as exc:
+        return Failed(name=REFUSED_STATE, message=str(exc))

@@ -28,6 +28,12 @@ class ShardingParams(BaseModel):
     startup_grace_s: float = Field(default=180.0, gt=0, description="A shard that has been "
                                    "running this long without its first heartbeat (imports, "
                                    "plan, servers) is taken for dead and sent again.")
+    start_deadline_s: float = Field(default=600.0, gt=0, description="A shard still "
+                                    "waiting to start (Scheduled, Late) this long after it "
+                                    "was sent, while no other shard of the run started or "
+                                    "ended meanwhile, fails the run: no worker serves the "
+                                    "shards' work queue, or the pool is full. Its flow run is "
+                                    "cancelled and the failure names it.")
     deployment: str = Field(default=SHARD_DEPLOYMENT, description="The shard flow's "
                             "deployment (flow/deployment), served by the pool's workers.")
     parts_url: str | None = Field(default=None, description="Where shards write their parts: "

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import socket
 
-from essaybench.core.errors import UserError
-from essaybench.runs.shards import plan_path
+from essaybench.runs.shards import ShardRefused, plan_path
 from essaybench.store.parts import PARTS_URL_ENV, PartStore
 
 RUNBOOK = 'docs/scale-out.md, "Runbook: two or three hosts"'
 
 
-class PartsNotSharedError(UserError):
+class PartsNotSharedError(ShardRefused):
     """A shard's part store is a local folder this host does not share with the parent."""
 
 

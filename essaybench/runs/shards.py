@@ -32,7 +32,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from essaybench.core.errors import UserError
 from essaybench.core.hashing import content_hash
+
+# The name of the Failed state a shard's flow run ends in when it refuses to run: the
+# parent sends a refused shard no further attempt (every attempt would be refused alike).
+REFUSED_STATE = "Refused"
+
+
+class ShardRefused(UserError, RuntimeError):
+    """A shard that cannot succeed however often it is sent: its plan, code or rubrics are
+    not the parent's, or it cannot see the parent's part store. Final, never retried."""
 
 
 class Shard(BaseModel):

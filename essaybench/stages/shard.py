@@ -49,6 +49,7 @@ from essaybench.runs.lineage import rerun_config, run_scope
 from essaybench.runs.shards import (
     Shard,
     ShardPlan,
+    ShardRefused,
     heartbeat_path,
     ledger_prefix,
     owner_path,
@@ -75,6 +76,11 @@ VOLATILE_SUFFIXES = ("from_ledger", "latency_s", "_at")
 
 class ShardError(UserError, RuntimeError):
     """A sharded run cannot go on: a shard never succeeded, or the merge found a gap."""
+
+
+class PlanMismatch(ShardError, ShardRefused):
+    """A shard's plan is not its parent's, or was made with other code or rubrics: sending
+    it again cannot help (the parent does not)."""
 
 
 def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkConfig,
@@ -137,10 +143,10 @@ def check_pinned(plan: ShardPlan, index: int, digest: str | None) -> BenchmarkCo
     is one line naming what differs."""
     where = f"shard {index} of run {plan.run_id}"
     if digest is not None and digest != plan.digest:
-        raise ShardError(f"{where}: the plan under the parts store (digest {plan.digest}) "
+        raise PlanMismatch(f"{where}: the plan under the parts store (digest {plan.digest}) "
                          f"is not the one the parent planned (digest {digest}); refusing to run")
     if plan.code_version is not None and plan.code_version != code_version():
-        raise ShardError(f"{where}: this worker runs essaybench {code_version()}, the plan "
+        raise PlanMismatch(f"{where}: this worker runs essaybench {code_version()}, the plan "
                          f"was made with {plan.code_version}; deploy the same code to every "
                          "worker (refusing to run)")
     config = BenchmarkConfig.model_validate(plan.config)
@@ -148,7 +154,7 @@ def check_pinned(plan: ShardPlan, index: int, digest: str | None) -> BenchmarkCo
         mine = rubric_pins(config)
         changed = sorted(k for k in {*mine, *plan.pins} if mine.get(k) != plan.pins.get(k))
         if changed:
-            raise ShardError(f"{where}: this worker's {', '.join(changed)} "
+            raise PlanMismatch(f"{where}: this worker's {', '.join(changed)} "
                              f"({', '.join(str(mine.get(k)) for k in changed)}) differ from "
                              f"the plan's ({', '.join(str(plan.pins.get(k)) for k in changed)});"
                              " refusing to run")

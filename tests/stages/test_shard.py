@@ -31,6 +31,7 @@ from essaybench.llm.registry import load_registry
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import open_gateway
 from essaybench.runs.shards import (
+    ShardRefused,
     ledger_prefix,
     owner_path,
     part_prefix,
@@ -40,6 +41,7 @@ from essaybench.runs.shards import (
 from essaybench.stages.pipeline import run_stages
 from essaybench.stages.shard import (
     ROW_KEYS,
+    PlanMismatch,
     ShardError,
     merge_ledgers,
     read_plan,
@@ -266,21 +268,22 @@ def test_a_shard_refuses_another_plan_or_other_code_or_rubrics(
                                                                        "judge_prompt"}
     assert all("api_key" not in k or k == "api_key_env" for s in doc["specs"].values()
                for k in s)  # the registry is pinned without secrets
-    with pytest.raises(ShardError, match=r"^shard 0 of run r1: the plan under the parts "
+    with pytest.raises(PlanMismatch, match=r"^shard 0 of run r1: the plan under the parts "
                                          r"store \(digest \w+\) is not the one the parent "
                                          r"planned \(digest 0+\); refusing to run$"):
         run_shard(parts, "r1", 0, plan_digest="0" * 24)
     parts.put_json(plan_path("r1"), {**doc, "code_version": "0.1+g000000000000"})
-    with pytest.raises(ShardError, match=r"^shard 1 of run r1: this worker runs essaybench "
+    with pytest.raises(PlanMismatch, match=r"^shard 1 of run r1: this worker runs essaybench "
                                          r".+, the plan was made with 0\.1\+g000000000000"):
         run_shard(parts, "r1", 1)
-    with pytest.raises(ShardError, match="is not the one the parent planned"):
+    with pytest.raises(PlanMismatch, match="is not the one the parent planned"):
         run_shard(parts, "r1", 1, plan_digest=plan.digest)  # the edited plan is not it
     parts.put_json(plan_path("r1"), {**doc, "pins": {**doc["pins"], "rubric": "x:1"}})
-    with pytest.raises(ShardError, match=r"^shard 0 of run r1: this worker's rubric \(.+\) "
+    with pytest.raises(PlanMismatch, match=r"^shard 0 of run r1: this worker's rubric \(.+\) "
                                          r"differ from the plan's \(x:1\); refusing to run$"):
         run_shard(parts, "r1", 0)
     assert server.stats().totals.received == 0
+    assert issubclass(PlanMismatch, ShardRefused)  # final: the parent sends no other attempt
     assert not parts.list("runs/r1/generate") and not parts.list("runs/r1/ledger/shard=0")
 
 

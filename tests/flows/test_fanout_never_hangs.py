@@ -1,0 +1,107 @@
+"""The parent's fan-out against a real Prefect server (the session's ephemeral one) and a
+shard deployment no worker serves: a shard that never starts fails the run after
+``start_deadline_s`` with one line naming it, its flow run cancelled; a shard whose flow
+run ends ``Refused`` fails the run at once, never sent again (issue 31 items 4 and 2).
+Nothing here starts a flow-run process."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from uuid import UUID, uuid4
+
+import pytest
+from prefect import flow
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+from prefect.states import Failed
+
+from essaybench.bench.sharding import ShardingParams
+from essaybench.flows._fanout import refusal, run_shards
+from essaybench.flows.pipeline_shard import pipeline_shard_flow
+from essaybench.runs.shards import REFUSED_STATE
+from essaybench.store.parts import PartStore
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
+
+
+def _deployment(client: SyncPrefectClient) -> tuple[str, UUID]:
+    """A shard deployment on the ``shards`` queue of a fresh pool no worker serves."""
+    tag = uuid4().hex[:8]
+    pool = f"pool-{tag}"
+    client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+    flow_id = client.create_flow_from_name(f"shard-{tag}")
+    deployment_id = client.create_deployment(
+        flow_id=flow_id, name="shard", work_pool_name=pool, work_queue_name="shards",
+        entrypoint="essaybench.flows.pipeline_shard:pipeline_shard_flow")
+    return f"shard-{tag}/shard", deployment_id
+
+
+def _runs(client: SyncPrefectClient, deployment_id: UUID) -> list[object]:
+    return list(client.read_flow_runs(deployment_filter=DeploymentFilter(
+        id=DeploymentFilterId(any_=[deployment_id]))))
+
+
+@flow
+def _parent(parts_url: str, n: int, params: ShardingParams) -> dict[int, int]:
+    return run_shards(PartStore(parts_url), "r1", n, params, poll_s=0.2)
+
+
+def test_a_shard_that_never_starts_fails_the_run_in_one_line_and_is_cancelled(
+        tmp_path: Path) -> None:
+    with get_client(sync_client=True) as client:
+        name, deployment_id = _deployment(client)
+        params = ShardingParams(shards=2, deployment=name, start_deadline_s=1.0)
+        state = _parent(str(tmp_path / "parts"), 2, params, return_state=True)
+        runs = _runs(client, deployment_id)
+    assert state.is_failed()
+    message = state.message or ""
+    assert "\n" not in message
+    ids = sorted(str(r.id) for r in runs)  # type: ignore[attr-defined]
+    assert len(ids) == 2  # one attempt each: a shard that never started is not sent again
+    assert re.search(r"run r1: 2 shard\(s\) never started in \d+ s \(shard 0: flow run "
+                     r"\S+ (Scheduled|Late); shard 1: flow run \S+ (Scheduled|Late)\); "
+                     r"cancelled them\. Check that a worker is running and serves the "
+                     r"work queue 'shards' of the work pool 'pool-\w+'", message), message
+    assert all(i in message for i in ids)
+    assert all(r.state is not None and r.state.is_cancelled()  # type: ignore[attr-defined]
+               for r in runs)
+
+
+def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
+        tmp_path: Path) -> None:
+    line = "shard 0 of run r1: this worker runs essaybench 1, the plan was made with 2"
+    with get_client(sync_client=True) as client:
+        name, deployment_id = _deployment(client)
+        params = ShardingParams(shards=1, deployment=name, retries=2, start_deadline_s=30)
+
+        def refuse() -> None:  # what the shard's flow run ends in on a worker (below)
+            for _ in range(100):
+                runs = _runs(client, deployment_id)
+                if runs:
+                    client.set_flow_run_state(runs[0].id, Failed(  # type: ignore[attr-defined]
+                        name=REFUSED_STATE, message=line), force=True)
+                    return
+                time.sleep(0.05)
+
+        worker = threading.Thread(target=refuse)
+        worker.start()
+        state = _parent(str(tmp_path / "parts"), 1, params, return_state=True)
+        worker.join()
+        runs = _runs(client, deployment_id)
+    assert state.is_failed()
+    assert (state.message or "").endswith(f": {line} (not sent again)")
+    assert len(runs) == 1  # retries=2, yet one attempt
+
+
+def test_a_shard_that_cannot_see_the_plan_ends_refused(tmp_path: Path) -> None:
+    """The shard flow itself, under the engine: a local part store without the run's plan
+    (another host's folder) ends the run Failed, named Refused, the one line its message."""
+    state = pipeline_shard_flow(str(tmp_path / "parts"), "r1", 0, return_state=True)
+    assert state.is_failed() and state.name == REFUSED_STATE
+    assert refusal(state) == state.message
+    assert (state.message or "").startswith("shard of run r1 on host ")
+    assert refusal(Failed(message="boom")) is None  # an ordinary failure is retried

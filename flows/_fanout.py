@@ -58,13 +58,13 @@ def refusal(state: State[object] | None) -> str | None:
     return state.message or "refused to run"
 
 
-def _refuse_slot_conflict(client: SyncPrefectClient, params: ShardingParams,
-                          n_shards: int) -> None:
-    """Refuses (one line) a parent that holds a slot of the limit its own shards need."""
-    parent_id = this_flow_run.id
+def refuse_slot_conflict(client: SyncPrefectClient, params: ShardingParams,
+                         n_shards: int, parent_id: str | None) -> None:
+    """Refuses (one line) a parent (flow run ``parent_id``) that holds a slot of the limit
+    its own shards need."""
     if parent_id is None:
         return
-    parent = client.read_flow_run(UUID(str(parent_id)))
+    parent = client.read_flow_run(UUID(parent_id))
     if parent.work_pool_name is None:  # not started from a deployment: holds no slot
         return
     try:
@@ -116,7 +116,9 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
         parts.put_json(owner_path(run_id, k), {"attempt": str(flow_run.id)})
 
     with get_client(sync_client=True) as client:
-        _refuse_slot_conflict(client, params, n_shards)
+        parent_id = this_flow_run.id
+        refuse_slot_conflict(client, params, n_shards,
+                             None if parent_id is None else str(parent_id))
     for k in range(n_shards):
         if not shard_done(parts, run_id, k):
             submit(k)

@@ -20,22 +20,25 @@ from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.states import Failed
 
 from essaybench.bench.sharding import ShardingParams
-from essaybench.flows._fanout import refusal, run_shards
+from essaybench.flows._fanout import refusal, refuse_slot_conflict, run_shards
 from essaybench.flows.pipeline_shard import pipeline_shard_flow
 from essaybench.runs.shards import REFUSED_STATE
+from essaybench.stages.shard import ShardError
 from essaybench.store.parts import PartStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_engine")]
 
 
-def _deployment(client: SyncPrefectClient) -> tuple[str, UUID]:
-    """A shard deployment on the ``shards`` queue of a fresh pool no worker serves."""
+def _deployment(client: SyncPrefectClient, pool_limit: int | None = None,
+                queue: str = "shards") -> tuple[str, UUID]:
+    """A shard deployment on ``queue`` of a fresh pool no worker serves."""
     tag = uuid4().hex[:8]
     pool = f"pool-{tag}"
-    client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+    client.create_work_pool(WorkPoolCreate(name=pool, type="process",
+                                           concurrency_limit=pool_limit))
     flow_id = client.create_flow_from_name(f"shard-{tag}")
     deployment_id = client.create_deployment(
-        flow_id=flow_id, name="shard", work_pool_name=pool, work_queue_name="shards",
+        flow_id=flow_id, name="shard", work_pool_name=pool, work_queue_name=queue,
         entrypoint="essaybench.flows.pipeline_shard:pipeline_shard_flow")
     return f"shard-{tag}/shard", deployment_id
 
@@ -105,3 +108,25 @@ def test_a_shard_that_cannot_see_the_plan_ends_refused(tmp_path: Path) -> None:
     assert refusal(state) == state.message
     assert (state.message or "").startswith("shard of run r1 on host ")
     assert refusal(Failed(message="boom")) is None  # an ordinary failure is retried
+
+
+def test_a_parent_on_its_shards_pool_is_refused_when_they_would_have_no_slot() -> None:
+    """The parent is a flow run of a deployment on the shards' pool and queue, with limit
+    2: with parallel 2 it would hold a slot they need (refused, one line); parallel 1 fits.
+    The parent's own flow run is a real one of that pool (not started: nothing runs)."""
+    with get_client(sync_client=True) as client:
+        name, deployment_id = _deployment(client, pool_limit=2)
+        parent = client.create_flow_run_from_deployment(deployment_id)
+        assert parent.work_pool_name is not None
+        with pytest.raises(ShardError) as refused:
+            refuse_slot_conflict(client, ShardingParams(shards=4, parallel=2,
+                                                        deployment=name), 4, str(parent.id))
+        refuse_slot_conflict(client, ShardingParams(shards=4, parallel=1, deployment=name),
+                             4, str(parent.id))
+        refuse_slot_conflict(client, ShardingParams(shards=4, deployment=name), 4, None)
+    assert str(refused.value) == (
+        f"the work pool {parent.work_pool_name!r} has a concurrency limit of 2, and this "
+        f"pipeline run holds one of its slots while its 2 shard(s) at once ({name}) need "
+        "the others: raise the limit to at least 3, set sharding.parallel to 1 or less, or "
+        'run the pipeline on another queue or pool (docs/scale-out.md, "Runbook: two or '
+        'three hosts")')

@@ -22,6 +22,21 @@ and ``page`` fill in ``templates/report.html``; ``write`` writes the page and it
 Never imports Prefect.
 """
 
-from essaybench.report.write import copy_report, report_path, write_report
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from essaybench.report.write import copy_report, report_path, write_report
 
 __all__ = ["copy_report", "report_path", "write_report"]
+
+
+def __getattr__(name: str) -> Any:
+    """``write``'s functions, imported when first asked for: a process that needs only
+    part of the package (``essays_job``'s child) does not load matplotlib with it."""
+    if name in __all__:
+        from essaybench.report import write
+
+        return getattr(write, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

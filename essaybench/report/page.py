@@ -34,15 +34,13 @@ from essaybench.report.browser import (
     CHUNK_BYTES,
     PER_PAGE,
     Chunk,
-    browser_data,
     json_for_script,
 )
 from essaybench.report.charts_profile import compliance_chart
 from essaybench.report.data import RunData
-from essaybench.report.drilldown import drilldown
+from essaybench.report.essays_job import PROCESS_FROM_ESSAYS, EssaysInput, EssaysJob
 from essaybench.report.format import coverage, number, percent, signed
 from essaybench.report.labels import labels_for
-from essaybench.report.pairs import PairsView, pairs_data
 from essaybench.report.sections import JudgeSection, judge_section
 from essaybench.report.spot_trend import spot_trend_view
 from essaybench.report.svg import ChartIds, font_note
@@ -107,21 +105,21 @@ def _options(values: list[str]) -> list[str]:
     return sorted({v for v in values if v})
 
 
-def context(data: RunData, chunk_bytes: int = CHUNK_BYTES) -> tuple[dict[str, Any],
-                                                                    list[Chunk]]:
+def context(data: RunData, chunk_bytes: int = CHUNK_BYTES, *,
+            process_from: int = PROCESS_FROM_ESSAYS) -> tuple[dict[str, Any], list[Chunk]]:
     """What the template shows, from a run's data, and the essay chunks beside the page."""
     labels = labels_for(data.judgments)
     ids = ChartIds()
-    sections = [judge_section(ids, data, judge, labels) for judge in judges_of(data.judgments)]
+    judges = judges_of(data.judgments)
     # every essay's length verdict, once (the drill-down and the model facts read it)
     checked = compliance_table(data.essays, prompt_column="prompt_text")
-    prompts = drilldown(data.essays, data.judgments, labels, checked)
-    browser = browser_data(prompts, [s.judge for s in sections], chunk_bytes=chunk_bytes)
-    pairs: PairsView | None = None
-    if data.pairwise is not None and data.pairwise.height:
-        pairs = pairs_data(data.pairwise, [r[0] for r in browser.index["essays"]],
-                           chunk_bytes=chunk_bytes)
+    # the essay browser, in a process of its own at scale, while the charts are drawn here
+    essays = EssaysJob(EssaysInput(data.essays, data.judgments, data.pairwise, labels,
+                                   checked, judges, chunk_bytes), process_from=process_from)
+    sections = [judge_section(ids, data, judge, labels) for judge in judges]
     facts = model_facts(data.essays, checked)
+    made = essays.result()
+    browser, pairs = made.browser, made.pairs
     return {
         "data": data, "judges": sections, "decisions": _decisions(facts, sections),
         "agreement": _agreement(data, sections), "length_control_note": LENGTH_CONTROL_NOTE,
@@ -157,12 +155,14 @@ class Report:
     chunks: list[Chunk]
 
 
-def build_report(data: RunData, *, chunk_bytes: int = CHUNK_BYTES) -> Report:
-    """The page for ``data`` and its essay chunks."""
+def build_report(data: RunData, *, chunk_bytes: int = CHUNK_BYTES,
+                 process_from: int = PROCESS_FROM_ESSAYS) -> Report:
+    """The page for ``data`` and its essay chunks (the essay browser's made in another
+    process from ``process_from`` essays: ``essays_job``)."""
     env = environment()
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    shown, chunks = context(data, chunk_bytes)
+    shown, chunks = context(data, chunk_bytes, process_from=process_from)
     # The template marks what it inserts unescaped with |safe: the charts, the essay
     # index (escaped JSON), the style and the script, all made here (see the module doc).
     pieces = env.get_template("report.html").generate(

@@ -11,6 +11,7 @@ from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
 from essaybench.report.browser import CHUNK_BYTES, FILES_FOLDER, Chunk
 from essaybench.report.data import RunData, load_run
+from essaybench.report.essays_job import PROCESS_FROM_ESSAYS
 from essaybench.report.page import build_report
 from essaybench.store import Store
 
@@ -57,7 +58,8 @@ def remove_stale(folder: Path, chunks: list[Chunk]) -> None:
             path.unlink(missing_ok=True)
 
 
-def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES) -> Path:
+def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES,
+                 process_from: int = PROCESS_FROM_ESSAYS) -> Path:
     """Write ``<store>/reports/<run_id>/report.html`` and its essay chunks from the run's
     snapshots and return the page's path. Only reads the catalog (a read-only store will
     do). Each file is replaced atomically: the chunks first (named by their content, so
@@ -66,15 +68,16 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES) -
     paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
     page took at the paper's scale)."""
     return write_page(load_run(store, run_id), report_path(store, run_id),
-                      chunk_bytes=chunk_bytes)
+                      chunk_bytes=chunk_bytes, process_from=process_from)
 
 
-def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Path:
+def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES,
+               process_from: int = PROCESS_FROM_ESSAYS) -> Path:
     """The report of ``data`` at ``path`` and its chunks beside it, as ``write_report``
     writes them (benchmarks/report_scale.py writes runs it makes up this way)."""
     folder = chunks_folder(path)
     with collector_paused():
-        report = build_report(data, chunk_bytes=chunk_bytes)
+        report = build_report(data, chunk_bytes=chunk_bytes, process_from=process_from)
         write_chunks(folder, report.chunks)
         write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
     remove_stale(folder, report.chunks)

@@ -63,6 +63,8 @@ from essaybench.stages.pipeline import (
     refuse_adaptive,
     resolve_upstream,
 )
+from essaybench.stages.shard import read_plan
+from essaybench.stages.shard_assemble import write_plan_config
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
@@ -211,10 +213,13 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     if sharding is not None:  # nor can shards use provider batches (no batch journal)
         refuse_in_shards(load_registry(), config.models())
     if sharding is not None:  # the shards make the calls; their parts are the result
-        result["shards"], done = _sharded_calls(run_id, benchmark_config, store_root,
-                                                sharding, lock_timeout_s, uncalibrated_ok)
+        result["shards"], done, pinned = _sharded_calls(
+            run_id, benchmark_config, store_root, sharding, lock_timeout_s, uncalibrated_ok)
         result.update(done)
         snapshot_id = result[llm[-1]]
+        # The stages after the assembly read the plan's config, not the file (which may
+        # have been edited since planning): the run is one config throughout.
+        benchmark_config, config = pinned, load_benchmark_config(pinned)
     elif llm:
         done = benchmark_stages_task("+".join(llm), run_id, benchmark_config, store_root,
                                      snapshot_id, uncalibrated_ok, lock_timeout_s,
@@ -274,14 +279,17 @@ def parts_url_of(sharding: ShardingParams, store_root: str) -> str:
 
 def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: ShardingParams,
                    lock_timeout_s: float, uncalibrated_ok: bool
-                   ) -> tuple[dict[str, Any], dict[str, str]]:
+                   ) -> tuple[dict[str, Any], dict[str, str], str]:
     """Plan (the config and registry are read there, once), run every shard on the pool,
-    assemble the generate and judge snapshots from their parts: returns what happened and
-    the snapshot ids by stage."""
+    assemble the generate and judge snapshots from their parts: returns what happened,
+    the snapshot ids by stage and the plan's config as a file (``write_plan_config``)."""
     parts = PartStore(parts_url_of(sharding, store_root))
     n, digest = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
                                 sharding.parallel, lock_timeout_s)
     with doing(f"shards ({n} on the work pool)"):  # the calls are made elsewhere meanwhile
         attempts = run_shards(parts, run_id, n, sharding, plan_digest=digest)
     snapshots = assemble_task(run_id, store_root, parts.url, uncalibrated_ok, lock_timeout_s)
-    return {"parts_url": parts.url, "attempts": attempts, "plan": digest}, snapshots
+    plan = read_plan(parts, run_id)
+    assert plan is not None  # assembled from it
+    pinned = str(write_plan_config(store_root, plan))
+    return {"parts_url": parts.url, "attempts": attempts, "plan": digest}, snapshots, pinned

@@ -23,6 +23,7 @@ disk.
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from essaybench.store.parts import PartStore
 from essaybench.store.run_stage import run_stage
 
 ESSAY_KEYS = ("prompt_id", "model", "sample_index")
+PLANS = "plans"  # under the store: each sharded run's pinned config, for its later stages
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,19 @@ class ShardParts:
 
 def plan_config(plan: ShardPlan) -> BenchmarkConfig:
     return BenchmarkConfig.model_validate(plan.config)
+
+
+def write_plan_config(store_root: Path | str, plan: ShardPlan) -> Path:
+    """The plan's benchmark config as a file, ``<store>/plans/<run>.yaml``, for the stages
+    after the assembly (aggregate, pairwise, stats, alerts), which read a config file: in a
+    sharded run they read the config the shards ran with, not ``benchmark.yaml`` as it is
+    now (edited since planning?). Written as JSON, which YAML reads unchanged; rewritten
+    by each attempt of the run (the plan is the run's, so the content is too). Not
+    published with the store (``store.publish`` shares its own folders only)."""
+    path = Path(store_root) / PLANS / f"{plan.run_id}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan.config, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def plan_registry(plan: ShardPlan) -> Registry:

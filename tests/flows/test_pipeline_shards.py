@@ -1,8 +1,9 @@
 """A sharded pipeline run under a real Prefect engine, its shards run in this process in
 place of the work pool: the parent assembles the result from the plan and the parts,
 sends no call, and a config and registry edited on disk while the shards run change
-nothing; a missing part fails the run in one line before anything is sent, and the
-catalog gets no ok generate or judge row."""
+nothing (the stages after the assembly read the plan's config too); a missing part fails
+the run in one line before anything is sent, and the catalog gets no ok generate or
+judge row."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from essaybench.bench.health import DEFAULT_COVERAGE_FLOOR
 from essaybench.bench.sharding import ShardingParams
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.fake.server import run_fake_server
+from essaybench.runs.health import run_health
 from essaybench.runs.shards import success_path
 from essaybench.stages.shard import run_shard
 from essaybench.store import Store
@@ -50,7 +53,9 @@ def test_a_sharded_pipeline_assembles_from_the_plan_and_never_replays(
                        poll_s: float = 2.0, plan_digest: str | None = None) -> dict[int, int]:
             # Edited while the shards run: other requests (a new temperature), another
             # model id; a replay from disk would send every call again.
-            _write(config, {**bench, "generate": {"models": ["writer"], "temperature": 0.3}})
+            # And a coverage floor the aggregate would record: it reads the plan's config.
+            _write(config, {**bench, "generate": {"models": ["writer"], "temperature": 0.3},
+                            "health": {"coverage_floor": 0.25}})
             _write(models, {"models": {m: {**entry, "model_id": m + "-v2"}
                                        for m in ("writer", "judge")}})
             for k in range(n):
@@ -80,3 +85,5 @@ def test_a_sharded_pipeline_assembles_from_the_plan_and_never_replays(
                                             if r.stage == "generate"))
     assert essays.meta["params"]["temperature"] == 0.8  # the plan's, not the edited file's
     assert set(essays.read()["model_id"]) == {"writer"}
+    health = run_health(curated_copy, rows[0].run_id)  # the aggregate's, after the shards
+    assert health is not None and health.coverage_floor == DEFAULT_COVERAGE_FLOOR != 0.25

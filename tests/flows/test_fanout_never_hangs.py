@@ -50,14 +50,14 @@ def _runs(client: SyncPrefectClient, deployment_id: UUID) -> list[object]:
 
 @flow
 def _parent(parts_url: str, n: int, params: ShardingParams) -> dict[int, int]:
-    return run_shards(PartStore(parts_url), "r1", n, params, poll_s=0.2)
+    return run_shards(PartStore(parts_url), "r1", n, params, poll_s=0.1)
 
 
 def test_a_shard_that_never_starts_fails_the_run_in_one_line_and_is_cancelled(
         tmp_path: Path) -> None:
     with get_client(sync_client=True) as client:
         name, deployment_id = _deployment(client)
-        params = ShardingParams(shards=2, deployment=name, start_deadline_s=1.0)
+        params = ShardingParams(shards=2, deployment=name, start_deadline_s=0.5)
         state = _parent(str(tmp_path / "parts"), 2, params, return_state=True)
         runs = _runs(client, deployment_id)
     assert state.is_failed()

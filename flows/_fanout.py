@@ -126,58 +126,76 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
              params.deployment)
     last_report = progress_at = time.monotonic()
     with get_client(sync_client=True) as client:
-        while running:
-            time.sleep(poll_s)
-            now = datetime.now(UTC)
-            states: dict[str, int] = {}
-            waiting: list[Waiting] = []
-            for k, flow_run_id in sorted(running.items()):
-                state = client.read_flow_run(flow_run_id).state
-                name = (state.name if state is not None else None) or "Unknown"
-                states[name] = states.get(name, 0) + 1
-                if state is None or state.is_scheduled():  # Scheduled, Late: not started
-                    waiting.append(Waiting(k, str(flow_run_id), name))
-                    continue
-                progress_at = time.monotonic()  # started or ended: the pool moves
-                if state.is_completed() and shard_done(parts, run_id, k):
+        try:
+            while running:
+                time.sleep(poll_s)
+                now = datetime.now(UTC)
+                states: dict[str, int] = {}
+                waiting: list[Waiting] = []
+                for k, flow_run_id in sorted(running.items()):
+                    state = client.read_flow_run(flow_run_id).state
+                    name = (state.name if state is not None else None) or "Unknown"
+                    states[name] = states.get(name, 0) + 1
+                    if state is None or state.is_scheduled():  # Scheduled, Late: not started
+                        waiting.append(Waiting(k, str(flow_run_id), name))
+                        continue
+                    progress_at = time.monotonic()  # started or ended: the pool moves
+                    if state.is_completed() and shard_done(parts, run_id, k):
+                        del running[k]
+                        log.info("shard %d of run %s done (attempt %d)", k, run_id, attempts[k])
+                        continue
+                    refused = refusal(state)
+                    if refused is not None:  # every attempt would be refused alike
+                        raise ShardError(f"{refused} (not sent again)")
+                    why = None
+                    if state.is_final():
+                        why = f"ended {name}: {state.message or ''}".strip()
+                    elif state.is_running() or state.is_pending():
+                        # Pending: a worker took it and is starting its process (or died doing
+                        # so: then nobody moves it on). Scheduled runs wait for a free slot.
+                        why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
+                                     state.timestamp, now, params)
+                        if why is not None:
+                            client.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
+                    if why is None:
+                        continue
                     del running[k]
-                    log.info("shard %d of run %s done (attempt %d)", k, run_id, attempts[k])
-                    continue
-                refused = refusal(state)
-                if refused is not None:  # every attempt would be refused alike
-                    raise ShardError(f"{refused} (not sent again)")
-                why = None
-                if state.is_final():
-                    why = f"ended {name}: {state.message or ''}".strip()
-                elif state.is_running() or state.is_pending():
-                    # Pending: a worker took it and is starting its process (or died doing
-                    # so: then nobody moves it on). Scheduled runs wait for a free slot.
-                    why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
-                                 state.timestamp, now, params)
-                    if why is not None:
-                        client.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
-                if why is None:
-                    continue
-                del running[k]
-                if attempts[k] > params.retries:
-                    raise ShardError(f"shard {k} of run {run_id} failed {attempts[k]} "
-                                     f"time(s), last: {why}")
-                log.warning("shard %d of run %s %s; sending it again (attempt %d)", k,
-                            run_id, why, attempts[k] + 1)
-                submit(k)
-            overdue = [w for w in waiting if start_overdue(
-                sent_at[w.index], progress_at, time.monotonic(), params.start_deadline_s)]
-            if overdue:
-                _cancel(client, waiting, run_id)
-                waited = time.monotonic() - max(progress_at,
-                                                min(sent_at[w.index] for w in overdue))
-                raise ShardError(stuck_line(run_id, waiting, waited, where["pool"],
-                                            where["queue"]))
-            if time.monotonic() - last_report > 30:
-                last_report = time.monotonic()
-                log.info("run %s: %d shard(s) left: %s", run_id, len(running),
-                         ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+                    if attempts[k] > params.retries:
+                        raise ShardError(f"shard {k} of run {run_id} failed {attempts[k]} "
+                                         f"time(s), last: {why}")
+                    log.warning("shard %d of run %s %s; sending it again (attempt %d)", k,
+                                run_id, why, attempts[k] + 1)
+                    submit(k)
+                overdue = [w for w in waiting if start_overdue(
+                    sent_at[w.index], progress_at, time.monotonic(), params.start_deadline_s)]
+                if overdue:
+                    _cancel(client, waiting, run_id)
+                    waited = time.monotonic() - max(progress_at,
+                                                    min(sent_at[w.index] for w in overdue))
+                    raise ShardError(stuck_line(run_id, waiting, waited, where["pool"],
+                                                where["queue"]))
+                if time.monotonic() - last_report > 30:
+                    last_report = time.monotonic()
+                    log.info("run %s: %d shard(s) left: %s", run_id, len(running),
+                             ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+        except ShardError:  # the run fails: no shard of it may start later
+            _cancel_unstarted(client, running, run_id)
+            raise
     return attempts
+
+
+def _cancel_unstarted(client: SyncPrefectClient, running: dict[int, UUID],
+                      run_id: str) -> None:
+    """Cancels the run's shards that have not started (a worker that comes later must not
+    start shards of a failed run). Running shards finish what they are doing: their
+    parts are the run's, and killing one mid-call would not unpay it."""
+    waiting = []
+    for k, flow_run_id in sorted(running.items()):
+        state = client.read_flow_run(flow_run_id).state
+        if state is None or state.is_scheduled():
+            name = (state.name if state is not None else None) or "Unknown"
+            waiting.append(Waiting(k, str(flow_run_id), name))
+    _cancel(client, waiting, run_id)
 
 
 def _cancel(client: SyncPrefectClient, waiting: list[Waiting], run_id: str) -> None:

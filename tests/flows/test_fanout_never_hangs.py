@@ -1,8 +1,8 @@
 """The parent's fan-out against a real Prefect server (the session's ephemeral one) and a
 shard deployment no worker serves: a shard that never starts fails the run after
 ``start_deadline_s`` with one line naming it, its flow run cancelled; a shard whose flow
-run ends ``Refused`` fails the run at once, never sent again (issue 31 items 4 and 2).
-Nothing here starts a flow-run process."""
+run ends ``Refused`` fails the run at once, never sent again, and the shards not yet
+started are cancelled (issue 31 items 4 and 2). Nothing here starts a flow-run process."""
 
 from __future__ import annotations
 
@@ -79,11 +79,12 @@ def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
     line = "shard 0 of run r1: this worker runs essaybench 1, the plan was made with 2"
     with get_client(sync_client=True) as client:
         name, deployment_id = _deployment(client)
-        params = ShardingParams(shards=1, deployment=name, retries=2, start_deadline_s=30)
+        params = ShardingParams(shards=2, deployment=name, retries=2, start_deadline_s=30)
 
-        def refuse() -> None:  # what the shard's flow run ends in on a worker (below)
+        def refuse() -> None:  # what shard 0's flow run ends in on a worker (below)
             for _ in range(100):
-                runs = _runs(client, deployment_id)
+                runs = [r for r in _runs(client, deployment_id)
+                        if r.parameters["index"] == 0]  # type: ignore[attr-defined]
                 if runs:
                     client.set_flow_run_state(runs[0].id, Failed(  # type: ignore[attr-defined]
                         name=REFUSED_STATE, message=line), force=True)
@@ -92,12 +93,15 @@ def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
 
         worker = threading.Thread(target=refuse)
         worker.start()
-        state = _parent(str(tmp_path / "parts"), 1, params, return_state=True)
+        state = _parent(str(tmp_path / "parts"), 2, params, return_state=True)
         worker.join()
         runs = _runs(client, deployment_id)
     assert state.is_failed()
     assert (state.message or "").endswith(f": {line} (not sent again)")
-    assert len(runs) == 1  # retries=2, yet one attempt
+    by_index = {r.parameters["index"]: r for r in runs}  # type: ignore[attr-defined]
+    assert len(runs) == 2 == len(by_index)  # retries=2, yet one attempt each
+    assert by_index[0].state.name == REFUSED_STATE
+    assert by_index[1].state.is_cancelled()  # never started: cancelled with the run
 
 
 def test_a_shard_that_cannot_see_the_plan_ends_refused(tmp_path: Path) -> None:

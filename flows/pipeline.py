@@ -64,7 +64,7 @@ from essaybench.stages.pipeline import (
     resolve_upstream,
 )
 from essaybench.stages.shard import read_plan
-from essaybench.stages.shard_assemble import write_plan_config
+from essaybench.stages.shard_assemble import write_plan_config, write_plan_registry
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
 from essaybench.store.runs import looks_like_run_id, record_run
@@ -212,6 +212,7 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
         refuse_adaptive(llm, sharded=True)  # before any shard calls anything
     if sharding is not None:  # nor can shards use provider batches (no batch journal)
         refuse_in_shards(load_registry(), config.models())
+    registry_path: str | None = None  # the registry file: the default, unless sharded
     if sharding is not None:  # the shards make the calls; their parts are the result
         result["shards"], done, pinned = _sharded_calls(
             run_id, benchmark_config, store_root, sharding, lock_timeout_s, uncalibrated_ok)
@@ -219,7 +220,8 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
         snapshot_id = result[llm[-1]]
         # The stages after the assembly read the plan's config, not the file (which may
         # have been edited since planning): the run is one config throughout.
-        benchmark_config, config = pinned, load_benchmark_config(pinned)
+        benchmark_config, config = pinned[0], load_benchmark_config(pinned[0])
+        registry_path = pinned[1]  # pairwise judging and the stats' families, the same
     elif llm:
         done = benchmark_stages_task("+".join(llm), run_id, benchmark_config, store_root,
                                      snapshot_id, uncalibrated_ok, lock_timeout_s,
@@ -236,10 +238,11 @@ def _run(store: Store, store_root: str, run_id: str, benchmark_config: str,
     essays_id = judged.upstream_snapshot_ids[0]
     if config.pairwise is not None:
         result["pairwise"] = pairwise_stage_task(run_id, benchmark_config, store_root,
-                                                 essays_id, None, lock_timeout_s)
+                                                 essays_id, None, lock_timeout_s,
+                                                 registry_path)
     result["stats"] = stats_stage_task(run_id, benchmark_config, store_root, run_id,
                                        judged.snapshot_id, result.get("pairwise"),
-                                       lock_timeout_s)
+                                       lock_timeout_s, registry_path)
     # This week against the last comparable run: before the health verdict, so a run
     # that fails still says what moved.
     result["alerts"] = alerts_stage_task(run_id, benchmark_config, store_root,
@@ -279,10 +282,11 @@ def parts_url_of(sharding: ShardingParams, store_root: str) -> str:
 
 def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: ShardingParams,
                    lock_timeout_s: float, uncalibrated_ok: bool
-                   ) -> tuple[dict[str, Any], dict[str, str], str]:
+                   ) -> tuple[dict[str, Any], dict[str, str], tuple[str, str]]:
     """Plan (the config and registry are read there, once), run every shard on the pool,
     assemble the generate and judge snapshots from their parts: returns what happened,
-    the snapshot ids by stage and the plan's config as a file (``write_plan_config``)."""
+    the snapshot ids by stage and the plan's config and registry as files
+    (``write_plan_config``, ``write_plan_registry``)."""
     parts = PartStore(parts_url_of(sharding, store_root))
     n, digest = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
                                 sharding.parallel, lock_timeout_s)
@@ -291,5 +295,6 @@ def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: Sha
     snapshots = assemble_task(run_id, store_root, parts.url, uncalibrated_ok, lock_timeout_s)
     plan = read_plan(parts, run_id)
     assert plan is not None  # assembled from it
-    pinned = str(write_plan_config(store_root, plan))
+    pinned = (str(write_plan_config(store_root, plan)),
+              str(write_plan_registry(store_root, plan)))
     return {"parts_url": parts.url, "attempts": attempts, "plan": digest}, snapshots, pinned

@@ -16,11 +16,14 @@ from essaybench.store import Store
 @task(name="pairwise-stage", cache_policy=NO_CACHE, task_run_name="pairwise")
 def pairwise_stage_task(run_id: str, config_path: str, store_root: str,
                         upstream_snapshot_id: str | None, base_run: str | None,
-                        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+                        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+                        registry_path: str | None = None) -> str:
+    """``registry_path``: the model registry (None: the default); a sharded run passes
+    its plan's (``stages.shard_assemble.write_plan_registry``)."""
     store = Store(store_root, lock_timeout_s)
     params = load_pairwise_params(config_path)
     upstream = pairwise_upstream(store, upstream_snapshot_id, base_run)
-    with open_gateway(load_registry(), store.root, params.judges,
+    with open_gateway(load_registry(registry_path), store.root, params.judges,
                       log_dir=store.root / "logs", scope=run_scope(store, run_id),
                       ledger_lock_timeout_s=lock_timeout_s) as session:
         snapshot = pairwise_stage(store, run_id, params, upstream, session)

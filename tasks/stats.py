@@ -16,7 +16,10 @@ from essaybench.store import Store
 def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: str,
                      judge_snapshot_id: str | None = None,
                      pairwise_snapshot_id: str | None = None,
-                     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+                     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+                     registry_path: str | None = None) -> str:
+    """``registry_path``: the model registry (None: the default); a sharded run passes
+    its plan's (``stages.shard_assemble.write_plan_registry``)."""
     store = Store(store_root, lock_timeout_s)
     config = load_benchmark_config(config_path)
     params = config.stats
@@ -25,7 +28,8 @@ def stats_stage_task(run_id: str, config_path: str, store_root: str, base_run: s
         pairwise = store.get_snapshot(pairwise_snapshot_id) if pairwise_snapshot_id else None
     else:
         judged, pairwise = stats_inputs(store, base_run)
-    family_of = {name: spec.family for name, spec in load_registry().models.items()}
+    registry = load_registry(registry_path)
+    family_of = {name: spec.family for name, spec in registry.models.items()}
     snapshot, folder = stats_stage(store, run_id, params, judged, pairwise, family_of,
                                    config.flagged_essays)
     get_run_logger().info("stats: snapshot %s from %s%s; report %s/stats.md",

@@ -75,9 +75,20 @@ def write_plan_config(store_root: Path | str, plan: ShardPlan) -> Path:
     now (edited since planning?). Written as JSON, which YAML reads unchanged; rewritten
     by each attempt of the run (the plan is the run's, so the content is too). Not
     published with the store (``store.publish`` shares its own folders only)."""
-    path = Path(store_root) / PLANS / f"{plan.run_id}.yaml"
+    return _write_pinned(Path(store_root) / PLANS / f"{plan.run_id}.yaml", plan.config)
+
+
+def write_plan_registry(store_root: Path | str, plan: ShardPlan) -> Path:
+    """The plan's registry entries (no key: each names its variable) as a registry file,
+    ``<store>/plans/<run>.models.yaml``, for the parent's later readers of the registry:
+    pairwise judging and the statistics' model families."""
+    return _write_pinned(Path(store_root) / PLANS / f"{plan.run_id}.models.yaml",
+                         {"models": plan.specs})
+
+
+def _write_pinned(path: Path, doc: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan.config, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 

@@ -87,3 +87,8 @@ def test_a_sharded_pipeline_assembles_from_the_plan_and_never_replays(
     assert set(essays.read()["model_id"]) == {"writer"}
     health = run_health(curated_copy, rows[0].run_id)  # the aggregate's, after the shards
     assert health is not None and health.coverage_floor == DEFAULT_COVERAGE_FLOOR != 0.25
+    # Stats (and pairwise, when configured) read the plan's registry, not the edited one.
+    pinned = yaml.safe_load((curated_copy.root / "plans" / f"{rows[0].run_id}.models.yaml")
+                            .read_text(encoding="utf-8"))
+    assert {m: e["model_id"] for m, e in pinned["models"].items()} == {"writer": "writer",
+                                                                       "judge": "judge"}

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 import yaml
 
-from essaybench.bench.config import BenchmarkConfig
+from essaybench.bench.config import BenchmarkConfig, load_benchmark_config
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.judge.second import SECOND_COLUMNS, complete_second_opinions
@@ -50,9 +50,17 @@ from essaybench.stages.shard import (
     stable_rows,
     write_plan,
 )
-from essaybench.stages.shard_assemble import assemble_run
+from essaybench.stages.shard_assemble import (
+    PLANS,
+    assemble_run,
+    plan_config,
+    plan_registry,
+    write_plan_config,
+    write_plan_registry,
+)
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
+from essaybench.store.publish import IMMUTABLE, REWRITTEN
 from essaybench.store.runs import record_run
 from tests.helpers import copy_store
 from tests.s3_server import S3Env
@@ -285,6 +293,24 @@ def test_a_shard_refuses_another_plan_or_other_code_or_rubrics(
     assert server.stats().totals.received == 0
     assert issubclass(PlanMismatch, ShardRefused)  # final: the parent sends no other attempt
     assert not parts.list("runs/r1/generate") and not parts.list("runs/r1/ledger/shard=0")
+
+
+def test_the_plans_config_and_registry_as_files_for_the_later_stages(
+        curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
+    """What a sharded run's aggregate, pairwise, stats and alerts read instead of the files
+    on disk: the plan's own config and registry entries, read back by the ordinary loaders
+    unchanged, under <store>/plans (which publishing does not share)."""
+    store = fresh(curated, tmp_path / "store")
+    parts = PartStore(tmp_path / "parts")
+    record_run(store, "r1")
+    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2)
+    config_file = write_plan_config(store.root, plan)
+    registry_file = write_plan_registry(store.root, plan)
+    assert config_file.parent == registry_file.parent == store.root / PLANS
+    assert PLANS not in (*IMMUTABLE, *REWRITTEN)
+    assert load_benchmark_config(config_file) == plan_config(plan) == CONFIG
+    assert load_registry(registry_file).models == plan_registry(plan).models
+    assert set(plan_registry(plan).models) == set(CONFIG.models())
 
 
 def test_what_a_shard_cannot_do_alone_is_refused_at_planning(

@@ -117,8 +117,11 @@ def stack(folder: Path, workers: int, pool_limit: int, env: dict[str, str],
     left nothing running (no process, namespace or link)."""
     state_dir = folder / "stack"
     try:
+        # Each worker takes at most its share of the pool: the pipeline's worker cannot
+        # take every shard too, so a disruption always finds one on another worker.
         state = local_stack.start(state_dir, workers, pool_limit, ui=False, timeout=240,
-                                  env=env, netns=net if net is not None else False)
+                                  env=env, netns=net if net is not None else False,
+                                  worker_limit=-(-pool_limit // workers))
         assert state.api_url is not None
         yield state.api_url
     finally:
@@ -226,6 +229,11 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
 
     def pick() -> bool:
         running = flow_run_processes()
+        state = client.read_flow_run(parent).state
+        if state is not None and state.is_final():
+            raise Failed("the pipeline ended before a shard ran on a worker other than "
+                         "its own with calls recorded: nothing to disrupt (give the shards "
+                         "longer: raise --latency-ms or lower --concurrency)")
         for run in shard_runs(client, run_id):
             if run.state is None or not run.state.is_running():
                 continue

@@ -29,7 +29,7 @@ from prefect.runtime import flow_run as this_flow_run
 from prefect.states import Cancelled, Crashed
 
 from essaybench.bench.sharding import ShardingParams
-from essaybench.runs.shard_deadline import Waiting, slot_conflict, start_overdue, stuck_line
+from essaybench.runs.shard_deadline import WaitingShard, slot_conflict, start_overdue, stuck_line
 from essaybench.runs.shards import REFUSED_STATE, heartbeat_path, owner_path
 from essaybench.stages.shard import ShardError, shard_done
 from essaybench.store.parts import PartStore
@@ -131,13 +131,13 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                 time.sleep(poll_s)
                 now = datetime.now(UTC)
                 states: dict[str, int] = {}
-                waiting: list[Waiting] = []
+                waiting: list[WaitingShard] = []
                 for k, flow_run_id in sorted(running.items()):
                     state = client.read_flow_run(flow_run_id).state
                     name = (state.name if state is not None else None) or "Unknown"
                     states[name] = states.get(name, 0) + 1
                     if state is None or state.is_scheduled():  # Scheduled, Late: not started
-                        waiting.append(Waiting(k, str(flow_run_id), name))
+                        waiting.append(WaitingShard(k, str(flow_run_id), name))
                         continue
                     progress_at = time.monotonic()  # started or ended: the pool moves
                     if state.is_completed() and shard_done(parts, run_id, k):
@@ -194,11 +194,11 @@ def _cancel_unstarted(client: SyncPrefectClient, running: dict[int, UUID],
         state = client.read_flow_run(flow_run_id).state
         if state is None or state.is_scheduled():
             name = (state.name if state is not None else None) or "Unknown"
-            waiting.append(Waiting(k, str(flow_run_id), name))
+            waiting.append(WaitingShard(k, str(flow_run_id), name))
     _cancel(client, waiting, run_id)
 
 
-def _cancel(client: SyncPrefectClient, waiting: list[Waiting], run_id: str) -> None:
+def _cancel(client: SyncPrefectClient, waiting: list[WaitingShard], run_id: str) -> None:
     """Cancels the shards that never started: a worker that comes later must not start
     shards of a run that has failed."""
     for w in waiting:

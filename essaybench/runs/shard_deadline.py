@@ -19,7 +19,7 @@ RUNBOOK = 'docs/scale-out.md, "Runbook: two or three hosts"'
 
 
 @dataclass(frozen=True)
-class Waiting:
+class WaitingShard:
     """A shard attempt that has not started: its index, flow run id and state name."""
 
     index: int
@@ -36,7 +36,7 @@ def start_overdue(sent_at: float, progress_at: float, now: float,
     return waited if waited > deadline_s else None
 
 
-def stuck_line(run_id: str, waiting: Sequence[Waiting], waited_s: float,
+def stuck_line(run_id: str, waiting: Sequence[WaitingShard], waited_s: float,
                pool: str | None, queue: str | None) -> str:
     """The run's failure, one line: the stuck shards, their flow runs and states, and what
     to check."""

@@ -38,7 +38,10 @@ def test_scale_out_benchmark_passes() -> None:
     returns, the old attempt, superseded, records nothing more), then a worker killed.
     Each sharded run must equal the single-process one with nothing paid twice."""
     partition = netns.available()
-    lines = _passes("--shards", "4", *(["--disrupt", "partition", "kill"] if partition else []))
+    # 200 ms calls, 2 at a time per model: a shard calls for ~6 s, long enough to be caught
+    # running with calls recorded (at 50 ms and 8 a shard's calls took under a second)
+    lines = _passes("--shards", "4", "--latency-ms", "200", "--concurrency", "2",
+                    *(["--disrupt", "partition", "kill"] if partition else []))
     assert any("killed worker" in line for line in lines)  # the crash really happened
     checked = [line.strip() for line in lines if line.strip().startswith("ok ")]
     runs = 2 if partition else 1

@@ -3,7 +3,7 @@ setups refused before any shard starts (``runs.shard_deadline``)."""
 
 from __future__ import annotations
 
-from essaybench.runs.shard_deadline import Waiting, slot_conflict, start_overdue, stuck_line
+from essaybench.runs.shard_deadline import WaitingShard, slot_conflict, start_overdue, stuck_line
 
 
 def test_the_clock_runs_from_the_later_of_sending_and_the_runs_last_progress() -> None:
@@ -15,7 +15,7 @@ def test_the_clock_runs_from_the_later_of_sending_and_the_runs_last_progress() -
 
 
 def test_the_failure_names_each_stuck_shard_and_what_to_check() -> None:
-    line = stuck_line("r1", [Waiting(2, "id-2", "Late"), Waiting(0, "id-0", "Scheduled")],
+    line = stuck_line("r1", [WaitingShard(2, "id-2", "Late"), WaitingShard(0, "id-0", "Scheduled")],
                       61.4, "essaybench-process", "shards")
     assert "\n" not in line
     assert line.startswith("run r1: 2 shard(s) never started in 61 s (shard 0: flow run "

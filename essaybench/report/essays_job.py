@@ -66,29 +66,44 @@ def make_essays(job: EssaysInput) -> Essays:
 
 
 class EssaysJob:
-    """``make_essays(job)``, in another process when the run is large enough."""
+    """``make_essays`` of the job ``send`` gives, in another process when ``process``:
+    started here, before the page's process reads the run, so that the child's imports
+    overlap the reading. Use as a context manager: a child never sent a job (the run
+    could not be read) is stopped on exit."""
 
-    def __init__(self, job: EssaysInput, *, process_from: int = PROCESS_FROM_ESSAYS) -> None:
-        self._job = job
+    def __init__(self, *, process: bool) -> None:
+        self._job: EssaysInput | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._sent: threading.Thread | None = None
-        if job.essays.height >= process_from:
-            self._start()
+        if process:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(_PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "essaybench.report.essays_job"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
-    def _start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(_PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "essaybench.report.essays_job"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    def __enter__(self) -> EssaysJob:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+
+    def send(self, job: EssaysInput) -> None:
+        self._job = job
+        if self._proc is None:
+            return
         stdin = self._proc.stdin
         assert stdin is not None
         # written from a thread: the pipe takes the tables only as fast as the child,
-        # still importing, reads them, and this process has charts to draw meanwhile
-        self._sent = threading.Thread(target=_send, args=(stdin, self._job), daemon=True)
+        # maybe still importing, reads them, and this process has charts to draw meanwhile
+        self._sent = threading.Thread(target=_send, args=(stdin, job), daemon=True)
         self._sent.start()
 
     def result(self) -> Essays:
+        if self._job is None:
+            raise RuntimeError("the essay browser was never sent its job")
         if self._proc is None:
             return make_essays(self._job)
         if self._sent is not None:  # the child reads all of its input before it answers

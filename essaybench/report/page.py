@@ -16,6 +16,7 @@ names, and the scripts that one creates (the chunks: ``'strict-dynamic'``).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,19 +107,25 @@ def _options(values: list[str]) -> list[str]:
 
 
 def context(data: RunData, chunk_bytes: int = CHUNK_BYTES, *,
-            process_from: int = PROCESS_FROM_ESSAYS) -> tuple[dict[str, Any], list[Chunk]]:
-    """What the template shows, from a run's data, and the essay chunks beside the page."""
+            process_from: int = PROCESS_FROM_ESSAYS, essays: EssaysJob | None = None
+            ) -> tuple[dict[str, Any], list[Chunk]]:
+    """What the template shows, from a run's data, and the essay chunks beside the page
+    (``essays``: the essay browser's job, started by the caller; else started here, in a
+    process of its own from ``process_from`` essays)."""
     labels = labels_for(data.judgments)
     ids = ChartIds()
     judges = judges_of(data.judgments)
     # every essay's length verdict, once (the drill-down and the model facts read it)
     checked = compliance_table(data.essays, prompt_column="prompt_text")
     # the essay browser, in a process of its own at scale, while the charts are drawn here
-    essays = EssaysJob(EssaysInput(data.essays, data.judgments, data.pairwise, labels,
-                                   checked, judges, chunk_bytes), process_from=process_from)
-    sections = [judge_section(ids, data, judge, labels) for judge in judges]
-    facts = model_facts(data.essays, checked)
-    made = essays.result()
+    with contextlib.ExitStack() as own:
+        if essays is None:
+            essays = own.enter_context(EssaysJob(process=data.essays.height >= process_from))
+        essays.send(EssaysInput(data.essays, data.judgments, data.pairwise, labels, checked,
+                                judges, chunk_bytes))
+        sections = [judge_section(ids, data, judge, labels) for judge in judges]
+        facts = model_facts(data.essays, checked)
+        made = essays.result()
     browser, pairs = made.browser, made.pairs
     return {
         "data": data, "judges": sections, "decisions": _decisions(facts, sections),
@@ -156,13 +163,14 @@ class Report:
 
 
 def build_report(data: RunData, *, chunk_bytes: int = CHUNK_BYTES,
-                 process_from: int = PROCESS_FROM_ESSAYS) -> Report:
+                 process_from: int = PROCESS_FROM_ESSAYS,
+                 essays: EssaysJob | None = None) -> Report:
     """The page for ``data`` and its essay chunks (the essay browser's made in another
     process from ``process_from`` essays: ``essays_job``)."""
     env = environment()
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    shown, chunks = context(data, chunk_bytes, process_from=process_from)
+    shown, chunks = context(data, chunk_bytes, process_from=process_from, essays=essays)
     # The template marks what it inserts unescaped with |safe: the charts, the essay
     # index (escaped JSON), the style and the script, all made here (see the module doc).
     pieces = env.get_template("report.html").generate(

@@ -10,8 +10,8 @@ from pathlib import Path
 from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
 from essaybench.report.browser import CHUNK_BYTES, FILES_FOLDER, Chunk
-from essaybench.report.data import RunData, load_run
-from essaybench.report.essays_job import PROCESS_FROM_ESSAYS
+from essaybench.report.data import RunData, find_judged, load_run
+from essaybench.report.essays_job import PROCESS_FROM_ESSAYS, EssaysJob
 from essaybench.report.page import build_report
 from essaybench.store import Store
 
@@ -67,17 +67,23 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES,
     names any more are removed; a reader never opens half a file. The cyclic collector is
     paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
     page took at the paper's scale)."""
-    return write_page(load_run(store, run_id), report_path(store, run_id),
-                      chunk_bytes=chunk_bytes, process_from=process_from)
+    judged = find_judged(store, run_id)
+    n_essays = store.get_snapshot(judged.upstream_snapshot_ids[0]).n_rows
+    # the essay browser's process starts before the run is read: its imports overlap it
+    with EssaysJob(process=n_essays >= process_from) as essays:
+        return write_page(load_run(store, run_id), report_path(store, run_id),
+                          chunk_bytes=chunk_bytes, essays=essays)
 
 
 def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES,
-               process_from: int = PROCESS_FROM_ESSAYS) -> Path:
+               process_from: int = PROCESS_FROM_ESSAYS, essays: EssaysJob | None = None
+               ) -> Path:
     """The report of ``data`` at ``path`` and its chunks beside it, as ``write_report``
     writes them (benchmarks/report_scale.py writes runs it makes up this way)."""
     folder = chunks_folder(path)
     with collector_paused():
-        report = build_report(data, chunk_bytes=chunk_bytes, process_from=process_from)
+        report = build_report(data, chunk_bytes=chunk_bytes, process_from=process_from,
+                              essays=essays)
         write_chunks(folder, report.chunks)
         write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
     remove_stale(folder, report.chunks)

@@ -47,10 +47,22 @@ def test_a_child_that_fails_is_an_error_naming_its_exit(reported_runs: ReportedR
     broken = EssaysInput(data.essays, data.judgments.drop("judge"), None,
                          labels_for(data.judgments), data.essays.head(0), ["qwen-judge"],
                          SMALL_CHUNKS)
-    job = EssaysJob(broken, process_from=0)
-    with pytest.raises(RuntimeError, match=r"essay browser's process exited with 1: .*judge"):
-        job.result()
+    with EssaysJob(process=True) as job:
+        job.send(broken)
+        with pytest.raises(RuntimeError,
+                           match=r"essay browser's process exited with 1: .*judge"):
+            job.result()
     # and what the child is sent is checked: anything but a job is refused
     bad = subprocess.run([sys.executable, "-m", "essaybench.report.essays_job"],
                          input=pickle.dumps({"not": "a job"}), capture_output=True, check=False)
     assert bad.returncode != 0 and b"stdin is not an EssaysInput" in bad.stderr
+
+
+def test_a_child_never_sent_its_job_is_stopped_on_exit() -> None:
+    """The page's process starts the child before it reads the run; a run it cannot read
+    leaves no child behind."""
+    with pytest.raises(KeyError), EssaysJob(process=True) as job:
+        child = job._proc
+        assert child is not None and child.poll() is None
+        raise KeyError("the run could not be read")
+    assert child.poll() is not None

@@ -306,12 +306,13 @@ TARGET_PRECISION = 0.95  # rules only, among the prompts the rules decide
 TARGET_DECIDED = 0.85  # rules only, share of essays decided
 
 
-def targets_met(report: QualityReport) -> dict[str, bool]:
-    """The rules-only targets of issue 15, each met or not."""
+def targets_met(report: QualityReport, min_precision: float = TARGET_PRECISION,
+                min_decided: float = TARGET_DECIDED) -> dict[str, bool]:
+    """The rules-only targets (issue 15's by default), each met or not."""
     precision, decided = report.genre_precision, report.decided_share
     return {
-        f"genre precision >= {TARGET_PRECISION}": precision is not None
-        and precision >= TARGET_PRECISION,
-        f"decided >= {TARGET_DECIDED:.0%}": decided is not None and decided >= TARGET_DECIDED,
+        f"genre precision >= {min_precision}": precision is not None
+        and precision >= min_precision,
+        f"decided >= {min_decided:.0%}": decided is not None and decided >= min_decided,
         "no non-essay published": not report.leaked,
     }

@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from essaybench.curate.genre_rules import ANY_GENRE
 from essaybench.curate.labeler import Genre
-from essaybench.curate.quality import GENRE_CLASSES, EvalItem, QualityReport, read_jsonl_models
+from essaybench.curate.quality import (
+    GENRE_CLASSES,
+    EvalItem,
+    QualityReport,
+    read_jsonl_models,
+    targets_met,
+)
 
 TARGET_PRECISION = 0.97
 TARGET_DECIDED = 0.90
@@ -93,10 +99,4 @@ def load_public_set(path: Path) -> list[PublicItem]:
 
 def public_targets_met(report: QualityReport) -> dict[str, bool]:
     """Issue 29's rules-only targets on this set, each met or not."""
-    precision, decided = report.genre_precision, report.decided_share
-    return {
-        f"genre precision >= {TARGET_PRECISION}": precision is not None
-        and precision >= TARGET_PRECISION,
-        f"decided >= {TARGET_DECIDED:.0%}": decided is not None and decided >= TARGET_DECIDED,
-        "no non-essay published": not report.leaked,
-    }
+    return targets_met(report, TARGET_PRECISION, TARGET_DECIDED)

@@ -389,6 +389,9 @@ def main() -> int:
     folder = (args.keep or Path(tempfile.mkdtemp(prefix="essaybench-scale-out-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     parallel = args.parallel or 2 * args.workers
+    # SIGTERM (a caller's timeout, `kill`) ends the run through its finally blocks, so the
+    # stack is stopped and nothing is left running (by default SIGTERM skips them)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         run(args, folder, parallel)
     except Failed as exc:

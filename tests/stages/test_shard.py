@@ -31,6 +31,7 @@ from essaybench.llm.registry import load_registry
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import open_gateway
 from essaybench.runs.shards import (
+    ShardPlan,
     ShardRefused,
     ledger_prefix,
     owner_path,
@@ -92,6 +93,14 @@ def fresh(curated: Store, folder: Path) -> Store:
     store = copy_store(curated, folder)
     (store.root / "ledger.duckdb").unlink(missing_ok=True)
     return store
+
+
+def planned(curated: Store, tmp_path: Path, shards: int) -> tuple[Store, PartStore, ShardPlan]:
+    """A fresh store with run r1 recorded and its plan of ``shards`` shards written."""
+    store = fresh(curated, tmp_path / "store")
+    parts = PartStore(tmp_path / "parts")
+    record_run(store, "r1")
+    return store, parts, write_plan(store, parts, "r1", CONFIG, load_registry(), shards)
 
 
 def run_all_shards(store: Store, parts: PartStore, run_id: str, shards: int,
@@ -184,10 +193,7 @@ def test_shard_resends_nothing_and_merge_is_idempotent(
 
 def test_merge_refuses_until_every_shard_succeeded(
         curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
-    store = fresh(curated, tmp_path / "store")
-    parts = PartStore(tmp_path / "parts")
-    record_run(store, "r1")
-    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 4)
+    store, parts, plan = planned(curated, tmp_path, 4)
     run_shard(parts, "r1", 0)
     with pytest.raises(ShardError, match=r"shard\(s\) 1, 2, 3 of 4 never succeeded"):
         merge_ledgers(store, parts, plan)
@@ -199,10 +205,7 @@ def test_merge_refuses_until_every_shard_succeeded(
 
 def test_a_superseded_attempt_writes_nothing_and_its_double_calls_are_not_merged(
         curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
-    store = fresh(curated, tmp_path / "store")
-    parts = PartStore(tmp_path / "parts")
-    record_run(store, "r1")
-    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2)
+    store, parts, plan = planned(curated, tmp_path, 2)
     # The parent sent attempt "new" of shard 0: attempt "old", still running, stops.
     parts.put_json(owner_path("r1", 0), {"attempt": "new"})
     with pytest.raises(ShardSuperseded, match="superseded"):
@@ -267,10 +270,7 @@ def test_a_missing_or_changed_part_fails_before_anything_is_sent_or_written(
 
 def test_a_shard_refuses_another_plan_or_other_code_or_rubrics(
         curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
-    store = fresh(curated, tmp_path / "store")
-    parts = PartStore(tmp_path / "parts")
-    record_run(store, "r1")
-    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2)
+    _, parts, plan = planned(curated, tmp_path, 2)
     doc = parts.read_json(plan_path("r1"))
     assert plan.code_version == code_version() and set(plan.pins) == {"rubric",
                                                                        "judge_prompt"}
@@ -300,10 +300,7 @@ def test_the_plans_config_and_registry_as_files_for_the_later_stages(
     """What a sharded run's aggregate, pairwise, stats and alerts read instead of the files
     on disk: the plan's own config and registry entries, read back by the ordinary loaders
     unchanged, under <store>/plans (which publishing does not share)."""
-    store = fresh(curated, tmp_path / "store")
-    parts = PartStore(tmp_path / "parts")
-    record_run(store, "r1")
-    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2)
+    store, _, plan = planned(curated, tmp_path, 2)
     config_file = write_plan_config(store.root, plan)
     registry_file = write_plan_registry(store.root, plan)
     assert config_file.parent == registry_file.parent == store.root / PLANS

@@ -162,10 +162,17 @@ def _pairwise(store: Store, run_id: str, judged: Snapshot) -> Snapshot | None:
     return found
 
 
-def load_run(store: Store, run_id: str) -> RunData:
-    """Read everything the report of ``run_id`` shows."""
+def run_snapshots(store: Store, run_id: str) -> tuple[Snapshot, Snapshot]:
+    """The run's judge snapshot (``find_judged``) and the essays it judged."""
     judged = find_judged(store, run_id)
-    essays_snap = store.get_snapshot(judged.upstream_snapshot_ids[0])
+    return judged, store.get_snapshot(judged.upstream_snapshot_ids[0])
+
+
+def load_run(store: Store, run_id: str,
+             found: tuple[Snapshot, Snapshot] | None = None) -> RunData:
+    """Read everything the report of ``run_id`` shows (``found``: ``run_snapshots``'
+    answer, when the caller has it)."""
+    judged, essays_snap = found or run_snapshots(store, run_id)
     stage_runs = store.stage_runs(run_id, 1000)
     pairs = _pairwise(store, run_id, judged)
     stats, stats_note = _stats_tables(store, run_id, judged)

@@ -10,7 +10,7 @@ from pathlib import Path
 from essaybench.core.files import write_atomically
 from essaybench.core.gcfreeze import collector_paused
 from essaybench.report.browser import CHUNK_BYTES, FILES_FOLDER, Chunk
-from essaybench.report.data import RunData, find_judged, load_run
+from essaybench.report.data import RunData, load_run, run_snapshots
 from essaybench.report.essays_job import PROCESS_FROM_ESSAYS, EssaysJob
 from essaybench.report.page import build_report
 from essaybench.store import Store
@@ -67,11 +67,10 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES,
     names any more are removed; a reader never opens half a file. The cyclic collector is
     paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
     page took at the paper's scale)."""
-    judged = find_judged(store, run_id)
-    n_essays = store.get_snapshot(judged.upstream_snapshot_ids[0]).n_rows
+    found = run_snapshots(store, run_id)
     # the essay browser's process starts before the run is read: its imports overlap it
-    with EssaysJob(process=n_essays >= process_from) as essays:
-        return write_page(load_run(store, run_id), report_path(store, run_id),
+    with EssaysJob(process=found[1].n_rows >= process_from) as essays:
+        return write_page(load_run(store, run_id, found), report_path(store, run_id),
                           chunk_bytes=chunk_bytes, essays=essays)
 
 

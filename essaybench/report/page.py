@@ -107,11 +107,10 @@ def _options(values: list[str]) -> list[str]:
 
 
 def context(data: RunData, chunk_bytes: int = CHUNK_BYTES, *,
-            process_from: int = PROCESS_FROM_ESSAYS, essays: EssaysJob | None = None
-            ) -> tuple[dict[str, Any], list[Chunk]]:
+            essays: EssaysJob | None = None) -> tuple[dict[str, Any], list[Chunk]]:
     """What the template shows, from a run's data, and the essay chunks beside the page
     (``essays``: the essay browser's job, started by the caller; else started here, in a
-    process of its own from ``process_from`` essays)."""
+    process of its own from ``PROCESS_FROM_ESSAYS`` essays)."""
     labels = labels_for(data.judgments)
     ids = ChartIds()
     judges = judges_of(data.judgments)
@@ -120,7 +119,8 @@ def context(data: RunData, chunk_bytes: int = CHUNK_BYTES, *,
     # the essay browser, in a process of its own at scale, while the charts are drawn here
     with contextlib.ExitStack() as own:
         if essays is None:
-            essays = own.enter_context(EssaysJob(process=data.essays.height >= process_from))
+            essays = own.enter_context(EssaysJob(
+                process=data.essays.height >= PROCESS_FROM_ESSAYS))
         essays.send(EssaysInput(data.essays, data.judgments, data.pairwise, labels, checked,
                                 judges, chunk_bytes))
         sections = [judge_section(ids, data, judge, labels) for judge in judges]
@@ -163,14 +163,12 @@ class Report:
 
 
 def build_report(data: RunData, *, chunk_bytes: int = CHUNK_BYTES,
-                 process_from: int = PROCESS_FROM_ESSAYS,
                  essays: EssaysJob | None = None) -> Report:
-    """The page for ``data`` and its essay chunks (the essay browser's made in another
-    process from ``process_from`` essays: ``essays_job``)."""
+    """The page for ``data`` and its essay chunks (``essays``: as for ``context``)."""
     env = environment()
     script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
     style = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    shown, chunks = context(data, chunk_bytes, process_from=process_from, essays=essays)
+    shown, chunks = context(data, chunk_bytes, essays=essays)
     # The template marks what it inserts unescaped with |safe: the charts, the essay
     # index (escaped JSON), the style and the script, all made here (see the module doc).
     pieces = env.get_template("report.html").generate(

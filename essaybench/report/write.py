@@ -66,7 +66,8 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES,
     the page still there keeps finding its own), then the page, then the chunks no page
     names any more are removed; a reader never opens half a file. The cyclic collector is
     paused while the page is made (core.gcfreeze: its passes were 2.0 of the 4.9 s the
-    page took at the paper's scale)."""
+    page took at the paper's scale). From ``process_from`` essays the essay browser is
+    made in a process of its own (``essays_job``)."""
     found = run_snapshots(store, run_id)
     # the essay browser's process starts before the run is read: its imports overlap it
     with EssaysJob(process=found[1].n_rows >= process_from) as essays:
@@ -75,14 +76,12 @@ def write_report(store: Store, run_id: str, *, chunk_bytes: int = CHUNK_BYTES,
 
 
 def write_page(data: RunData, path: Path, *, chunk_bytes: int = CHUNK_BYTES,
-               process_from: int = PROCESS_FROM_ESSAYS, essays: EssaysJob | None = None
-               ) -> Path:
+               essays: EssaysJob | None = None) -> Path:
     """The report of ``data`` at ``path`` and its chunks beside it, as ``write_report``
     writes them (benchmarks/report_scale.py writes runs it makes up this way)."""
     folder = chunks_folder(path)
     with collector_paused():
-        report = build_report(data, chunk_bytes=chunk_bytes, process_from=process_from,
-                              essays=essays)
+        report = build_report(data, chunk_bytes=chunk_bytes, essays=essays)
         write_chunks(folder, report.chunks)
         write_atomically(path, (piece.encode("utf-8") for piece in report.pieces))
     remove_stale(folder, report.chunks)

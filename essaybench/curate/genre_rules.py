@@ -61,6 +61,10 @@ _NEGATED_BEFORE = re.compile(
 _NEGATED_AFTER = re.compile(r"除外|以外")
 _NOT_TECHNIQUE = "".join(f"(?<!{w})" for w in ("细节", "心理", "外貌", "动作", "语言", "神态",
                                                 "肖像", "环境", "感官"))
+# Reflection words (an argumentative topic cue, like 读后感's 感): issue 30 adds 心得, 体会
+# and 感想, so a 个人心得 that may give a view or tell a story ties instead of reading as a
+# narrative from its story cues alone.
+_REFLECTION = r"思考|认识|理解|感悟|心得|体会|感想"
 _CUES: dict[Genre, tuple[str, ...]] = {
     Genre.ARGUMENTATIVE: (
         r"谈谈|说说|谈一谈", r"看法|观点|见解|主张|立场", r"辩证|思辨", r"启示|道理",
@@ -68,7 +72,7 @@ _CUES: dict[Genre, tuple[str, ...]] = {
         r"辩论|辩题|驳斥|反驳", r"利弊|利与弊|利大于弊|弊大于利",
         r"怎么看|如何看待|怎样看待|是否", r"演讲稿|读后感|观后感|读书报告|倡议",
         r"赞成|反对|认同|同意",
-        r"思考|认识|理解|感悟", r"(?:^|[《“\"「：:\s])论(?![文语\s，。])"),
+        _REFLECTION, r"(?:^|[《“\"「：:\s])论(?![文语\s，。])"),
     Genre.NARRATIVE: (
         r"讲述|讲讲|叙述|记叙|记述|叙事", r"经历", r"故事", r"那一(?:刻|次|天|年|瞬间)",
         r"难忘|难以忘怀", r"成长", r"记一(?:次|件|个)|一件事", r"回忆|往事|童年|第一次",
@@ -88,7 +92,7 @@ _CUE_RXS = {genre: [re.compile(c) for c in cues] for genre, cues in _CUES.items(
 # Topic words (issue 29): they name what an essay may be about ("分享你对美的体验或认识",
 # "以“角落”为题", "以“寓言”为题"), not how it is written. They count like any cue, but a
 # genre whose cues are all topic words is not decided by them.
-_TOPIC_CUES = frozenset({r"思考|认识|理解|感悟", r"童话|寓言|小说", r"一角|角落", r"场面|场景"})
+_TOPIC_CUES = frozenset({_REFLECTION, r"童话|寓言|小说", r"一角|角落", r"场面|场景"})
 _TOPIC_RX = re.compile("|".join(_TOPIC_CUES))
 # What the task asks to be written: the noun phrase after the verb up to a clause break;
 # its head (last word) says whether it is an essay.
@@ -108,7 +112,7 @@ _NON_ESSAY_WORDS = (
     # issue 30: letters and notes, news, jokes, reviews, case studies, orations, fiction
     # and fragments the always-a-genre labeller published
     r"请假条|假条|便条|借条|收条|留言条|新闻稿?|消息|通讯稿?|简讯|报道|笑话|段子|书评|乐评|剧评|"
-    r"综述|研究现状|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|独白|同人(?:文|小说)?|"
+    r"综述|研究现状|案例分析|案例研究|分析报告|祭文|悼词|悼文|挽联|讣告|墓志铭|独白|语录|台词|同人(?:文|小说)?|"
     # a kind of story is fiction; a bare 故事 ("写一篇关于我和狗狗的故事") may be a narrative
     r"(?:小|历史|奇幻|魔幻|玄幻|推理|悬疑|科幻|睡前|情感|爱情|恐怖|鬼|武侠|侦探)故事|"
     r"抽象(?:文学|话)|开头|结尾|(?:分析|研究|调研|评测|测评)文章")

@@ -77,3 +77,71 @@ def test_a_non_essay_word_inside_the_first_clause_is_not_a_product() -> None:
     rule = genre_by_rules("你是一名专业的新闻评论员，请就以下主题发表观点：城市夜经济的利与弊。"
                           "字数不少于1500字。")
     assert not rule.not_essay and rule.genre == Genre.ARGUMENTATIVE
+
+
+# --- issue 30: kinds the ../shared held-out prompts showed published by rules alone -------
+# Made-up examples of each kind (not the held-out texts), each beside an essay prompt of
+# the same words that must stay one.
+
+@pytest.mark.parametrize(("text", "kind", "cue"), [
+    ("帮我写一个悬疑风格的故事，主角是一名夜班保安，字数3000字左右。",
+     "fiction (a fiction genre, a chapter, a canon)", "悬疑风格"),
+    ("请创作一篇故事的第一章：少年离开海边小镇去寻找失踪的父亲，约2000字。",
+     "fiction (a fiction genre, a chapter, a canon)", "故事的第一章"),
+    ("以你在某款游戏里的角色为主角，讲述一次副本开荒，人物行为要符合游戏的官方设定。",
+     "fiction (a fiction genre, a chapter, a canon)", "官方设定"),
+    ("请写一篇专业的电影评论文章，比较两部国产动画片的配乐，3000字左右。",
+     "a review of a work", "电影评论"),
+    ("以学术论文的规范写一篇文章，分析近十年城市共享单车的停放管理，不少于5000字。",
+     "academic writing", "学术论文"),
+    ("写一个关于一只流浪猫找到新家的故事，1500字左右。", "a story",
+     "写一个关于一只流浪猫找到新家的故事"),
+    ("写一段文字，表现深夜加班后独自回家的疲惫。", "a passage, not a whole essay", "写一段文字"),
+    ("帮我写一篇微博小短文，吐槽一下周一早高峰的地铁，200字以内。",
+     "a post for a platform or a marketing piece", "微博小短文"),
+])
+def test_fiction_reviews_academic_work_stories_passages_and_posts_are_no_essays(
+        text: str, kind: str, cue: str) -> None:
+    rule = genre_by_rules(text)
+    assert rule.not_essay and not rule.decided, rule.evidence
+    assert f"the task asks for {kind} ({cue}" in rule.evidence
+    assert rule.span is not None and text[rule.span[0]:rule.span[1]].startswith(cue)
+
+
+def test_a_collection_of_quotes_is_no_essay() -> None:
+    rule = genre_by_rules("帮我写几句激励考生的语录，每句不超过20字。")
+    assert rule.not_essay and "语录, not an essay" in rule.evidence
+
+
+@pytest.mark.parametrize(("text", "allowed"), [
+    # a school form named wins over a fiction word
+    ("写一篇记叙文，讲一个发生在科幻展上的故事，不少于600字。", ("narrative",)),
+    # an opinion about fiction or about academic work is an essay about it
+    ("谈谈你对科幻故事的看法，写一篇文章，不少于800字。", ("argumentative",)),
+    ("谈谈你对学术研究中数据造假的看法，写一篇文章，不少于800字。", ("argumentative",)),
+    # 写一篇 names an essay form: a story asked for as 一篇 may be a narrative
+    ("写一篇关于我和外婆的故事，不少于600字。", ("narrative",)),
+    # 一段 with an essay's content is not 一段文字
+    ("写一段300字左右的端午节习俗介绍。", ("expository",)),
+])
+def test_an_essay_prompt_is_not_taken_for_fiction_a_review_or_academic_work(
+        text: str, allowed: tuple[str, ...]) -> None:
+    rule = genre_by_rules(text)
+    assert not rule.not_essay and rule.allowed == allowed, rule.evidence
+
+
+def test_a_reflection_offering_a_view_or_a_story_is_left_to_review() -> None:
+    """心得 and 体会 are reflection words like 感悟 (argumentative, topic words): a 心得 that
+    may give a view or tell an experience ties instead of reading as narrative only."""
+    rule = genre_by_rules("写一篇个人心得，可以写你对节约用水的看法，也可以讲述一次你节约用水的"
+                          "经历，不少于1000字。")
+    assert not rule.decided and "tied cues" in rule.evidence
+    assert "心得" in rule.evidence
+    # alone, a reflection word is a topic word and decides nothing
+    alone = genre_by_rules("写一篇关于读书的心得，不少于800字。")
+    assert not alone.decided and not alone.not_essay, alone.evidence
+
+
+def test_a_fiction_genre_word_must_qualify_the_story_not_a_films_style() -> None:
+    rule = genre_by_rules("写一篇文章，介绍科幻片的视觉风格是怎样制作出来的，800字。")
+    assert not rule.not_essay and rule.genre == Genre.EXPOSITORY, rule.evidence

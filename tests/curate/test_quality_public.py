@@ -118,3 +118,20 @@ def test_rules_keep_every_non_essay_out_and_decide_the_essays(
     assert met["no non-essay published"], report.leaked
     assert met["decided >= 90%"], report.essays_decided
     assert met["genre precision >= 0.97"], (report.decided_correct, report.decided)
+
+
+def test_an_always_genre_labeller_publishes_no_public_non_essay(
+        items: list[PublicItem]) -> None:
+    """Issue 30's target on the public set (the fake server answering "essay,
+    argumentative" with evidence from the task for every prompt it is asked about): it
+    published lw-lbw-067, a 写出一个有趣的故事 with a length, before stories asked for with
+    no essay form named were no essays. The set was tuned against since: a guard."""
+    from benchmarks.curation_adversary import adversary_report
+    from essaybench.curate.quality_heldout import LabelledText
+
+    config = load_curate_config(PROJECT_ROOT / "configs" / "curate.yaml")
+    params = ClassifyParams(keep_genre_choice=config.classify.keep_genre_choice)
+    report = adversary_report([LabelledText(i.id, i.text, i.is_essay) for i in items],
+                              "always_genre", config.filter, params)
+    assert report.undecided and report.llm_status.get("ok", 0) > 0  # it was asked
+    assert report.published == [] and report.published_by_llm == []

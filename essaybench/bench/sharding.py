@@ -3,6 +3,8 @@ work pool (see ``essaybench.stages.shard`` and README, "Running on several machi
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 SHARD_DEPLOYMENT = "pipeline-shard/pipeline-shard"
@@ -17,9 +19,14 @@ class ShardingParams(BaseModel):
                         "hundreds of calls.")
     parallel: int | None = Field(default=None, ge=1, description="Shards running at once "
                                  "at most (the work pool's concurrency limit, the parent's "
-                                 "slot aside; None: all of them). Each model's limits "
-                                 "(max_concurrency, rpm, tpm) are shared out among the shards "
-                                 "that can call it at once, so the run stays within them.")
+                                 "slot aside; None: all of them).")
+    limits: Literal["shared", "split"] = Field(
+        default="shared", description="How the shards keep each model's limits "
+        "(max_concurrency, rpm, tpm): shared: Prefect global concurrency and rate limits "
+        "every shard draws from (the sum stays within them and a busy shard uses what idle "
+        "ones leave; three small requests to the Prefect server per call); split: divided "
+        "among the shards that can call the model at once (no server requests, but each "
+        "shard is capped at its share even when the others are done).")
     retries: int = Field(default=2, ge=0, description="Times a crashed or failed shard is "
                          "sent again (it pays only for calls its earlier attempts lost).")
     stale_after_s: float = Field(default=90.0, gt=0, description="A running shard whose "

@@ -34,7 +34,7 @@ from essaybench.llm.protocols import (
 )
 
 if TYPE_CHECKING:
-    from essaybench.llm.ratelimit import EndpointLimiter
+    from essaybench.llm.ratelimit import Limiter
     from essaybench.llm.registry import ModelSpec
     from essaybench.llm.replicas import ReplicaPool
     from essaybench.llm.retry import Backoff
@@ -71,7 +71,7 @@ class BackendClass(Protocol):
     ``base_url``), the entry's rate limiter, the retry backoff and a seed for jitter."""
 
     def __call__(self, spec: ModelSpec, base_url: str | ReplicaPool | None = None, *,
-                 limiter: EndpointLimiter | None = None, backoff: Backoff | None = None,
+                 limiter: Limiter | None = None, backoff: Backoff | None = None,
                  seed: int | None = None) -> ChatBackend: ...
 
 

@@ -28,7 +28,7 @@ import httpx
 
 from essaybench.core.hashing import sha256_hex
 from essaybench.llm.backends import ChatBackend, register_backend
-from essaybench.llm.ratelimit import EndpointLimiter
+from essaybench.llm.ratelimit import EndpointLimiter, Limiter
 from essaybench.llm.registry import ModelSpec
 from essaybench.llm.replicas import ReplicaPool, affinity_of
 from essaybench.llm.reply import read_reply
@@ -153,7 +153,7 @@ class OpenAICompatBackend:
         spec: ModelSpec,
         base_url: str | ReplicaPool | None = None,
         *,
-        limiter: EndpointLimiter | None = None,
+        limiter: Limiter | None = None,
         backoff: Backoff | None = None,
         seed: int | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

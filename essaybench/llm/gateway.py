@@ -24,7 +24,7 @@ from essaybench.llm.batching import BatchHandle, BatchPort, Call, FollowUp, Foll
 from essaybench.llm.client import ChatBackend, canonical_request, idempotency_token
 from essaybench.llm.ledger import Ledger, ledger_row
 from essaybench.llm.progress import Progress, current_progress
-from essaybench.llm.ratelimit import EndpointLimiter
+from essaybench.llm.ratelimit import Limiter, LimiterFactory, local_limiter
 from essaybench.llm.redact import ResultRedactor
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.replicas import ReplicaPool
@@ -71,8 +71,12 @@ class Gateway:
         seed: int | None = None,
         scope: ReuseScope = ANY_RUN,
         observer: Progress | None = None,
+        limits: LimiterFactory = local_limiter,
     ) -> None:
         self.registry = registry
+        # Makes each entry's limiter: kept in this process (the default), or shared with
+        # every shard of a run (llm.shared_limits; a shard's task passes Prefect's).
+        self.limits = limits
         # Sends the calls of entries with a batch API (registry ``batch``): set by
         # open_gateway (llm.batch.route); None: every call goes direct.
         self.batches: BatchPort | None = None
@@ -85,7 +89,7 @@ class Gateway:
         self.base_urls = dict(base_urls or {})
         self._given: dict[str, ChatBackend] = dict(backends or {})
         self._backends: dict[str, ChatBackend] = {}
-        self._limiters: dict[str, EndpointLimiter] = {}
+        self._limiters: dict[str, Limiter] = {}
         self._active_runs = 0  # the HTTP clients close when the last concurrent run ends
         self.backoff = backoff
         self.seed = seed
@@ -111,8 +115,9 @@ class Gateway:
                 raise RuntimeError(
                     f"model {model!r} is the embedded model: start it with "
                     "essaybench.llm.embedded (open_gateway does) and pass its URL")
-            limiter = self._limiters.setdefault(
-                model, EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm))
+            limiter = self._limiters.get(model)
+            if limiter is None:
+                limiter = self._limiters[model] = self.limits(spec)
             # The entry's protocol names its backend class (llm.backends): looked up
             # once per model and batch, never per call.
             self._backends[model] = backend_class(spec.protocol)(

@@ -15,9 +15,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from essaybench.llm.registry import ModelSpec
 
 BURST_SECONDS = 10.0
+
+
+class Limiter(Protocol):
+    """What a backend asks of one endpoint's limits: a slot per attempt, and a pause when
+    the provider says Retry-After. ``EndpointLimiter`` keeps them in this process;
+    ``llm.shared_limits.SharedLimiter`` shares them with every process of a run."""
+
+    def slot(self, estimated_tokens: int = 0) -> AbstractAsyncContextManager[None]: ...
+
+    def pause(self, seconds: float) -> None: ...
+
+
+# How a gateway makes each registry entry's limiter (once per entry, kept across batches).
+LimiterFactory = Callable[["ModelSpec"], Limiter]
+
+
+def local_limiter(spec: ModelSpec) -> EndpointLimiter:
+    """The entry's limits, kept in this process (the default)."""
+    return EndpointLimiter(spec.max_concurrency, spec.rpm, spec.tpm)
 
 
 class TokenBucket:

@@ -32,6 +32,7 @@ from essaybench.llm.batching import FollowUp
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.part_ledger import PartLedger
+from essaybench.llm.ratelimit import LimiterFactory, local_limiter
 from essaybench.llm.registry import Registry
 from essaybench.llm.replicas import ReplicaPool
 from essaybench.llm.retry import Backoff
@@ -105,13 +106,16 @@ def open_gateway(
     ledger: Ledger | None = None,
     batch_options: BatchOptions | None = None,
     batch_waiting: BatchWaiting = "poll",
+    limits: LimiterFactory = local_limiter,
 ) -> Iterator[GatewaySession]:
     """``embedded_replicas``: servers of the embedded model, shared by every embedded
     entry (default ``embedded_replica_count()``). ``ledger``: where calls are recorded
     and looked up (default: the store's ledger file; a shard passes its ``PartLedger``).
     ``batch_options``: how entries with a batch API use it (default ``BatchOptions()``);
     ``batch_waiting``: how a run waits for their batches (``llm.batch.route``): poll until
-    they end, or raise ``BatchesPending`` ("return")."""
+    they end, or raise ``BatchesPending`` ("return"). ``limits``: how each entry's limiter
+    is made (default: in this process; a shard's shared with the run's other shards,
+    ``llm.shared_limits``)."""
     store_root = Path(store_root)
     if isinstance(ledger, PartLedger):
         refuse_in_shards(registry, models)
@@ -139,7 +143,7 @@ def open_gateway(
                 pool = ReplicaPool([server.base_url for server in servers])
             urls[name] = pool
         gateway = Gateway(Registry(models=specs), ledger, base_urls=urls, backoff=backoff,
-                          scope=scope)
+                          scope=scope, limits=limits)
         BatchRoute.install(gateway, batch_options, batch_waiting)
         yield GatewaySession(gateway, ledger)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,7 +69,11 @@ class ShardPlan(BaseModel):
     scope_runs: list[str]
     scope_unattributed: bool = False
     seed: list[str] = Field(default_factory=list)  # ledger parts the shards may be served
-    parallel: int  # shards running at once at most: each model's limits are shared out
+    parallel: int  # shards running at once at most
+    # How the shards keep each model's limits (bench.sharding.ShardingParams.limits):
+    # shared: drawn from limits the parent published (llm.shared_limits); split: divided
+    # among the shards (``sharing``). Plans from before this field split them.
+    limits: Literal["shared", "split"] = "split"
     shards: list[Shard]
     # Pinned by the parent (None/empty in a plan written before they were): a shard
     # refuses to run with another code version or other rubric files.
@@ -83,7 +87,8 @@ class ShardPlan(BaseModel):
         return plan_digest(self.model_dump(mode="json"))
 
     def sharing(self, model: str, judges: Sequence[str]) -> int:
-        """How many shards may call ``model`` at once: its limits are divided by this.
+        """How many shards may call ``model`` at once: its limits are divided by this when
+        the plan splits them (``limits: split``).
         A judge is called by every shard; a writer by the shards holding its prompts."""
         users = (len(self.shards) if model in judges
                  else sum(model in s.models for s in self.shards))

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -42,6 +42,7 @@ from essaybench.core.hashing import sha256_hex
 from essaybench.core.version import code_version
 from essaybench.llm.ledger import ROW_SCHEMA, Ledger, as_ledger_frame
 from essaybench.llm.part_ledger import PartLedger, ShardSuperseded
+from essaybench.llm.ratelimit import LimiterFactory, local_limiter
 from essaybench.llm.registry import ModelSpec, Registry
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import LEDGER_FILE, open_gateway
@@ -84,8 +85,10 @@ class PlanMismatch(ShardError, ShardRefused):
 
 
 def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkConfig,
-               registry: Registry, shards: int, parallel: int | None = None) -> ShardPlan:
-    """The run's plan; an existing one is kept (a restarted parent resumes its shards)."""
+               registry: Registry, shards: int, parallel: int | None = None,
+               limits: Literal["shared", "split"] = "split") -> ShardPlan:
+    """The run's plan; an existing one is kept (a restarted parent resumes its shards).
+    ``limits``: how the shards keep each model's limits (``ShardPlan.limits``)."""
     existing = read_plan(parts, run_id, missing_ok=True)
     if existing is not None:
         return existing
@@ -106,7 +109,7 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
         config=config.model_dump(mode="json"),
         specs={m: registry.get(m).model_dump(mode="json") for m in config.models()},
         scope_runs=sorted(scope.runs or ()), scope_unattributed=scope.unattributed, seed=seed,
-        parallel=parallel or shards,
+        parallel=parallel or shards, limits=limits,
         shards=plan_shards(config.generate.models, selected["prompt_id"].to_list(), shards),
         code_version=code_version(), pins=rubric_pins(config), rotation=rotation)
     parts.write_json(plan_path(run_id), plan.model_dump(mode="json"))
@@ -186,14 +189,18 @@ def superseded(parts: PartStore, run_id: str, index: int, attempt: str) -> bool:
 
 
 def run_shard(parts: PartStore, run_id: str, index: int, attempt: str | None = None,
-              plan_digest: str | None = None) -> dict[str, Any]:
+              plan_digest: str | None = None,
+              limits: LimiterFactory | None = None) -> dict[str, Any]:
     """Generate and judge shard ``index`` of ``run_id``; returns its ``_SUCCESS`` record.
     ``attempt``: this attempt's name (the shard's flow run id; default: a random one), in
     its heartbeat, part names and record. An attempt the parent has replaced (its
     ``owner`` names another) stops recording calls and writes nothing: ``ShardSuperseded``.
     ``plan_digest``: the digest of the plan the parent made (``ShardPlan.digest``); the
     shard refuses another plan, and a plan pinned to other code or rubric files
-    (``check_pinned``), before any call."""
+    (``check_pinned``), before any call. ``limits``: limiters every shard of the run
+    shares (``llm.shared_limits``; the shard task passes Prefect's when the plan's
+    ``sharding.limits`` is ``shared``), each entry's limits whole; None: each model's
+    limits divided among the shards that may call it at once (``ShardPlan.sharing``)."""
     plan = read_plan(parts, run_id)
     assert plan is not None
     if not 0 <= index < len(plan.shards):
@@ -205,7 +212,8 @@ def run_shard(parts: PartStore, run_id: str, index: int, attempt: str | None = N
     shard = plan.shards[index]
     judges = config.judges()
     registry = Registry(models={
-        n: ModelSpec.model_validate(shared_limits(s, plan.sharing(n, judges)))
+        n: ModelSpec.model_validate(s if limits is not None
+                                    else shared_limits(s, plan.sharing(n, judges)))
         for n, s in plan.specs.items()})
     prompts = _shard_prompts(parts, plan, shard)
     scope = ReuseScope.of_run(run_id, plan.scope_runs, plan.scope_unattributed)
@@ -232,7 +240,8 @@ def run_shard(parts: PartStore, run_id: str, index: int, attempt: str | None = N
     try:
         with Heartbeat(beat, HEARTBEAT_S), tempfile.TemporaryDirectory() as work, \
                 open_gateway(registry, work, [*shard.models, *judges], scope=scope,
-                             log_dir=Path(work) / "logs", ledger=ledger) as session, \
+                             log_dir=Path(work) / "logs", ledger=ledger,
+                             limits=limits or local_limiter) as session, \
                 session.reusing_failures_since(plan.created_at):
             prefetch = JudgePrefetch.for_prompts(prompts, config.judge,
                                                  config.generate.min_chinese_share)

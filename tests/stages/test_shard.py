@@ -27,9 +27,11 @@ from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.part_ledger import ShardSuperseded
-from essaybench.llm.registry import load_registry
+from essaybench.llm.ratelimit import Limiter
+from essaybench.llm.registry import ModelSpec, load_registry
 from essaybench.llm.scope import ReuseScope
 from essaybench.llm.session import open_gateway
+from essaybench.llm.shared_limits import LocalSlots, shared_limiters
 from essaybench.runs.shards import (
     ShardPlan,
     ShardRefused,
@@ -415,3 +417,25 @@ def test_the_second_judge_runs_in_the_shards_and_the_parent_asks_only_what_they_
     assert gone.height == 2 and gone["second_judge"].null_count() == 0
     assert asked == 2  # those two essays' second opinions, nothing else
     assert stable_rows(completed, keys).equals(stable_rows(theirs, keys))
+
+
+def test_a_shard_given_shared_limits_keeps_each_entrys_limits_whole(
+        curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
+    """With limits every shard shares (llm.shared_limits), a shard draws on the entry's
+    whole max_concurrency: the judge, called by both shards, is not cut to 6 // 2."""
+    store = fresh(curated, tmp_path / "store")
+    parts = PartStore(tmp_path / "parts")
+    record_run(store, "r1")
+    plan = write_plan(store, parts, "r1", CONFIG, load_registry(), 2, limits="shared")
+    assert plan.limits == "shared" and read_plan(parts, "r1") == plan
+    seen: dict[str, int] = {}
+    slots = LocalSlots.for_specs(ModelSpec.model_validate(s) for s in plan.specs.values())
+
+    def limits(spec: ModelSpec) -> Limiter:
+        seen[spec.name] = spec.max_concurrency
+        return shared_limiters(slots)(spec)
+
+    record = run_shard(parts, "r1", 0, plan_digest=plan.digest, limits=limits)
+    assert record["sent"] > 0
+    assert seen == {plan.shards[0].models[0]: 6, "judge": 6}
+    assert 1 <= slots.peak["essaybench-judge-concurrency"] <= 6

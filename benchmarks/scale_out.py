@@ -442,7 +442,8 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             "prompt_set": version, "generate": {"models": writers},
             "judge": {"judges": ["judge"]}, "stats": {"n_boot": 200},
             "sharding": {"shards": args.shards, "parallel": parallel,
-                         "stale_after_s": STALE_S, "startup_grace_s": GRACE_S,
+                         "stale_after_s": STALE_S, "liveness": "parts",
+                         "startup_grace_s": GRACE_S,
                          "retries": 2}}), "utf-8")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")},
                **s3_env, "ESSAYBENCH_MODELS": str(folder / "models.yaml"),

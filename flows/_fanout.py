@@ -4,9 +4,13 @@
 Each shard is a flow run of the shard deployment, created with ``run_deployment(...,
 timeout=0)`` as a subflow of the pipeline run, and an idempotency key per attempt: a parent
 that restarts finds its attempts instead of starting them twice. A shard that ends
-FAILED or CRASHED, or whose heartbeat stops while Prefect still lists it RUNNING (its
-worker was killed: nobody is left to report the crash), is marked CRASHED and sent again,
-up to ``retries`` times; the new attempt is served every call the old one recorded. A
+FAILED or CRASHED is sent again, up to ``retries`` times. A running shard whose worker was
+killed (nobody is left to report the crash) is marked CRASHED by Prefect's zombie
+automation when its flow-run heartbeats stop (``liveness: prefect``, ``tasks.zombies``),
+or by this loop when the heartbeat file it writes under the part store stops (``parts``);
+a shard a worker took but whose process never came up (Pending past ``startup_grace_s``:
+no heartbeat of either kind is sent before the flow engine runs) is marked CRASHED here.
+The new attempt is served every call the old one recorded. A
 shard that refused to run (its flow run ends ``Refused``: another plan, other code, a part
 store it cannot see) fails the run at once: every attempt would be refused alike. A shard
 that never starts fails the run after ``start_deadline_s`` (``runs.shard_deadline``), its
@@ -33,6 +37,7 @@ from essaybench.runs.shard_deadline import WaitingShard, slot_conflict, start_ov
 from essaybench.runs.shards import REFUSED_STATE, heartbeat_path, owner_path
 from essaybench.stages.shard import ShardError, shard_done
 from essaybench.store.parts import PartStore
+from essaybench.tasks.zombies import ensure_zombie_automation
 
 
 def _stale(beat: object, running_since: datetime | None, now: datetime,
@@ -119,6 +124,8 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
         parent_id = this_flow_run.id
         refuse_slot_conflict(client, params, n_shards,
                              None if parent_id is None else str(parent_id))
+    if params.liveness == "prefect":
+        ensure_zombie_automation(params.stale_after_s)
     for k in range(n_shards):
         if not shard_done(parts, run_id, k):
             submit(k)
@@ -150,11 +157,14 @@ def run_shards(parts: PartStore, run_id: str, n_shards: int, params: ShardingPar
                     why = None
                     if state.is_final():
                         why = f"ended {name}: {state.message or ''}".strip()
-                    elif state.is_running() or state.is_pending():
+                    elif state.is_pending() or (state.is_running()
+                                                and params.liveness == "parts"):
                         # Pending: a worker took it and is starting its process (or died doing
                         # so: then nobody moves it on). Scheduled runs wait for a free slot.
-                        why = _stale(parts.read_json(heartbeat_path(run_id, k, str(flow_run_id))),
-                                     state.timestamp, now, params)
+                        # Running: Prefect's automation crashes a silent one (liveness: prefect).
+                        beat = (parts.read_json(heartbeat_path(run_id, k, str(flow_run_id)))
+                                if params.liveness == "parts" else None)
+                        why = _stale(beat, state.timestamp, now, params)
                         if why is not None:
                             client.set_flow_run_state(flow_run_id, Crashed(message=why), force=True)
                     if why is None:

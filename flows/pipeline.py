@@ -289,7 +289,8 @@ def _sharded_calls(run_id: str, config_path: str, store_root: str, sharding: Sha
     (``write_plan_config``, ``write_plan_registry``)."""
     parts = PartStore(parts_url_of(sharding, store_root))
     n, digest = shard_plan_task(run_id, config_path, store_root, parts.url, sharding.shards,
-                                sharding.parallel, lock_timeout_s, sharding.limits)
+                                sharding.parallel, lock_timeout_s, sharding.limits,
+                                sharding.liveness)
     with doing(f"shards ({n} on the work pool)"):  # the calls are made elsewhere meanwhile
         attempts = run_shards(parts, run_id, n, sharding, plan_digest=digest)
     snapshots = assemble_task(run_id, store_root, parts.url, uncalibrated_ok, lock_timeout_s)

@@ -25,14 +25,15 @@ from essaybench.tasks.limits import prefect_limiters, publish_limits, require_li
 def shard_plan_task(run_id: str, config_path: str, store_root: str, parts_url: str,
                     shards: int, parallel: int | None = None,
                     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
-                    limits: Literal["shared", "split"] = "split") -> tuple[int, str]:
+                    limits: Literal["shared", "split"] = "split",
+                    liveness: Literal["prefect", "parts"] = "parts") -> tuple[int, str]:
     """Writes (or finds) the run's plan; returns its number of shards and its digest (each
     shard refuses another plan). The config and the registry are read here, once. When
     the plan shares the models' limits, they are published to the Prefect server here,
     before any shard is sent (``tasks.limits``)."""
     plan = write_plan(Store(store_root, lock_timeout_s), PartStore(parts_url), run_id,
                       load_benchmark_config(config_path), load_registry(), shards, parallel,
-                      limits)
+                      limits, liveness)
     log = get_run_logger()
     log.info("run %s: %d shards, plan %s at %s (code %s)", run_id,
              len(plan.shards), plan.digest, parts_url, plan.code_version)

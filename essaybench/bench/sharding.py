@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SHARD_DEPLOYMENT = "pipeline-shard/pipeline-shard"
+# Prefect's shortest flow-run heartbeat interval (PREFECT_FLOWS_HEARTBEAT_FREQUENCY), which
+# the shard deployment uses: a shard is taken for dead after two missed heartbeats at least.
+PREFECT_HEARTBEAT_S = 30
 
 
 class ShardingParams(BaseModel):
@@ -30,8 +33,15 @@ class ShardingParams(BaseModel):
     retries: int = Field(default=2, ge=0, description="Times a crashed or failed shard is "
                          "sent again (it pays only for calls its earlier attempts lost).")
     stale_after_s: float = Field(default=90.0, gt=0, description="A running shard whose "
-                                 "heartbeat is older than this is taken for dead (its worker "
-                                 "was killed) and sent again.")
+                                 "last heartbeat is older than this is taken for dead (its "
+                                 "worker was killed, its host lost) and sent again; at least "
+                                 f"{2 * PREFECT_HEARTBEAT_S} s with liveness: prefect.")
+    liveness: Literal["prefect", "parts"] = Field(
+        default="prefect", description="Whose heartbeats show a running shard alive: "
+        "prefect: its flow run's own (every 30 s), and a Prefect automation marks a silent "
+        "one Crashed; parts: a file the shard rewrites every 5 s under the part store, "
+        "read by the pipeline, which marks a silent one Crashed itself (detection within "
+        "seconds: tests and benchmarks).")
     startup_grace_s: float = Field(default=180.0, gt=0, description="A shard that has been "
                                    "running this long without its first heartbeat (imports, "
                                    "plan, servers) is taken for dead and sent again.")
@@ -46,3 +56,12 @@ class ShardingParams(BaseModel):
     parts_url: str | None = Field(default=None, description="Where shards write their parts: "
                                   "a folder every worker sees or s3://bucket/prefix (None: "
                                   "$ESSAYBENCH_PARTS_URL, else <store>/parts).")
+
+    @model_validator(mode="after")
+    def _heartbeats_can_be_that_fresh(self) -> ShardingParams:
+        if self.liveness == "prefect" and self.stale_after_s < 2 * PREFECT_HEARTBEAT_S:
+            raise ValueError(
+                f"sharding.stale_after_s {self.stale_after_s:g} is below two of Prefect's "
+                f"flow-run heartbeats ({2 * PREFECT_HEARTBEAT_S} s): raise it, or use "
+                "liveness: parts")
+        return self

@@ -21,6 +21,7 @@ plan is written: the shards and the parent's assembly read the plan. Layout::
     runs/<run>/generate/shard=K/part-*.parquet, _SUCCESS.json
     runs/<run>/judge/shard=K/part-*.parquet, _SUCCESS.json
     runs/<run>/heartbeat/shard=K/<attempt>.json   rewritten every few seconds while it runs
+                                          (liveness: parts; with prefect, Prefect's own)
     runs/<run>/owner/shard=K.json         the attempt the parent sent last
 """
 
@@ -74,6 +75,9 @@ class ShardPlan(BaseModel):
     # shared: drawn from limits the parent published (llm.shared_limits); split: divided
     # among the shards (``sharing``). Plans from before this field split them.
     limits: Literal["shared", "split"] = "split"
+    # Whose heartbeats show a shard alive (ShardingParams.liveness): prefect: its flow
+    # run's, no heartbeat file; parts: ``heartbeat_path``. Older plans wrote the files.
+    liveness: Literal["prefect", "parts"] = "parts"
     shards: list[Shard]
     # Pinned by the parent (None/empty in a plan written before they were): a shard
     # refuses to run with another code version or other rubric files.

@@ -86,9 +86,11 @@ class PlanMismatch(ShardError, ShardRefused):
 
 def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkConfig,
                registry: Registry, shards: int, parallel: int | None = None,
-               limits: Literal["shared", "split"] = "split") -> ShardPlan:
+               limits: Literal["shared", "split"] = "split",
+               liveness: Literal["prefect", "parts"] = "parts") -> ShardPlan:
     """The run's plan; an existing one is kept (a restarted parent resumes its shards).
-    ``limits``: how the shards keep each model's limits (``ShardPlan.limits``)."""
+    ``limits``: how the shards keep each model's limits (``ShardPlan.limits``);
+    ``liveness``: whether they write heartbeat files (``ShardPlan.liveness``)."""
     existing = read_plan(parts, run_id, missing_ok=True)
     if existing is not None:
         return existing
@@ -109,7 +111,7 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
         config=config.model_dump(mode="json"),
         specs={m: registry.get(m).model_dump(mode="json") for m in config.models()},
         scope_runs=sorted(scope.runs or ()), scope_unattributed=scope.unattributed, seed=seed,
-        parallel=parallel or shards, limits=limits,
+        parallel=parallel or shards, limits=limits, liveness=liveness,
         shards=plan_shards(config.generate.models, selected["prompt_id"].to_list(), shards),
         code_version=code_version(), pins=rubric_pins(config), rotation=rotation)
     parts.write_json(plan_path(run_id), plan.model_dump(mode="json"))
@@ -223,8 +225,11 @@ def run_shard(parts: PartStore, run_id: str, index: int, attempt: str | None = N
     started = datetime.now(UTC)
 
     def beat() -> None:
+        # Also the fence between batches (a long batch's group commits check it too).
         if superseded(parts, run_id, index, ledger.attempt):
             ledger.superseded.set()
+            return
+        if plan.liveness == "prefect":  # the flow run's own heartbeats show it alive
             return
         parts.put_json(heartbeat_path(run_id, index, ledger.attempt), {
             "at": datetime.now(UTC).isoformat(), "host": socket.gethostname(),

@@ -9,7 +9,7 @@ from essaybench.bench.sharding import ShardingParams
 from essaybench.flows._fanout import _stale
 
 NOW = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
-PARAMS = ShardingParams(shards=4, stale_after_s=30, startup_grace_s=120)
+PARAMS = ShardingParams(shards=4, stale_after_s=30, startup_grace_s=120, liveness="parts")
 
 
 def beat(seconds_ago: float) -> dict[str, str]:

@@ -23,8 +23,9 @@ non-essay only where the task and requirements name no school essay form (作文
 paper and a story's chapter are 文章 too):
 
 - **fiction by its genre or its chapters** (推理风格的故事, 奇幻故事, 融入玄幻元素,
-  故事的第一章) or held to a given work's canon (符合游戏的官方设定, 世界观, 同人): a story of
-  a fiction genre, in chapters or in another work's world is creative writing;
+  故事的第一章) or held to a given work's canon or cast (符合游戏的官方设定, 世界观, 同人,
+  选取动漫、游戏角色): a story of a fiction genre, in chapters or in another work's world
+  is creative writing;
 - **a review of a work** (影视评论文章, 书评, 乐评): the team's labelling convention counts a
   review as no essay (时评 on a public matter is one);
 - **academic writing** (学术分析的文风, 学术论坛的发言稿, 学术论文): written for scholars,
@@ -77,8 +78,10 @@ _FICTION = re.compile(
     rf"{_FICTION_GENRE}[^，。；：:！？\n的]{{0,2}}(?:风格|元素|故事)|"
     # a story's chapter; a bare 第一章 also numbers a statute's chapters
     r"(?:故事|小说)的?(?:第[一二三四五六七八九十\d]+章|章节|开头|结尾)|"
-    # fan fiction: a story held to a given work's canon
-    r"(?:官方|原作|原著|人物|角色)设定|世界观|同人")
+    # fan fiction: a story held to a given work's canon, or cast with its characters
+    r"(?:官方|原作|原著|人物|角色)设定|世界观|同人|"
+    r"(?:选取|选用|借用|使用|融入|(?<![可所])以)[^，。；！？\n]{0,10}?(?:动漫|动画|游戏|影视|小说)"
+    r"[^，。；！？\n]{0,4}?(?:角色|人物)")
 _OPINION = re.compile(r"谈谈|谈一谈|说说|看法|观点|怎么看|如何看待|评价")
 _REVIEW = re.compile(
     r"(?:影视|电影|影片|电视剧|剧集|综艺|纪录片|动漫|动画|游戏|音乐|歌曲|专辑|书籍|图书|新书)"

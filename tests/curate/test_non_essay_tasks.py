@@ -88,8 +88,10 @@ def test_a_non_essay_word_inside_the_first_clause_is_not_a_product() -> None:
      "fiction (a fiction genre, a chapter, a canon)", "悬疑风格"),
     ("请创作一篇故事的第一章：少年离开海边小镇去寻找失踪的父亲，约2000字。",
      "fiction (a fiction genre, a chapter, a canon)", "故事的第一章"),
-    ("以你在某款游戏里的角色为主角，讲述一次副本开荒，人物行为要符合游戏的官方设定。",
+    ("讲述一次副本开荒的经历，人物行为要符合游戏的官方设定，2000字左右。",
      "fiction (a fiction genre, a chapter, a canon)", "官方设定"),
+    ("写一段深夜独自加班时的心理变化，可以借用大家熟悉的动漫角色来代入“我”。",
+     "fiction (a fiction genre, a chapter, a canon)", "借用大家熟悉的动漫角色"),
     ("请写一篇专业的电影评论文章，比较两部国产动画片的配乐，3000字左右。",
      "a review of a work", "电影评论"),
     ("以学术论文的规范写一篇文章，分析近十年城市共享单车的停放管理，不少于5000字。",
@@ -123,6 +125,8 @@ def test_a_collection_of_quotes_is_no_essay() -> None:
     ("写一篇关于我和外婆的故事，不少于600字。", ("narrative",)),
     # 一段 with an essay's content is not 一段文字
     ("写一段300字左右的端午节习俗介绍。", ("expository",)),
+    # a game character introduced is an essay's subject, not a cast borrowed for a story
+    ("写一篇文章，介绍你最喜欢的一个游戏角色的由来，600字。", ("expository",)),
 ])
 def test_an_essay_prompt_is_not_taken_for_fiction_a_review_or_academic_work(
         text: str, allowed: tuple[str, ...]) -> None:

@@ -18,9 +18,9 @@ writer to do, not by its topic:
 
 Kinds the held-out real prompts of ../shared showed published by rules alone (issue 30;
 written with those prompts in view, so that set no longer measures them), each a
-non-essay only where the task and requirements name no school essay form (作文, 议论文,
-记叙文, 散文, 读后感, 演讲稿 …; 文章 and 一篇 do not count: a film review, an academic
-paper and a story's chapter are 文章 too):
+non-essay only where the task and requirements name no school essay form (作文,
+议论文, 记叙文, 散文, 时评, 读后感, 读书报告, 演讲稿 …; 文章 and 一篇 do not count: a film
+review, an academic paper and a story's chapter are 文章 too):
 
 - **fiction by its genre or its chapters** (推理风格的故事, 奇幻故事, 融入玄幻元素,
   故事的第一章) or held to a given work's canon or cast (符合游戏的官方设定, 世界观, 同人,
@@ -70,8 +70,8 @@ _OTHER_LANGUAGE = re.compile(
 _QUESTIONS = re.compile(r"(?:准备|列出|拟出|设计)[^，。；！？\n]{0,10}?问题")
 _ACADEMIC = re.compile(r"研究现状|研究意义|研究综述|文献综述|开题报告")
 # issue 30: what names a school essay (文章 and 一篇 head reviews, papers and chapters too)
-_SCHOOL_FORM = re.compile(r"作文|议论文|驳论文|记叙文|说明文|描写文|散文|随笔|杂文|读后感|观后感|"
-                          r"演讲稿|周记|日记|游记")
+_SCHOOL_FORM = re.compile(r"作文|议论文|驳论文|记叙文|说明文|描写文|散文|随笔|杂文|时评|"
+                          r"读后感|观后感|读书报告|演讲稿|周记|日记|游记")
 _FICTION_GENRE = r"(?:玄幻|奇幻|魔幻|仙侠|修仙|武侠|科幻|推理|悬疑|侦探|言情|恐怖|冒险)"
 _FICTION = re.compile(
     # 奇幻史诗风格, 推理风格的故事, 浪漫奇幻故事, 玄幻元素 (not 科幻片的视觉风格)

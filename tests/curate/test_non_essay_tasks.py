@@ -118,6 +118,9 @@ def test_a_collection_of_quotes_is_no_essay() -> None:
 @pytest.mark.parametrize(("text", "allowed"), [
     # a school form named wins over a fiction word
     ("写一篇记叙文，讲一个发生在科幻展上的故事，不少于600字。", ("narrative",)),
+    # 时评 and 读书报告 are school forms too (argumentative, data/eval/README.md)
+    ("写一篇时评，谈电影评论区刷分的现象，800字。", ("argumentative",)),
+    ("读完这本书后写一篇读书报告，分析书中的奇幻元素，不少于1500字。", ("argumentative",)),
     # an opinion about fiction or about academic work is an essay about it
     ("谈谈你对科幻故事的看法，写一篇文章，不少于800字。", ("argumentative",)),
     ("谈谈你对学术研究中数据造假的看法，写一篇文章，不少于800字。", ("argumentative",)),

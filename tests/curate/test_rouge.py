@@ -321,6 +321,43 @@ def test_multiset_bound_is_the_exact_multiset_intersection() -> None:
             assert LCSseq.similarity(la, lb) <= expected
 
 
+def _lcs(a: list[str], b: list[str]) -> int:
+    """Textbook dynamic-programming LCS length (independent of rapidfuzz)."""
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def test_two_step_bound_lets_through_exactly_the_pairs_the_multiset_bound_does() -> None:
+    # Dense-product-plus-rare-slack first, the rare part only for what passes: the pairs
+    # kept must be exactly those with 2·I >= need, and every pair with F >= t among them.
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(60)] + ["，", "的", "。", "写"] * 12
+    lists = [[rng.choice(vocab) for _ in range(rng.randint(1, 24))] for _ in range(70)]
+    lists += [[*lst[: len(lst) * 3 // 4], rng.choice(vocab)] for lst in lists[:30]]  # near pairs
+    occ = _Occurrences(encode_tokens(lists))
+    assert occ.dense.shape[1] > 0 and occ.sparse.shape[1] > 0
+    n = len(lists)
+    rows = np.arange(n)
+    lengths = np.array([len(lst) for lst in lists], dtype=np.float64)
+    exact = np.array([[sum((Counter(a) & Counter(b)).values()) for b in lists] for a in lists])
+    scores = {(a, b): rouge_l_f(_lcs(lists[a], lists[b]), len(lists[a]), len(lists[b]))
+              for a in range(n) for b in range(a + 1, n)}
+    for t in (0.7, 0.5, 0.9):
+        need = t * (lengths[:, None] + lengths[None, :])
+        ia, ib = occ.passing(rows, rows, need)
+        assert set(zip(ia.tolist(), ib.tolist(), strict=True)) == set(
+            zip(*np.nonzero(2 * exact >= need), strict=True))
+        passed = set(zip(ia.tolist(), ib.tolist(), strict=True))
+        reaching = {pair for pair, f in scores.items() if f >= t}
+        assert reaching <= passed
+        assert t > 0.7 or len(reaching) > 10  # the check has pairs to hold
+
+
 @cache
 def _brute_force_scores(n: int, seed: int) -> tuple[list[str], dict[tuple[int, int], float]]:
     texts = make_prompts(n, seed=seed)

@@ -12,10 +12,14 @@ segmentation this way). Rows are visited in input order, one at a time:
 3. otherwise it is kept and inserted into the index.
 
 Candidates whose MinHash estimate (the share of equal signature values) lies more than
-``ESTIMATE_MARGIN`` (0.2) below the decision threshold are not compared: with 128
-permutations a pair at Jaccard 0.7 falls that low with probability below 10⁻⁶ (4.9
-standard deviations), and on a corpus of exam prompts most candidates are pairs that
-share boilerplate at Jaccard 0.4–0.5, whose exact comparison was most of the pass's time.
+``ESTIMATE_MARGIN`` (0.12) below the decision threshold are not compared: with 128
+permutations the estimate of a pair at Jaccard 0.7 has a standard deviation of 0.04, so
+it falls that low with probability about 0.15% (0.75: 10⁻⁵), and such a pair is still
+compared by the K-means pass that follows. On a corpus of exam prompts most candidates
+are pairs that share boilerplate at Jaccard 0.4–0.6, whose exact comparison was most of
+the pass's time (a margin of 0.2 compared about half of the pairs at 0.5). Nor are
+candidates whose shingle counts alone rule the threshold out (Jaccard is at most the
+smaller count over the larger: an exact bound).
 
 So the pass costs one sketch, one index query and a few exact set comparisons per row,
 whatever the corpus size; its memory is the index of the kept rows (and a bounded cache
@@ -52,7 +56,7 @@ SCHEME = "affine32"
 SKETCH_BATCH = 64  # rows sketched together (small: the permuted hashes stay in cache)
 SHINGLE_CACHE = 20_000  # kept rows whose shingle sets stay in memory
 # A candidate whose MinHash estimate is this far below the threshold is not compared.
-ESTIMATE_MARGIN = 0.2
+ESTIMATE_MARGIN = 0.12
 _FMIX32 = (np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35))
 
 
@@ -115,10 +119,12 @@ def minhash_pass(
     jaccard_threshold: float,
     seed: int,
     spans: Sequence[frozenset[str]] | None = None,
+    numbers: Sequence[str] | None = None,
 ) -> MinhashResult:
     """Greedy near-duplicate removal in row order (see the module docstring). With
     ``spans`` (each row's quoted spans), a pair whose rows both quote something and share
-    no quoted span is never a duplicate."""
+    no quoted span is never a duplicate; with ``numbers`` (each row's
+    ``dedup.number_key``), neither is a pair whose rows both state numbers, not the same."""
     n = len(texts)
     dup_of = np.full(n, -1, dtype=np.int64)
     sims = np.zeros(n, dtype=np.float64)
@@ -137,23 +143,30 @@ def minhash_pass(
 
     n_candidates = n_vetoed = 0
     sketches = np.zeros((n, num_perm), dtype=np.uint32)
+    sizes = np.zeros(n, dtype=np.float64)
     floor = (jaccard_threshold - ESTIMATE_MARGIN) * num_perm
+    size_floor = jaccard_threshold * (1 - 1e-9)  # loosened: rounding only lets pairs through
     for start in range(0, n, SKETCH_BATCH):
         own_sets = [shingles(t, k) for t in texts[start:start + SKETCH_BATCH]]
         sketches[start:start + len(own_sets)] = signatures(own_sets, num_perm, seed)
+        sizes[start:start + len(own_sets)] = [len(x) for x in own_sets]
         for offset, own in enumerate(own_sets):
             i = start + offset
             sketch = LeanMinHash(seed=seed, hashvalues=sketches[i], scheme=SCHEME)
             found = np.array(sorted(lsh.query(sketch)), dtype=np.int64)
             n_candidates += found.size
             # the MinHash estimate only sets aside candidates far below the threshold
-            close = found[(sketches[found] == sketches[i]).sum(axis=1) >= floor]
+            close = found[((sketches[found] == sketches[i]).sum(axis=1) >= floor)
+                          & (np.minimum(sizes[found], sizes[i])
+                             >= size_floor * np.maximum(sizes[found], sizes[i]))]
             best, best_sim = -1, 0.0
             for j in close.tolist():
                 sim = jaccard(own, kept_set(j))
                 if sim < jaccard_threshold:
                     continue
-                if spans is not None and spans[i] and spans[j] and not spans[i] & spans[j]:
+                if ((spans is not None and spans[i] and spans[j] and not spans[i] & spans[j])
+                        or (numbers is not None and numbers[i] and numbers[j]
+                            and numbers[i] != numbers[j])):
                     n_vetoed += 1
                 elif sim > best_sim:  # ascending j: an equal similarity stays with the earlier
                     best, best_sim = j, sim

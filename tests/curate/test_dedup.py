@@ -18,6 +18,7 @@ from essaybench.curate.dedup import (
     blocks,
     candidate_pairs,
     greedy_keep,
+    number_key,
     quoted_spans,
     run_dedup,
     sweep_ks,
@@ -229,6 +230,35 @@ def test_without_the_topic_guard_template_twins_are_dropped() -> None:
         assert rows[first]["decision"] == "kept"
         assert rows[second]["decision"] == "duplicate"
         assert rows[second]["duplicate_of"] == prompt_id(first)
+
+
+# Distinct requests on one frame: another length (the MinHash pass sees the long pair at
+# shingle Jaccard >= 0.7, the K-means pass the short one at cosine >= 0.6).
+LENGTH_TWINS = [
+    ("帮我写一篇关于环境保护的演讲稿，面向初中生，时长大约五分钟，语言生动，结尾要升华主题，600字左右。",
+     "帮我写一篇关于环境保护的演讲稿，面向初中生，时长大约五分钟，语言生动，结尾要升华主题，1200字左右。"),
+    ("写一篇关于校园生活的记叙文，不少于600字。", "写一篇不少于1000字的记叙文，关于校园生活。"),
+]
+
+
+def test_prompts_stating_other_numbers_are_never_near_duplicates() -> None:
+    texts = [t for pair in LENGTH_TWINS for t in pair] + DISTINCT[9:15]
+    guarded = run_dedup(_table(texts), DedupParams(k_points=3)).table
+    assert guarded["decision"].to_list() == ["kept"] * len(texts)
+    free = run_dedup(_table(texts), DedupParams(k_points=3, number_guard=False)).table
+    assert free["reason"].to_list()[:4] == [None, "minhash_duplicate", None, "near_duplicate"]
+    # 800字 and 八百字 are left to the similarity: that rewording is still dropped.
+    assert number_key(REWORDINGS[0][1]) == "" and number_key(REWORDINGS[0][0]) == "800"
+    assert number_key("不少于1,000字，分3段") == "000,1,3"
+
+
+def test_a_fit_sample_assigns_every_row_and_finds_the_same_duplicates(
+        corpus_result: StageOutput) -> None:
+    # SVD and the k sweep fitted on 30 of the 51 distinct rows; every row is assigned.
+    sampled = run_dedup(_corpus_table(), DedupParams(fit_rows=30))
+    assert sampled.meta["chosen_k"] <= 15  # the sweep saw 30 rows: k_max capped at 15
+    for column in ("decision", "reason", "duplicate_of"):
+        assert sampled.table[column].to_list() == corpus_result.table[column].to_list()
 
 
 def test_the_later_row_is_dropped_whichever_text_it_is() -> None:

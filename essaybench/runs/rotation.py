@@ -37,8 +37,8 @@ def usage_frame(store: Store) -> pl.DataFrame:
 def _usage(con: duckdb.DuckDBPyConnection, *, create: bool) -> pl.DataFrame:
     if create:
         con.execute(statement("prompt_usage_schema"))
-    exists = con.execute("SELECT count(*) FROM information_schema.tables "
-                         "WHERE table_name = 'prompt_usage'").fetchone()
+    exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = "
+                         "'prompt_usage' AND table_catalog = current_database()").fetchone()
     rows = con.execute(statement("prompt_usage_all")).fetchall() \
         if exists and exists[0] else []
     schema: dict[str, pl.DataType] = {c: pl.Utf8() for c in USAGE_COLUMNS}

@@ -14,11 +14,12 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import duckdb
 
+from essaybench.store.attach import attached
 from essaybench.store.lock import (
     StoreBusyError,
     format_seconds,
@@ -52,21 +53,21 @@ def _shared_lock(lock_path: Path, what: str, wait_s: float, poll_s: float) -> It
 
 @contextmanager
 def read_only(db_path: Path, lock_path: Path, what: str, *, wait_s: float = 10.0,
-              poll_s: float = 0.05) -> Iterator[duckdb.DuckDBPyConnection]:
+              poll_s: float = 0.05, attach: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to ``db_path``; ``FileNotFoundError`` when it does not exist,
-    ``StoreBusyError`` when a writer holds it for longer than ``wait_s``."""
+    ``StoreBusyError`` when a writer holds it for longer than ``wait_s``. ``attach``: the
+    file attached to this process's DuckDB instance (``attach.py``; the catalog, opened
+    often) instead of a database instance of its own."""
     if not db_path.is_file():
         raise FileNotFoundError(f"no {what} at {db_path}")
-    with _shared_lock(lock_path, f"{what} {db_path}", wait_s, poll_s):
+    with _shared_lock(lock_path, f"{what} {db_path}", wait_s, poll_s), ExitStack() as stack:
         try:
-            con = duckdb.connect(str(db_path), read_only=True)
+            con = stack.enter_context(attached(db_path, read_only=True)) if attach \
+                else stack.enter_context(duckdb.connect(str(db_path), read_only=True))
         except duckdb.Error as exc:  # held by a process outside the lock protocol
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise StoreBusyError(f"cannot read {what} {db_path}: {first}") from None
-        try:
-            yield con
-        finally:
-            con.close()
+        yield con
 
 
 def older_schema(exc: duckdb.Error) -> bool:

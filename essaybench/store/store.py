@@ -33,6 +33,7 @@ from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
 from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
+from essaybench.store.attach import attached
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
@@ -152,22 +153,19 @@ class Store:
                 yield con
             return
         self.root.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s):
-            con = duckdb.connect(str(self.catalog_path))
+        with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s), \
+                attached(self.catalog_path) as con:
+            con.execute(statement("catalog_schema"))
+            if self.catalog_path not in _MIGRATED:
+                con.execute(statement("catalog_migrate"))
+                _MIGRATED.add(self.catalog_path)
+            con.execute("BEGIN TRANSACTION")
             try:
-                con.execute(statement("catalog_schema"))
-                if self.catalog_path not in _MIGRATED:
-                    con.execute(statement("catalog_migrate"))
-                    _MIGRATED.add(self.catalog_path)
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    yield con
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
-                con.execute("COMMIT")
-            finally:
-                con.close()
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
 
     @contextmanager
     def _read_only_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -176,7 +174,7 @@ class Store:
         if not self.catalog_path.is_file():
             raise NotFoundError(f"no catalog in {self.root} (not a store?)")
         with read_only(self.catalog_path, self.root / "catalog.lock", "catalog",
-                       wait_s=self.lock_timeout_s) as con:
+                       wait_s=self.lock_timeout_s, attach=True) as con:
             try:
                 yield con
             except (duckdb.CatalogException, duckdb.BinderException) as exc:

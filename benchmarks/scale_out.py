@@ -378,6 +378,11 @@ def main() -> int:
                         help="one sharded run per disruption, in this order, on the same "
                              "stack against the same single-process run (default: kill; "
                              "partition with --partition; none with --no-kill)")
+    parser.add_argument("--limits", choices=("shared", "split"), default="shared",
+                        help="sharding.limits: each model's limits as Prefect global "
+                             "concurrency limits all shards draw from (a killed or cut-off "
+                             "shard's slots come back when their 60 s lease expires), or "
+                             "divided among the shards")
     parser.add_argument("--timeout", type=float, default=1500.0,
                         help="seconds for each run to finish")
     parser.add_argument("--keep", type=Path, default=None,
@@ -443,6 +448,7 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
             "judge": {"judges": ["judge"]}, "stats": {"n_boot": 200},
             "sharding": {"shards": args.shards, "parallel": parallel,
                          "stale_after_s": STALE_S, "liveness": "parts",
+                         "limits": args.limits,
                          "startup_grace_s": GRACE_S,
                          "retries": 2}}), "utf-8")
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")},

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from essaybench.bench.config import load_benchmark_config
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.llm.registry import ModelSpec, load_registry
+from essaybench.llm.shared_limits import shared_limiters
 from essaybench.runs.calibration import run_drift
 from essaybench.runs.shards import ShardPlan
 from essaybench.stages.drift import drift_lines
@@ -18,7 +19,7 @@ from essaybench.stages.shard import read_plan, run_shard, write_plan
 from essaybench.stages.shard_assemble import assemble_run
 from essaybench.store import Store
 from essaybench.store.parts import PartStore
-from essaybench.tasks.limits import prefect_limiters, publish_limits, require_limits
+from essaybench.tasks.limits import PrefectSlots, publish_limits, require_limits
 
 
 @task(name="shard-plan", cache_policy=NO_CACHE)
@@ -53,11 +54,16 @@ def shard_task(parts_url: str, run_id: str, index: int, attempt: str | None = No
                plan_digest: str | None = None) -> dict[str, Any]:
     parts = PartStore(parts_url)
     plan = read_plan(parts, run_id)
-    limits = None
+    slots = None
     if plan is not None and plan.limits == "shared":
         require_limits(plan_specs(plan))
-        limits = prefect_limiters()
-    record = run_shard(parts, run_id, index, attempt, plan_digest, limits)
+        slots = PrefectSlots()
+    try:
+        record = run_shard(parts, run_id, index, attempt, plan_digest,
+                           None if slots is None else shared_limiters(slots))
+    finally:
+        if slots is not None:
+            slots.close()
     get_run_logger().info("shard %d of run %s: %d essays, %d judgments, %d calls sent%s",
                           index, run_id, record["essays"], record["judgments"],
                           record["sent"], " (already done)" if record.get("already_done")

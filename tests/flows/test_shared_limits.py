@@ -12,11 +12,10 @@ from uuid import uuid4
 import pytest
 from prefect.client.orchestration import get_client
 
-from essaybench.llm.shared_limits import SharedLimiter, model_limits
+from essaybench.llm.shared_limits import SharedLimiter, model_limits, shared_limiters
 from essaybench.tasks.limits import (
     LimitsMissing,
     PrefectSlots,
-    prefect_limiters,
     publish_limits,
     require_limits,
 )
@@ -58,13 +57,13 @@ def test_a_shard_refuses_limits_nobody_published(prefix: str) -> None:
         require_limits([fake_spec("writer"), fake_spec("judge", rpm=60)], prefix)
 
 
-def _held_at_once(prefix: str, jobs: list[int], limit: int) -> int:
+def _held_at_once(slots: PrefectSlots, prefix: str, jobs: list[int], limit: int) -> int:
     """Shards (threads with event loops of their own, as shard processes have) each
     running ``jobs[k]`` attempts through its own limiter of the entry ``writer``
     (``max_concurrency`` ``limit``); the most attempts inside a slot at once, over every
     shard. An attempt keeps its slot until ``limit`` are held (at most 20 s: a limiter
     letting fewer through shows as a peak below ``limit``, not as a slow test)."""
-    factory = prefect_limiters(prefix)
+    factory = shared_limiters(slots, prefix)
     lock = threading.Lock()
     active = [0, 0]  # now, peak
     full = threading.Event()
@@ -106,9 +105,11 @@ def test_shards_hold_at_most_the_entrys_concurrency_and_one_alone_holds_all(
         prefix: str) -> None:
     publish_limits([fake_spec("writer", max_concurrency=2)], prefix)
     # Two shards with 3 attempts between them could hold 3 slots; the server lets 2 through.
-    assert _held_at_once(prefix, [2, 1], 2) == 2
+    slots = PrefectSlots()  # one client for the process, as a shard has
+    assert _held_at_once(slots, prefix, [2, 1], 2) == 2
     # A shard whose siblings are done holds both (a split would have given it 1).
-    assert _held_at_once(prefix, [2], 2) == 2
+    assert _held_at_once(slots, prefix, [2], 2) == 2
+    slots.close()
     with get_client(sync_client=True) as client:  # every lease released
         assert client.read_global_concurrency_limit_by_name(
             f"{prefix}-writer-concurrency").active_slots == 0
@@ -117,13 +118,15 @@ def test_shards_hold_at_most_the_entrys_concurrency_and_one_alone_holds_all(
 def test_an_attempt_larger_than_the_token_burst_takes_the_burst(prefix: str) -> None:
     spec = fake_spec("writer", rpm=60, tpm=60)  # bursts of 10 requests and 10 tokens
     publish_limits([spec], prefix)
-    limiter = SharedLimiter(model_limits(spec, prefix), PrefectSlots())
+    slots = PrefectSlots()
+    limiter = SharedLimiter(model_limits(spec, prefix), slots)
 
     async def main() -> None:
         async with limiter.slot(estimated_tokens=10**6):  # the server refuses > limit
             pass
 
     asyncio.run(asyncio.wait_for(main(), 30))
+    slots.close()
     with get_client(sync_client=True) as client:
         tokens = client.read_global_concurrency_limit_by_name(f"{prefix}-writer-tpm")
         requests = client.read_global_concurrency_limit_by_name(f"{prefix}-writer-rpm")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from essaybench.bench.config import BenchmarkConfig
 from essaybench.core.errors import UserError
+from essaybench.core.gcfreeze import frozen_heap
 from essaybench.core.memory import release_free_memory
 from essaybench.llm.batch.route import BatchWaiting
 from essaybench.llm.registry import Registry, check_judges, load_registry
@@ -61,38 +62,42 @@ def run_stages(store: Store, run_id: str, config: BenchmarkConfig, stages: Seque
         refuse_adaptive(stages, sharded=False)
     sampler: AdaptiveSampler | None = None
     if llm:
-        if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
-            config = rerun_config(store, run_id, config)
-        registry = registry if registry is not None else load_registry()
-        with open_gateway(registry, store.root, config.models(),
-                          log_dir=store.root / "logs", scope=run_scope(store, run_id),
-                          ledger_lock_timeout_s=store.lock_timeout_s,
-                          batch_options=config.batch,
-                          batch_waiting=batch_waiting) as session:
-            check_judges(registry, config.judges())  # after the ledger lock, as any name
-            for stage in llm:
-                if stage == "generate":
-                    # The drift anchors' calls need no essay: sent with the first.
-                    early = (anchor_requests(config.drift, config.judge)[1]
-                             if "judge" in stages and config.drift is not None else [])
-                    sampler = (AdaptiveSampler(store, run_id, config, session, early)
-                               if adaptive else None)
-                    upstream = generate_stage(store, run_id, config, session,
-                                              prefetch_judge="judge" in stages,
-                                              early=early, sampler=None if sampler
-                                              is None else sampler.essays)
-                else:
+        with frozen_heap():
+            if stages[0] == "generate":  # a rerun from generate writes its base run's prompts
+                config = rerun_config(store, run_id, config)
+            registry = registry if registry is not None else load_registry()
+            with open_gateway(registry, store.root, config.models(),
+                              log_dir=store.root / "logs", scope=run_scope(store, run_id),
+                              ledger_lock_timeout_s=store.lock_timeout_s,
+                              batch_options=config.batch,
+                              batch_waiting=batch_waiting) as session:
+                check_judges(registry, config.judges())  # after the ledger lock, as any name
+                for stage in llm:
+                    if stage == "generate":
+                        # The drift anchors' calls need no essay: sent with the first.
+                        early = (anchor_requests(config.drift, config.judge)[1]
+                                 if "judge" in stages and config.drift is not None else [])
+                        sampler = (AdaptiveSampler(store, run_id, config, session, early)
+                                   if adaptive else None)
+                        upstream = generate_stage(store, run_id, config, session,
+                                                  prefetch_judge="judge" in stages,
+                                                  early=early, sampler=None if sampler
+                                                  is None else sampler.essays)
+                    else:
+                        assert upstream is not None
+                        upstream = judge_stage(store, run_id, config, upstream, session)
+                    snapshots[stage] = upstream
+                    if stage == "judge" and sampler is not None:  # what it decided on
+                        snapshots["adaptive"] = adaptive_stage(store, run_id, sampler,
+                                                               upstream)
+                if "judge" in llm and config.drift is not None:
                     assert upstream is not None
-                    upstream = judge_stage(store, run_id, config, upstream, session)
-                snapshots[stage] = upstream
-                if stage == "judge" and sampler is not None:  # what it decided on
-                    snapshots["adaptive"] = adaptive_stage(store, run_id, sampler,
-                                                           upstream)
-            if "judge" in llm and config.drift is not None:
-                assert upstream is not None
-                snapshots["drift"] = drift_stage(store, run_id, config, registry, session,
-                                                 upstream, forced=uncalibrated_ok)
-        release_free_memory()  # the session's calls, memos and held results are gone
+                    snapshots["drift"] = drift_stage(store, run_id, config, registry, session,
+                                                     upstream, forced=uncalibrated_ok)
+            # the session's calls, memos and held results are gone; the collection scans
+            # only what the stages made (what the caller holds is frozen: in a test or a
+            # notebook, millions of objects a full pass would scan each time)
+            release_free_memory()
     if "aggregate" in stages:
         if upstream is None:
             raise ValueError("aggregate needs the judge snapshot it reads")

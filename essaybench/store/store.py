@@ -13,9 +13,11 @@ on the same file and a rerun that changes nothing writes nothing new.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -131,6 +133,21 @@ class _Sha256Sink:
         return self._hash.hexdigest()
 
 
+@functools.cache
+def _catalog_tables() -> tuple[str, ...]:
+    return tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", statement("catalog_schema")))
+
+
+def _has_catalog_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every table of catalog_schema.sql exists: one look-up (~0.5 ms) instead of
+    its CREATE statements on every use (~1.7 ms)."""
+    names = _catalog_tables()
+    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                      "current_database() AND table_name IN (SELECT unnest($names))",
+                      {"names": list(names)}).fetchone()
+    return row is not None and row[0] == len(names)
+
+
 class Store:
     """A store at ``root``. ``lock_timeout_s``: how long to wait for another process's
     lock (the catalog's; stages pass it on to the call ledger's). ``read_only``: never
@@ -155,7 +172,8 @@ class Store:
         self.root.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.root / "catalog.lock", self.lock_timeout_s), \
                 attached(self.catalog_path) as con:
-            con.execute(statement("catalog_schema"))
+            if not _has_catalog_tables(con):
+                con.execute(statement("catalog_schema"))
             if self.catalog_path not in _MIGRATED:
                 con.execute(statement("catalog_migrate"))
                 _MIGRATED.add(self.catalog_path)

@@ -174,3 +174,16 @@ def test_table_hash_is_the_sha256_of_the_header_and_the_rows_as_ndjson() -> None
     assert len(whole) > 30_000_000  # more than one of polars' ~10 MB writes
     assert table_hash("s", table, ["a", "b"]) == hashlib.sha256(whole).hexdigest()
     assert table_hash("s", table.head(29_999), ["a", "b"]) != table_hash("s", table, ["a", "b"])
+
+
+def test_a_catalog_missing_a_table_gets_it_on_the_next_use(tmp_path: Path) -> None:
+    """The schema's CREATE statements run only when a table is missing (a look-up first):
+    a catalog from before a table existed, or one whose table was dropped, gets it back."""
+    store = Store(tmp_path / "store")
+    with store.connect() as con:
+        con.execute("DROP TABLE gold_sets")
+    with store.connect() as con:
+        tables = {t for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+            "current_database()").fetchall()}
+    assert {"snapshots", "stage_runs", "prompt_sets", "runs", "gold_sets"} <= tables

@@ -15,7 +15,8 @@ the calls in flight at the kill are re-sent with the same Idempotency-Key, and t
 like a provider that honours the header, answers them from its record uncharged; the
 merged generate and judge snapshots equal the single-process run's (timing columns
 aside); and every process started is stopped at the end. The last line is PASS (exit 0)
-or FAIL (exit 1).
+or FAIL (exit 1). Killed with SIGTERM it stops everything on its way out; with SIGKILL a
+watcher (``ops.reaper``) does: the stack, moto, the fake server, the namespaces.
 
 ``--provider-ignores-idempotency``: the fake ignores the header, as OpenAI's chat
 completions do; then the calls in flight at the kill are paid again, and the check is that
@@ -81,6 +82,7 @@ from essaybench.store import Store
 from essaybench.store.parts import PARTS_URL_ENV, S3_ENDPOINT_ENV, PartStore, ensure_bucket
 from essaybench.store.runs import looks_like_run_id
 from ops import local_stack, netns
+from ops.reaper import Reaper
 from ops.s3_local import moto_s3
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -397,19 +399,24 @@ def main() -> int:
     # SIGTERM (a caller's timeout, `kill`) ends the run through its finally blocks, so the
     # stack is stopped and nothing is left running (by default SIGTERM skips them)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # SIGKILL runs no finally block: a watcher stops the stack, kills every process this
+    # run started and removes its namespaces once this process is gone (ops.reaper)
+    reaper = Reaper.start()
     try:
-        run(args, folder, parallel)
+        run(args, folder, parallel, reaper)
     except Failed as exc:
         print(f"outputs kept in {folder}")
         print(f"FAIL: {exc}")
         return 1
+    finally:
+        reaper.done()  # after every finally block of run(): all stopped, or said not
     if args.keep is None:
         shutil.rmtree(folder, ignore_errors=True)
     print("PASS")
     return 0
 
 
-def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
+def run(args: argparse.Namespace, folder: Path, parallel: int, reaper: Reaper) -> None:
     writers = [f"writer-{i:02d}" for i in range(args.models)]
     scenario = FakeScenario.model_validate({
         "honour_idempotency_key": args.honours, "models": {"*": {
@@ -422,6 +429,7 @@ def run(args: argparse.Namespace, folder: Path, parallel: int) -> None:
           f"{args.shards} shards on {args.workers} workers ({parallel} at once)", flush=True)
     with ExitStack() as stack_:
         net = isolated_network(args)
+        reaper.record(stack_dir=folder / "stack", netns=net)
         if net is not None:
             stack_.callback(netns_gone, net)
         host = "127.0.0.1" if net is None else net.host_address

@@ -18,7 +18,6 @@ from prefect.cache_policies import NO_CACHE
 from essaybench.core.activity import doing
 from essaybench.core.export import markdown_grid
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
-from essaybench.report import write_report
 from essaybench.store import Store
 from essaybench.tasks.alerts import artifact_key
 
@@ -50,6 +49,8 @@ def report_task(run_id: str, store_root: str,
     log = get_run_logger()
     try:
         with doing("report"):  # no stage row: a progress display names it all the same
+            from essaybench.report import write_report  # matplotlib: only where a page is made
+
             path = write_report(Store(store_root, lock_timeout_s), run_id)
         create_markdown_artifact(markdown=summary_markdown(run_id, path),
                                  key=artifact_key(run_id, "report"),

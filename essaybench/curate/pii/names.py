@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 
 import jieba
-import jieba.posseg as pseg
 
 from essaybench.core.paths import resource
 from essaybench.core.yamlio import read_yaml
@@ -87,6 +86,8 @@ class _Token:
 
 def _tokens(text: str, at: int = 0) -> list[_Token]:
     """jieba's words of ``text`` with their offsets (``at``: where ``text`` starts)."""
+    import jieba.posseg as pseg  # its tagger's tables (~0.8 s): loaded where names are sought
+
     out = []
     for word, flag in pseg.cut(text):
         out.append(_Token(at, at + len(word), word, flag.startswith("nr")))

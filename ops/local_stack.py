@@ -199,13 +199,16 @@ def online_workers(api: str, pool: str) -> int:
 def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = None,
           port: int | None = None, ui: bool = True, timeout: float = 180.0,
           env: Mapping[str, str] | None = None, netns: bool | Netns = False,
-          store_worker: bool = False, worker_limit: int | None = None) -> StackState:
+          store_worker: bool = False, worker_limit: int | None = None,
+          worker_env: Mapping[int, Mapping[str, str]] | None = None) -> StackState:
     """Start the stack (reusing the database a stopped stack left in ``state_dir``); its
     state once the server answers and every worker is online. ``store_worker``: the
     runbook's split (docs/scale-out.md, "Runbook: two or three hosts"): worker-1 serves the
     pool's ``default`` and ``shards`` queues (the store host), the others only ``shards``;
     else every worker serves every queue. ``worker_limit``: each worker runs at most that
-    many flow runs at once (``prefect worker start --limit``). ``netns``: each worker in a
+    many flow runs at once (``prefect worker start --limit``). ``worker_env``: variables
+    of worker ``k`` alone (1-based; what differs between hosts, such as
+    ``ESSAYBENCH_ENDPOINTS``), over ``env``. ``netns``: each worker in a
     network namespace of its own, the server on ``StackState.host_address`` (module doc);
     ``ops.netns.NetnsError`` (one line) when namespaces cannot be made here. A caller whose
     services (and so ``env``) need the bridge address before the workers start makes the
@@ -269,7 +272,8 @@ def start(state_dir: Path, workers: int, pool_limit: int, pool: str | None = Non
                                           "--name", f"{host}-{k}",
                                           *worker_queues(k, store_worker),
                                           *(["--limit", str(worker_limit)]
-                                            if worker_limit else [])], client_env,
+                                            if worker_limit else [])],
+                          {**(worker_env or {}).get(k, {}), **client_env},
                           state.netns.exec_prefix(k) if state.netns else ())
         _wait(lambda: online_workers(api, state.pool) >= workers, left(),
               f"{workers} workers online in pool {state.pool}",

@@ -73,6 +73,7 @@ def config_checks() -> tuple[list[Check], list[str] | None]:
 
 
 def model_checks(named: list[str] | None, timeout: float, call_embedded: bool) -> list[Check]:
+    from essaybench.llm.endpoints import host_endpoints
     from essaybench.llm.registry import EMBEDDED, default_models_path, load_registry
 
     path = default_models_path()
@@ -102,7 +103,13 @@ def model_checks(named: list[str] | None, timeout: float, call_embedded: bool) -
                                     f"set: export it (see .env.example); endpoint not called"))
                 continue
             checks.append(Check("ok", f"model {name}", f"${spec.api_key_env} is set"))
-        checks.append(endpoint_check(name, spec.base_url, spec.model_id, key, timeout))
+        # the server this host reaches ($ESSAYBENCH_ENDPOINTS), not the entry's name for it
+        try:
+            url = host_endpoints(registry, [name]).get(name, spec.base_url)
+        except UserError as exc:
+            checks.append(Check("FAIL", f"model {name}", f"{_error_line(exc)}"))
+            continue
+        checks.append(endpoint_check(name, url, spec.model_id, key, timeout))
     return checks
 
 

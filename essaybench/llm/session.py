@@ -29,6 +29,7 @@ from essaybench.core.errors import UserError
 from essaybench.llm.batch.options import BatchOptions
 from essaybench.llm.batch.route import BatchRoute, BatchWaiting, refuse_in_shards
 from essaybench.llm.batching import FollowUp
+from essaybench.llm.endpoints import host_endpoints
 from essaybench.llm.gateway import Gateway, ProgressCallback, run_async
 from essaybench.llm.ledger import Ledger
 from essaybench.llm.part_ledger import PartLedger
@@ -115,14 +116,19 @@ def open_gateway(
     ``batch_waiting``: how a run waits for their batches (``llm.batch.route``): poll until
     they end, or raise ``BatchesPending`` ("return"). ``limits``: how each entry's limiter
     is made (default: in this process; a shard's shared with the run's other shards,
-    ``llm.shared_limits``)."""
+    ``llm.shared_limits``). Calls go to ``base_urls`` where given, else where
+    ``$ESSAYBENCH_ENDPOINTS`` sends them on this host (``llm.endpoints``), else to each
+    entry's ``base_url``."""
     store_root = Path(store_root)
     if isinstance(ledger, PartLedger):
         refuse_in_shards(registry, models)
     with contextlib.ExitStack() as stack:
         ledger = stack.enter_context(
             ledger or Ledger(store_root / LEDGER_FILE, ledger_lock_timeout_s))
-        urls = dict(base_urls or {})
+        # Where this host reaches each model ($ESSAYBENCH_ENDPOINTS, llm.endpoints); the
+        # entry's base_url stays its name in request keys and records.
+        urls: dict[str, str | ReplicaPool] = {**host_endpoints(registry, models),
+                                              **(base_urls or {})}
         specs = dict(registry.models)
         pool: ReplicaPool | None = None
         for name in models:

@@ -9,11 +9,13 @@ an ASGI app cannot otherwise do (uvicorn answers 500 for an app that sends nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
 import socket
 import struct
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -76,6 +78,11 @@ class FakeState:
         self.expected_key = scenario.expected_api_key()
         self.stopping = False
         self.batch_store = BatchStore(scenario.batch)  # batches and files outlive a reset
+        # The server's capacity (scenario.capacity): asyncio's semaphore wakes waiters in
+        # the order they came, a server's queue. Live counts outlive a reset; peaks do not.
+        self.slots = (asyncio.Semaphore(scenario.capacity) if scenario.capacity is not None
+                      else None)
+        self.in_service = self.queued = 0
         self.reset()
 
     def reset(self) -> None:
@@ -92,6 +99,26 @@ class FakeState:
         self.tokens: dict[str, int] = {}  # arrivals by Idempotency-Key, honoured or not
         self.idempotency = IdempotencyRecords()
         self.batch_store.counters = BatchCounters()
+        self.in_service_peak, self.queued_peak = self.in_service, self.queued
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[float]:
+        """Hold one of the server's ``capacity`` slots while a request is served (waiting
+        in arrival order for one); yields when its service began."""
+        assert self.slots is not None
+        self.queued += 1
+        self.queued_peak = max(self.queued_peak, self.queued)
+        try:
+            await self.slots.acquire()
+        finally:
+            self.queued -= 1
+        self.in_service += 1
+        self.in_service_peak = max(self.in_service_peak, self.in_service)
+        try:
+            yield asyncio.get_running_loop().time()
+        finally:
+            self.in_service -= 1
+            self.slots.release()
 
     def arrive(self, key: str, model: str) -> int:
         """Count one arrival; return its attempt number for this body (1-based)."""
@@ -126,6 +153,8 @@ class FakeState:
                 "by_status": {str(s): n for s, n in sorted(self.by_status.items())},
                 "faults": dict(sorted(self.faults.items())),
                 "cpu_s": _cpu_s(),
+                "in_service_peak": self.in_service_peak,
+                "queued_peak": self.queued_peak,
             },
             "per_model": {m: {"received": n, "completed": self.model_completed[m]}
                           for m, n in sorted(self.model_received.items())},
@@ -218,6 +247,7 @@ class ChatEndpoint:
 
         The configured latency runs from the request's arrival, as a real API's does: the
         fake's own work (parsing, building the reply) happens inside it, not on top of it.
+        With a ``capacity`` it runs from when one of the server's slots takes the request.
         """
         st = self.state
         chat = parse_chat(body)
@@ -253,9 +283,11 @@ class ChatEndpoint:
             content = self._content(cfg, chat, key, rule)
         except (ValueError, KeyError, TypeError) as exc:
             return error_response(400, f"Unusable JSON schema: {exc}"), None
-        delay = cfg.latency_s(key, attempt) - (asyncio.get_running_loop().time() - arrived)
-        if delay > 0:  # sleep(0) would only cost an event-loop turn per request
-            await asyncio.sleep(delay)
+        if st.slots is None:
+            await _sleep_out(cfg.latency_s(key, attempt), arrived)
+        else:
+            async with st.serving() as began:
+                await _sleep_out(cfg.latency_s(key, attempt), began)
         if isinstance(rule, DropFault):
             await _kill(_transport(scope), reset=rule.how == "reset")
             return None
@@ -321,6 +353,13 @@ class ChatEndpoint:
                 break
             await asyncio.sleep(min(0.05, remaining))
         await _kill(transport, reset=False)
+
+
+async def _sleep_out(latency_s: float, since: float) -> None:
+    """Sleep until ``latency_s`` after ``since`` (the loop's clock)."""
+    delay = latency_s - (asyncio.get_running_loop().time() - since)
+    if delay > 0:  # sleep(0) would only cost an event-loop turn per request
+        await asyncio.sleep(delay)
 
 
 def _cpu_s() -> float:

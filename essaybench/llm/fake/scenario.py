@@ -15,6 +15,7 @@ A scenario is data (YAML or JSON, or built in Python). Example::
         reply: script
         script: ["甲", "乙"]
         structured: schema              # json_schema requests get a valid generated object
+    capacity: 4                         # at most 4 requests served at once; more queue
     faults:                             # first matching rule wins
       - {kind: status, status: 429, retry_after: 1, first_attempts: 1, models: [gpt-x]}
       - {kind: drop, rate: 0.01, seed: 3}
@@ -272,6 +273,11 @@ class FakeScenario(BaseModel):
     api_key_env: str | None = Field(
         default=None, description="Require the bearer key held in this environment variable.")
     seed: int = Field(default=0, description="Seed mixed into generated structured replies.")
+    capacity: int | None = Field(
+        default=None, ge=1, description="Chat requests served at once, over all models (a "
+        "self-hosted server's batch slots); more wait in arrival order, and a request's "
+        "latency runs from when it is taken, so waiting adds to it. null: no limit (each "
+        "request's latency runs from its arrival).")
     honour_idempotency_key: bool = Field(
         default=False, description="Answer a request whose Idempotency-Key was answered "
         "cleanly before from the record, uncharged (fake/idempotency.py); off, as OpenAI's "

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,10 @@ class FakeTotals(BaseModel):
     # a reset): take differences. In-process (run_fake_server) that process is the caller's
     # own, so it counts the client and everything else the process does too.
     cpu_s: float
+    # With a capacity (scenario.capacity): the most chat requests served at once, and the
+    # most waiting for a slot, since the start or the last reset (0 without one).
+    in_service_peak: int = 0
+    queued_peak: int = 0
 
 
 class FakeStats(BaseModel):
@@ -286,12 +290,15 @@ def run_fake_server(scenario: FakeScenario | str | Path | None = None, *,
 def spawn_fake_server(scenario: FakeScenario | str | Path | None = None, *,
                       startup_timeout: float = 30.0,
                       env: Mapping[str, str] | None = None,
-                      host: str = "127.0.0.1") -> Iterator[FakeServerHandle]:
+                      host: str = "127.0.0.1",
+                      prefix: Sequence[str] = ()) -> Iterator[FakeServerHandle]:
     """Run ``python -m essaybench.llm.fake`` in a subprocess listening on ``host``;
-    terminate it on exit."""
+    terminate it on exit. ``prefix``: a command that execs the rest (the same pid), e.g.
+    ``ip netns exec NAME`` to serve from a network namespace (``ops.netns``)."""
     with tempfile.TemporaryDirectory(prefix="fake-openai-") as tmp:
         child_env = {**os.environ, **(env or {})}
-        cmd = [sys.executable, "-m", "essaybench.llm.fake", "--host", host, "--port", "0"]
+        cmd = [*prefix, sys.executable, "-m", "essaybench.llm.fake", "--host", host,
+               "--port", "0"]
         if isinstance(scenario, FakeScenario):
             data = scenario.model_dump(mode="json", exclude={"api_key"})
             if scenario.api_key is not None:  # through the environment, never onto disk

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -450,6 +451,38 @@ def test_latency(client: httpx.Client) -> None:
     draws = [jittery.latency_s(f"k{i}", 1) for i in range(50)]
     assert all(0.15 <= d <= 0.25 for d in draws) and len(set(draws)) > 40
     assert draws == [jittery.latency_s(f"k{i}", 1) for i in range(50)]
+
+
+def test_capacity_serves_that_many_at_once_and_queues_the_rest() -> None:
+    """A self-hosted server's fixed capacity: 6 requests at once to a server of capacity 2
+    and 200 ms each are served two at a time, in three waves (>= 0.6 s), each one's
+    latency counted from when a slot took it; without a capacity all six run at once."""
+    def six_at_once(scenario: FakeScenario) -> tuple[float, int, int, int]:
+        async def send(base_url: str) -> list[int]:
+            async with httpx.AsyncClient(base_url=base_url, trust_env=False,
+                                         timeout=10) as c:
+                replies = await asyncio.gather(*(c.post("/chat/completions", json=_body(
+                    "m", f"第{i}篇")) for i in range(6)))
+            return [r.status_code for r in replies]
+
+        with run_fake_server(scenario) as handle:
+            t0 = time.monotonic()
+            assert asyncio.run(send(handle.base_url)) == [200] * 6
+            elapsed = time.monotonic() - t0
+            totals = handle.stats().totals
+            handle.reset()  # peaks start again from what is in service now: nothing
+            after = handle.stats().totals
+        assert (after.in_service_peak, after.queued_peak) == (0, 0)
+        return elapsed, totals.completed, totals.in_service_peak, totals.queued_peak
+
+    models = {"*": ModelScenario(latency_ms=200)}
+    elapsed, completed, in_service, queued = six_at_once(
+        FakeScenario(models=models, capacity=2))
+    assert completed == 6 and in_service == 2 and queued >= 1 and elapsed >= 0.6
+    elapsed, completed, in_service, queued = six_at_once(FakeScenario(models=models))
+    assert completed == 6 and (in_service, queued) == (0, 0)  # no capacity, no counting
+    with pytest.raises(ValidationError):
+        FakeScenario.model_validate({"capacity": 0})
 
 
 def test_auth_required_and_the_key_never_echoed(caplog: pytest.LogCaptureFixture) -> None:

@@ -95,6 +95,11 @@ class BatchHost(Protocol):
         """The token a provider may de-duplicate ``call`` by (None: send none)."""
         ...
 
+    def flush_soon(self) -> None:
+        """No call of the batch is in flight: commit what waits without lingering for
+        more rows (``Ledger.flush_soon``)."""
+        ...
+
     def may_send(self) -> None:
         """Raises when no call may be sent any more (a superseded shard attempt's gateway:
         ``llm.part_ledger``); checked before each send, so it must be cheap."""
@@ -152,6 +157,7 @@ class Pools:
         self.workers: dict[str, int] = {}
         self.follow: FollowUps | None = None  # set when the batch has follow-ups
         self.outstanding = 0  # submitted, not yet through ``on_done``
+        self.calling = 0  # calls sent and not yet returned, over every endpoint
         self.wake = asyncio.Event()  # set when outstanding reaches 0 (and by follow-ups)
 
     def submit(self, call: Call, on_done: OnDone) -> None:
@@ -178,12 +184,20 @@ class Pools:
                         else:
                             await self.follow.hold_back()
                     self.gateway.may_send()  # a fenced-off shard attempt stops here
-                    result = self.gateway.redact(
-                        await backend.complete(call.request, call.key,
-                                               self.gateway.idempotency_of(call)))
+                    self.calling += 1
+                    try:
+                        result = self.gateway.redact(
+                            await backend.complete(call.request, call.key,
+                                                   self.gateway.idempotency_of(call)))
+                    finally:
+                        self.calling -= 1
                 self.progress.finished(call.request, result)
                 # The commit wait runs in its own task: the worker goes on to the next call.
                 self.group.create_task(self._done(on_done, call, result))
+                if self.calling == 0 and not any(self.queues.values()):
+                    # The last call in flight has returned: nothing can join its commit.
+                    # Scheduled after the task above, whose first step queues the row.
+                    asyncio.get_running_loop().call_soon(self.gateway.flush_soon)
         finally:
             self.workers[model] -= 1
 

@@ -166,6 +166,9 @@ class Gateway:
     def may_send(self) -> None:
         self.ledger.check_open()
 
+    def flush_soon(self) -> None:
+        self.ledger.flush_soon()
+
     def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
         return self.ledger.lookup_ok(keys, scope=self.scope)
 

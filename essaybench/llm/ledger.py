@@ -6,7 +6,10 @@ flight. Rows are group-committed: a commit waits up to ``linger_s`` for company
 (or until ``max_batch`` rows), because each DuckDB commit costs ~6 ms of CPU
 (measured: 0.74 ms per row in batches of 8, 0.10 ms in batches of 64). The HTTP
 slot is already free while a row waits, so the linger costs no throughput, and no
-caller is told its call is stored before it is.
+caller is told its call is stored before it is. The linger ends early on
+``flush_soon``: the gateway calls it when none of its calls is still in flight, since no
+company can come then and waiting would only delay the batch's end and every follow-up
+that waits for its parent's commit (a re-ask, an adaptive round).
 
 Each row records the run that paid for the call (``run_id``); look-ups serve only calls
 of the runs a :class:`~essaybench.llm.scope.ReuseScope` allows, so a new run makes fresh
@@ -272,6 +275,12 @@ class Ledger:
                     loaded = self._run_keys.get(run_id)
                     if loaded is not None:
                         loaded.add(key)
+
+    def flush_soon(self) -> None:
+        """Commit the rows waiting now without waiting out the linger (called on the event
+        loop that records). A row that comes after this joins the next commit."""
+        if self._batch_ready is not None:
+            self._batch_ready.set()
 
     async def record(self, row: dict[str, Any]) -> None:
         """Returns once the row is committed (group commit with concurrent callers)."""

@@ -101,6 +101,9 @@ class FakeHost:
     def may_send(self) -> None:
         pass  # fencing is the part ledger's (tests/stages/test_shard.py)
 
+    def flush_soon(self) -> None:
+        self.log.append(("flush_soon", str(sum(self.in_flight.values())), time.perf_counter()))
+
     def idempotency_of(self, call: Call) -> str | None:
         return None  # the header is the gateway's (tests/llm/test_idempotency.py)
 
@@ -117,6 +120,7 @@ class FakeHost:
         return {k: self.ledger[k] for k in keys if k in self.ledger and self.ledger[k].ok}
 
     async def record(self, call: Call, result: ChatResult) -> None:
+        self.log.append(("queued", call.key, time.perf_counter()))  # as the ledger's row
         await asyncio.sleep(0)  # a commit is a wait
         assert call.canonical is not None
         self.ledger[call.key] = result
@@ -219,6 +223,21 @@ def test_every_call_completes_once_and_the_pools_drain() -> None:
     assert pools.workers == {"a": 0, "b": 0}
 
 
+def test_the_commit_is_hurried_only_when_no_call_is_in_flight() -> None:
+    """Pools tell the host to commit at once (``flush_soon``) only when the call that
+    returned was the last one in flight with nothing queued, after that call's row was
+    handed to the host: never while another call could still join the commit."""
+    host = FakeHost(_spec("a", 3), _spec("b", 2), delay_s={"a": 0.01, "b": 0.02})
+    requests = [_request(m, f"{m}{i}") for i in range(7) for m in ("a", "b")]
+    bounded(drive(host, requests))
+    hurried = [i for i, (event, _, _) in enumerate(host.log) if event == "flush_soon"]
+    assert hurried, host.log
+    assert all(host.log[i][1] == "0" for i in hurried)  # no call in flight
+    # the last hurry comes after the last call's row was queued (none waits for company)
+    assert hurried[-1] > max(i for i, e in enumerate(host.log) if e[0] == "queued")
+    assert len(hurried) < len(requests)  # not after every call: the others had company
+
+
 def test_follow_ups_are_deduplicated_looked_up_and_committed() -> None:
     host = FakeHost(_spec("w", 3), _spec("j", 2))
     primaries = [_request("w", f"p{i}") for i in range(6)]
@@ -249,7 +268,7 @@ def test_follow_ups_are_deduplicated_looked_up_and_committed() -> None:
     assert host.held == Counter({k: 1 for k in to_send})
     for key in to_send:
         order = [event for event, k, _ in host.log if k == key]
-        assert order == ["record", "hold"]
+        assert order == ["queued", "record", "hold"]
     # Looked up in bunches off the event loop, each follow-up once.
     looked_up = [k for bunch in host.lookups for k in bunch]
     assert sorted(looked_up) == sorted(to_send | {in_ledger})

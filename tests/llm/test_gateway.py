@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,28 @@ def test_group_commit_batches_concurrent_completions(tmp_path: Path) -> None:
                 return ledger.commits
         commits = asyncio.run(main())
     assert 1 <= commits < 200  # completions that arrive together share a commit
+
+
+def test_the_last_call_in_flight_is_committed_without_waiting_out_the_linger(
+        tmp_path: Path) -> None:
+    """The group commit waits ``linger_s`` for company only while calls are in flight:
+    a batch whose last call has returned ends at once, and so does each of a chain of
+    batches whose next step needs the last one's results (an adaptive round, a re-ask).
+    With a linger of 30 s, ten single-call batches would take five minutes otherwise."""
+    with run_fake_server() as server:
+        async def main() -> tuple[float, int]:
+            with Ledger(tmp_path / "l.duckdb", linger_s=30) as ledger:
+                gateway = Gateway(registry_of(fake_spec()), ledger,
+                                  base_urls={"fake": server.base_url}, backoff=FAST)
+                started = time.monotonic()
+                for i in range(10):
+                    [result] = await gateway.run(_requests(i + 1)[i:])
+                    assert result.ok and not result.from_ledger
+                await gateway.aclose()
+                return time.monotonic() - started, ledger.commits
+        elapsed, commits = asyncio.run(main())
+    assert commits == 10
+    assert elapsed < 30, elapsed
 
 
 def test_one_gateway_serves_several_batches_on_fresh_event_loops(tmp_path: Path) -> None:

@@ -28,9 +28,9 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 
 
 # --- parallel workers (pytest-xdist) ------------------------------------------------------
-# ``./dev test`` runs the suite on two workers (-n 2 --dist loadgroup). Each worker is its
-# own process: its own PREFECT_HOME (above), temporary folders, session stores, S3 server
-# and ports (free_port). These modules run whole stacks (Prefect servers, workers,
+# ``./dev test`` runs the suite on three workers (-n 3 --dist loadgroup;
+# ESSAYBENCH_TEST_WORKERS sets another number). Each worker is its own process: its own
+# PREFECT_HOME (above), temporary folders, session stores, S3 server and ports (free_port). These modules run whole stacks (Prefect servers, workers,
 # PostgreSQL) on a time budget: they go to one worker, one after another, so two of them
 # never share the two cores. Every other module stays on one worker (as --dist loadscope
 # would), so a module-scoped fixture (the demo's run, ~2 min) is built once, not per worker.

@@ -233,9 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                     args.list_undecided)
         print(("\n" if met else "") + text)
         met |= public_met
-        sets.append(("held-out public prompts", [LabelledText(o.item.id, o.item.text,
-                                                              o.item.is_essay)
-                                                 for o in outcomes]))
+        sets.append(("public prompts (tuned since)",
+                     [LabelledText(o.item.id, o.item.text, o.item.is_essay) for o in outcomes]))
     if not args.skip_adversaries:
         for name, subset in sets:
             started = time.perf_counter()
@@ -261,7 +260,7 @@ def _team_set(args: argparse.Namespace, filter_params: FilterParams, base: Class
     heldout = None if args.skip_writingbench else heldout_items()
     sets.append(("team set", [LabelledText(i.id, i.text, i.is_essay) for i in items]))
     if heldout is not None:
-        sets.append(("held-out real prompts (../shared/data)", heldout))
+        sets.append(("../shared held-out prompts (tuned since)", heldout))
     if args.labeler_model:
         started = time.perf_counter()
         run = _with_llm(items, args, base, filter_params)

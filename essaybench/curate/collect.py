@@ -24,7 +24,7 @@ import polars as pl
 from essaybench.core.contracts import Decision, StageOutput
 from essaybench.core.errors import UserError
 from essaybench.core.hashing import content_hash
-from essaybench.curate.pii import DeidParams, deidentify
+from essaybench.curate.pii import Deidentified, DeidParams, deidentify
 from essaybench.curate.table import RECORD_COLUMNS
 from essaybench.sources.config import SourcesConfig
 from essaybench.sources.readers import READERS
@@ -35,6 +35,7 @@ class NoRecordsError(UserError, ValueError):
 
 
 BATCH_ROWS = 50_000
+MEMO_TEXTS = 100_000  # distinct texts whose de-identification is remembered
 
 
 def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
@@ -46,6 +47,7 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
     per_source: dict[str, dict[str, int]] = {}
     found: Counter[str] = Counter()
     with_pii = 0
+    memo: dict[str, Deidentified] = {}
     for spec in config.sources:
         path = config.resolve(spec)
         kept = quarantined = 0
@@ -55,7 +57,7 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
                 quarantined += 1
             else:
                 kept += 1
-            text, ref, detail = (deidentify(v, deid) for v in
+            text, ref, detail = (_deidentify(v, deid, memo) for v in
                                  (item.text, item.source_ref, item.detail))
             kinds = text.counts + ref.counts + detail.counts
             found += kinds
@@ -91,6 +93,21 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
                                                  "records": with_pii,
                                                  "replaced": dict(sorted(found.items()))},
                                "seconds": round(time.perf_counter() - started, 3)})
+
+
+def _deidentify(text: str | None, deid: DeidParams, memo: dict[str, Deidentified]
+                ) -> Deidentified:
+    """``deidentify``, once per distinct text: a chat log asks the same things again and
+    again (greetings, repeated prompts, a conversation's earlier turns), and the finders
+    and name cues cost more than the rest of a record. At most ``MEMO_TEXTS`` entries."""
+    if not text:
+        return deidentify(text, deid)
+    found = memo.get(text)
+    if found is None:
+        if len(memo) >= MEMO_TEXTS:
+            memo.clear()
+        found = memo[text] = deidentify(text, deid)
+    return found
 
 
 def _counted(counts: dict[str, int]) -> str:

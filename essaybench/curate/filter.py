@@ -187,11 +187,37 @@ def judge(text: str, params: FilterParams, rules: CompiledRules) -> Verdict:
     return Verdict(request.reason, request.detail)
 
 
-def _with_markup_note(detail: str, raw: str | None) -> str:
-    """``detail``, and what normalisation stripped from the raw text (the published text
-    differs from the raw one there: the evidence says so)."""
-    found = markup_found(raw)
+def _with_markup_note(detail: str, found: tuple[str, ...]) -> str:
+    """``detail``, and what normalisation stripped from the raw text (``found``:
+    ``markup_found``; the published text differs from the raw one there: the evidence
+    says so)."""
     return f"{detail}; markup stripped: {', '.join(found)}" if found else detail
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the filter makes of one raw text, whatever record brought it."""
+
+    text: str
+    prompt_id: str
+    verdict: Verdict
+    markup: tuple[str, ...]
+
+
+def _seen(raw: str | None, params: FilterParams, rules: CompiledRules,
+          memo: dict[str, _Seen]) -> _Seen:
+    """Normalised text, id, rule verdict and stripped markup of ``raw``, once per distinct
+    raw text (a chat log repeats its greetings and prompts; the rules cost most of the
+    stage). At most ``MEMO_TEXTS`` entries."""
+    key = raw or ""
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= MEMO_TEXTS:
+            memo.clear()
+        text = normalize_text(raw)
+        found = memo[key] = _Seen(text, prompt_id(text), judge(text, params, rules),
+                                  tuple(markup_found(raw)))
+    return found
 
 
 def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
@@ -204,6 +230,7 @@ PERSONAL_DATA = "personal_data"
 
 
 BATCH_ROWS = 50_000
+MEMO_TEXTS = 100_000  # distinct raw texts whose outcome is remembered
 
 
 def run_filter(table: pl.DataFrame, params: FilterParams, *,
@@ -217,8 +244,9 @@ def run_filter(table: pl.DataFrame, params: FilterParams, *,
         raise ValueError("filter: input lacks column 'raw_text'; run collect first")
     rules = params.load_rules()
     counts: Counter[str | None] = Counter()
+    memo: dict[str, _Seen] = {}
     parts = [_filter_batch(table.slice(start, batch_rows), params, rules, drop_personal_data,
-                           counts)
+                           counts, memo)
              for start in range(0, max(table.height, 1), batch_rows)]
     table = pl.concat(parts, rechunk=True)
     filtered = {reason: n for reason, n in counts.items() if reason is not None}
@@ -237,21 +265,22 @@ def run_filter(table: pl.DataFrame, params: FilterParams, *,
 
 
 def _filter_batch(table: pl.DataFrame, params: FilterParams, rules: CompiledRules,
-                  drop_personal_data: bool, counts: Counter[str | None]) -> pl.DataFrame:
+                  drop_personal_data: bool, counts: Counter[str | None],
+                  memo: dict[str, _Seen]) -> pl.DataFrame:
     raw = table["raw_text"].to_list()
-    texts = [normalize_text(r) for r in raw]
+    seen = [_seen(r, params, rules, memo) for r in raw]
     pii = table["pii"].to_list() if "pii" in table.columns else [None] * table.height
     verdicts = [Verdict(PERSONAL_DATA, f"held personal data ({kinds}; deid mode drop)")
-                if drop_personal_data and kinds else judge(text, params, rules)
-                for text, kinds in zip(texts, pii, strict=True)]
+                if drop_personal_data and kinds else one.verdict
+                for one, kinds in zip(seen, pii, strict=True)]
     counts.update(v.reason for v in verdicts)
     table = ensure_columns(table, FILTER_COLUMNS)
     return table.with_columns(
-        pl.Series("text", texts, dtype=pl.Utf8),
-        pl.Series("prompt_id", [prompt_id(t) for t in texts], dtype=pl.Utf8),
+        pl.Series("text", [one.text for one in seen], dtype=pl.Utf8),
+        pl.Series("prompt_id", [one.prompt_id for one in seen], dtype=pl.Utf8),
         pl.Series("decision", [Decision.KEPT.value if v.reason is None
                                else Decision.FILTERED.value for v in verdicts], dtype=pl.Utf8),
         pl.Series("reason", [v.reason for v in verdicts], dtype=pl.Utf8),
-        pl.Series("detail", [_with_markup_note(v.detail, r) for v, r
-                             in zip(verdicts, raw, strict=True)], dtype=pl.Utf8),
+        pl.Series("detail", [_with_markup_note(v.detail, one.markup) for v, one
+                             in zip(verdicts, seen, strict=True)], dtype=pl.Utf8),
     )

@@ -583,3 +583,22 @@ def test_quoted_material_or_a_genre_phrase_keeps_an_essay_request(text: str) -> 
                                   "请为“春天”这个题目写一首现代诗"])
 def test_a_poem_request_quoting_its_topic_is_still_a_poem(text: str) -> None:
     assert _reason(text) == "not_essay:poem_only"
+
+
+def test_remembered_texts_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The filter decides each distinct raw text once; with the memo cleared at every row
+    # the rows (text, id, decision, reason, detail) and counts must be the same.
+    import essaybench.curate.filter as filter_module
+
+    texts = [None, "", "写一篇关于春天的作文，不少于600字。", "帮我写一份年终工作总结",
+             "<b>写一篇</b>关于秋天的作文，不少于600字。", "你好", "写十条评语"] * 3
+    table = pl.DataFrame({"record_id": [f"r{i}" for i in range(len(texts))], "raw_text": texts,
+                          "pii": [None, None, "phone", *[None] * (len(texts) - 3)]},
+                         schema={"record_id": pl.Utf8, "raw_text": pl.Utf8, "pii": pl.Utf8})
+    remembered = run_filter(table, FilterParams(), drop_personal_data=True)
+    monkeypatch.setattr(filter_module, "MEMO_TEXTS", 1)
+    fresh = run_filter(table, FilterParams(), drop_personal_data=True)
+    assert fresh.table.equals(remembered.table) and fresh.meta == remembered.meta
+    assert remembered.table["reason"][2] == "personal_data"
+    assert remembered.table["reason"][9] is None  # the same text without personal data
+    assert "markup stripped" in remembered.table["detail"][4]

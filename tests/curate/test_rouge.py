@@ -353,6 +353,13 @@ def test_two_step_bound_lets_through_exactly_the_pairs_the_multiset_bound_does()
         assert set(zip(ia.tolist(), ib.tolist(), strict=True)) == set(
             zip(*np.nonzero(2 * exact >= need), strict=True))
         passed = set(zip(ia.tolist(), ib.tolist(), strict=True))
+        # the fused first step (one product with the need folded in) passes the same pairs
+        fused = _Occurrences(encode_tokens(lists))
+        fused.set_threshold(t * (1 - 1e-9))
+        fa, fb = fused.passing(rows, rows, t * (1 - 1e-9) * (lengths[:, None] + lengths[None, :]))
+        assert set(zip(fa.tolist(), fb.tolist(), strict=True)) == set(
+            zip(*np.nonzero(2 * exact >= t * (1 - 1e-9) * (lengths[:, None] + lengths[None, :])),
+                strict=True))
         reaching = {pair for pair, f in scores.items() if f >= t}
         assert reaching <= passed
         assert t > 0.7 or len(reaching) > 10  # the check has pairs to hold

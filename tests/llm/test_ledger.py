@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from essaybench.core.hashing import canonical_json
 from essaybench.llm.ledger import Ledger, ledger_row
@@ -47,3 +51,40 @@ def test_request_and_reply_texts_are_stored_zstd_compressed(tmp_path: Path) -> N
         assert by_column[column] == {"ZSTD"}, (column, by_column[column])
     assert by_column["key"] != {"ZSTD"}  # the short columns keep DuckDB's own choice
     assert found["k3"].text == "答3"
+
+
+class _FailingOnce(Ledger):
+    """A ledger whose first commit fails (as a superseded shard attempt's or a full
+    disk's would)."""
+
+    failed = False
+
+    def write_rows(self, rows: Sequence[dict[str, Any]]) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OSError("disk full")
+        super().write_rows(rows)
+
+
+def test_a_failed_commit_reaches_its_callers_and_nothing_else(tmp_path: Path) -> None:
+    """The rows of a failed commit raise in their own callers' ``record``; a row recorded
+    later gets its own attempt; the commit task ends without an exception nobody
+    retrieves (asyncio logs those when the task is collected)."""
+    unretrieved: list[dict[str, Any]] = []
+
+    async def main() -> tuple[list[BaseException | None], list[str]]:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unretrieved.append(ctx))
+        with _FailingOnce(tmp_path / "l.duckdb", linger_s=0.05) as ledger:
+            first = await asyncio.gather(*(ledger.record(_row(i)) for i in range(3)),
+                                         return_exceptions=True)
+            await ledger.record(_row(3))
+            flusher, ledger._flusher = ledger._flusher, None
+            assert flusher is not None and flusher.done() and flusher.exception() is None
+            del flusher
+            gc.collect()
+            return list(first), sorted(ledger.lookup_ok([f"k{i}" for i in range(4)]))
+
+    errors, stored = asyncio.run(main())
+    assert [type(e) for e in errors] == [OSError] * 3
+    assert stored == ["k3"]
+    assert unretrieved == []

@@ -4,11 +4,13 @@ Each prompt is the set of its character k-grams ("shingles"; Chinese needs no wo
 segmentation this way). Rows are visited in input order, one at a time:
 
 1. its MinHash (``num_perm`` permutations, CRC-32 of each shingle's UTF-8 bytes:
-   deterministic across processes) queries a MinHash LSH index (datasketch) that holds
-   only the rows kept so far; the index proposes candidates and never decides;
+   deterministic across processes) queries a MinHash LSH index that holds only the rows
+   kept so far (datasketch's banding for ``lsh_threshold``, its buckets kept in plain
+   dicts); the index proposes candidates and never decides;
 2. the row is a near duplicate of the candidate with the highest *exact* Jaccard
    similarity of the two shingle sets, if that reaches ``jaccard_threshold`` (ties: the
-   earlier row), unless the quoted-topic guard sets the pair aside;
+   earlier row), unless a guard (quoted topics, numbers) sets the pair aside — checked
+   before the exact comparison, which most such pairs would otherwise get;
 3. otherwise it is kept and inserted into the index.
 
 Candidates whose MinHash estimate (the share of equal signature values) lies more than
@@ -49,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from datasketch import LeanMinHash, MinHash, MinHashLSH
+from datasketch import MinHash, MinHashLSH
 from numpy.typing import NDArray
 
 SCHEME = "affine32"
@@ -68,8 +70,9 @@ def shingles(text: str, k: int) -> frozenset[str]:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 1.0
+    shared = len(a & b)
+    union = len(a) + len(b) - shared  # the size of a | b, without building it
+    return shared / union if union else 1.0
 
 
 def crc32(data: bytes) -> int:
@@ -107,7 +110,7 @@ class MinhashResult:
     dup_of: NDArray[np.int64]
     jaccard: NDArray[np.float64]
     candidates: int  # pairs the index proposed (compared exactly unless far below, by estimate)
-    vetoed: int  # proposed pairs at or above the threshold that the topic guard set aside
+    vetoed: int  # proposed pairs close by estimate that a guard set aside (not compared)
 
 
 def minhash_pass(
@@ -128,7 +131,12 @@ def minhash_pass(
     n = len(texts)
     dup_of = np.full(n, -1, dtype=np.int64)
     sims = np.zeros(n, dtype=np.float64)
-    lsh = MinHashLSH(threshold=lsh_threshold, num_perm=num_perm)
+    # datasketch's banding for this threshold (b bands of r values: two sketches collide
+    # when a band's values are equal), kept in plain dicts of row lists: datasketch's
+    # query and insert (byte swaps, storage layers, a set per bucket) were half of the
+    # pass at 200,000 raw records; the candidates are the same.
+    ranges = MinHashLSH(threshold=lsh_threshold, num_perm=num_perm).hashranges
+    tables: list[dict[bytes, list[int]]] = [{} for _ in ranges]
     cache: OrderedDict[int, frozenset[str]] = OrderedDict()
 
     def kept_set(j: int) -> frozenset[str]:
@@ -142,6 +150,10 @@ def minhash_pass(
         return found
 
     n_candidates = n_vetoed = 0
+    number_ids: NDArray[np.int64] | None = None
+    if numbers is not None:
+        ids: dict[str, int] = {"": 0}
+        number_ids = np.array([ids.setdefault(key, len(ids)) for key in numbers], dtype=np.int64)
     sketches = np.zeros((n, num_perm), dtype=np.uint32)
     sizes = np.zeros(n, dtype=np.float64)
     floor = (jaccard_threshold - ESTIMATE_MARGIN) * num_perm
@@ -150,30 +162,40 @@ def minhash_pass(
         own_sets = [shingles(t, k) for t in texts[start:start + SKETCH_BATCH]]
         sketches[start:start + len(own_sets)] = signatures(own_sets, num_perm, seed)
         sizes[start:start + len(own_sets)] = [len(x) for x in own_sets]
+        batch = sketches[start:start + len(own_sets)]
+        keys = [np.ascontiguousarray(batch[:, lo:hi]).view(f"V{4 * (hi - lo)}").ravel().tolist()
+                for lo, hi in ranges]
         for offset, own in enumerate(own_sets):
             i = start + offset
-            sketch = LeanMinHash(seed=seed, hashvalues=sketches[i], scheme=SCHEME)
-            found = np.array(sorted(lsh.query(sketch)), dtype=np.int64)
+            proposed: set[int] = set()
+            for table, band_keys in zip(tables, keys, strict=True):
+                bucket = table.get(band_keys[offset])
+                if bucket is not None:
+                    proposed.update(bucket)
+            found = np.array(sorted(proposed), dtype=np.int64)
             n_candidates += found.size
-            # the MinHash estimate only sets aside candidates far below the threshold
-            close = found[((sketches[found] == sketches[i]).sum(axis=1) >= floor)
-                          & (np.minimum(sizes[found], sizes[i])
-                             >= size_floor * np.maximum(sizes[found], sizes[i]))]
+            # the shingle counts, then the MinHash estimate, set aside candidates that
+            # cannot reach (or are far below) the threshold
+            found = found[np.minimum(sizes[found], sizes[i])
+                          >= size_floor * np.maximum(sizes[found], sizes[i])]
+            close = found[(sketches[found] == sketches[i]).sum(axis=1) >= floor]
+            if number_ids is not None and number_ids[i] and close.size:
+                clash = (number_ids[close] > 0) & (number_ids[close] != number_ids[i])
+                n_vetoed += int(clash.sum())
+                close = close[~clash]
             best, best_sim = -1, 0.0
             for j in close.tolist():
-                sim = jaccard(own, kept_set(j))
-                if sim < jaccard_threshold:
+                if spans is not None and spans[i] and spans[j] and not spans[i] & spans[j]:
+                    n_vetoed += 1  # the guard first: a vetoed pair needs no exact Jaccard
                     continue
-                if ((spans is not None and spans[i] and spans[j] and not spans[i] & spans[j])
-                        or (numbers is not None and numbers[i] and numbers[j]
-                            and numbers[i] != numbers[j])):
-                    n_vetoed += 1
-                elif sim > best_sim:  # ascending j: an equal similarity stays with the earlier
-                    best, best_sim = j, sim
+                sim = jaccard(own, kept_set(j))
+                if sim >= jaccard_threshold and sim > best_sim:
+                    best, best_sim = j, sim  # ascending j: an equal one stays with the earlier
             if best >= 0:
                 dup_of[i], sims[i] = best, best_sim
             else:
-                lsh.insert(i, sketch, check_duplication=False)
+                for table, band_keys in zip(tables, keys, strict=True):
+                    table.setdefault(band_keys[offset], []).append(i)
                 cache[i] = own
                 if len(cache) > SHINGLE_CACHE:
                     cache.popitem(last=False)

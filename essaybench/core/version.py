@@ -1,14 +1,21 @@
 """The code version stored with every stage run: the installed package's version (from
 its metadata, which the build took from git tags), plus the checkout's commit when
-essaybench runs from one."""
+essaybench runs from one; and the code's fingerprint, which a sharded run's plan pins.
+
+The version names a build for people; it cannot say whether two hosts run the same code
+(a checkout's commit moves with a documentation change, and ``.dirty`` says only that
+something differs from the commit). The fingerprint is a hash of what runs: every Python
+module of the package (flows and tasks included) and its SQL statements."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
-from essaybench.core.paths import checkout_root
+from essaybench.core.paths import checkout_root, resource
 
 # The package's metadata, as ``essaybench.__version__`` reads it (not imported from there:
 # the package's __init__ names the whole public API, which the core layer sits below).
@@ -36,3 +43,36 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         return __version__
     return f"{base}+g{sha}{'.dirty' if dirty else ''}"
+
+
+@cache
+def code_fingerprint() -> str:
+    """The fingerprint of the code this process runs (see the module's docstring)."""
+    return fingerprint_of(Path(__file__).resolve().parents[1], resource("sql"))
+
+
+def fingerprint_of(package: Path, sql: Path) -> str:
+    """A hash of every ``*.py`` under ``package`` (following its linked folders) and every
+    ``*.sql`` under ``sql``, by path relative to each and content: 16 hex digits."""
+    digest = hashlib.sha256()
+    for label, root, pattern in (("py", package, "*.py"), ("sql", sql, "*.sql")):
+        files = sorted((f.relative_to(root).as_posix(), f) for f in _walk(root, pattern))
+        for name, path in files:
+            data = path.read_bytes()
+            digest.update(f"{label}:{name}:{len(data)}\n".encode())
+            digest.update(data)
+    return digest.hexdigest()[:16]
+
+
+def _walk(root: Path, pattern: str) -> list[Path]:
+    # Path.rglob does not follow symbolic links to folders before Python 3.13, and a
+    # checkout's package links flows/ and tasks/. The resources (configs, data, rubrics,
+    # sql) hold no module: the rubrics are pinned on their own, the SQL is walked apart.
+    found = [p for p in root.glob(pattern) if p.is_file()]
+    for child in root.iterdir():
+        if child.is_dir() and child.name not in _SKIP and not child.name.startswith("."):
+            found.extend(_walk(child, pattern))
+    return found
+
+
+_SKIP = frozenset({"__pycache__", "resources"})

@@ -80,8 +80,10 @@ class ShardPlan(BaseModel):
     liveness: Literal["prefect", "parts"] = "parts"
     shards: list[Shard]
     # Pinned by the parent (None/empty in a plan written before they were): a shard
-    # refuses to run with another code version or other rubric files.
+    # refuses to run other code (by fingerprint; by version in a plan without one) or
+    # other rubric files.
     code_version: str | None = None
+    code_fingerprint: str | None = None  # core.version.code_fingerprint
     pins: dict[str, str] = Field(default_factory=dict)  # rubric and judge-prompt fingerprints
     rotation: dict[str, Any] | None = None  # what the generate stage records of a rotation
 

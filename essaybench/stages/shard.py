@@ -39,7 +39,7 @@ from essaybench.bench.judge.prefetch import JudgePrefetch
 from essaybench.bench.judge.request import load_prompt_for, load_scoring
 from essaybench.core.errors import UserError
 from essaybench.core.hashing import sha256_hex
-from essaybench.core.version import code_version
+from essaybench.core.version import code_fingerprint, code_version
 from essaybench.llm.ledger import ROW_SCHEMA, Ledger, as_ledger_frame
 from essaybench.llm.part_ledger import PartLedger, ShardSuperseded
 from essaybench.llm.ratelimit import LimiterFactory, local_limiter
@@ -113,7 +113,8 @@ def write_plan(store: Store, parts: PartStore, run_id: str, config: BenchmarkCon
         scope_runs=sorted(scope.runs or ()), scope_unattributed=scope.unattributed, seed=seed,
         parallel=parallel or shards, limits=limits, liveness=liveness,
         shards=plan_shards(config.generate.models, selected["prompt_id"].to_list(), shards),
-        code_version=code_version(), pins=rubric_pins(config), rotation=rotation)
+        code_version=code_version(), code_fingerprint=code_fingerprint(),
+        pins=rubric_pins(config), rotation=rotation)
     parts.write_json(plan_path(run_id), plan.model_dump(mode="json"))
     stored = read_plan(parts, run_id)  # as every shard reads it: the digest they compare
     assert stored is not None
@@ -150,9 +151,16 @@ def check_pinned(plan: ShardPlan, index: int, digest: str | None) -> BenchmarkCo
     if digest is not None and digest != plan.digest:
         raise PlanMismatch(f"{where}: the plan under the parts store (digest {plan.digest}) "
                          f"is not the one the parent planned (digest {digest}); refusing to run")
-    if plan.code_version is not None and plan.code_version != code_version():
-        raise PlanMismatch(f"{where}: this worker runs essaybench {code_version()}, the plan "
-                         f"was made with {plan.code_version}; deploy the same code to every "
+    # The fingerprint says whether the code is the same (a commit of documentation moves
+    # the version, an uncommitted edit may not); the version, what to deploy.
+    if plan.code_fingerprint is not None:
+        other = plan.code_fingerprint != code_fingerprint()
+    else:  # a plan from before fingerprints
+        other = plan.code_version is not None and plan.code_version != code_version()
+    if other:
+        raise PlanMismatch(f"{where}: this worker runs essaybench {code_version()} (code "
+                         f"{code_fingerprint()}), the plan was made with {plan.code_version} "
+                         f"(code {plan.code_fingerprint}); deploy the same code to every "
                          "worker (refusing to run)")
     config = BenchmarkConfig.model_validate(plan.config)
     if plan.pins:

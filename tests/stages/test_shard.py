@@ -22,7 +22,7 @@ from essaybench.bench.config import BenchmarkConfig, load_benchmark_config
 from essaybench.bench.generate import GenerateParams
 from essaybench.bench.judge.request import JudgeParams
 from essaybench.bench.judge.second import SECOND_COLUMNS, complete_second_opinions
-from essaybench.core.version import code_version
+from essaybench.core.version import code_fingerprint, code_version
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, run_fake_server
 from essaybench.llm.ledger import Ledger
@@ -46,6 +46,7 @@ from essaybench.stages.shard import (
     ROW_KEYS,
     PlanMismatch,
     ShardError,
+    check_pinned,
     merge_ledgers,
     read_plan,
     run_shard,
@@ -276,13 +277,24 @@ def test_a_shard_refuses_another_plan_or_other_code_or_rubrics(
     doc = parts.read_json(plan_path("r1"))
     assert plan.code_version == code_version() and set(plan.pins) == {"rubric",
                                                                        "judge_prompt"}
+    assert plan.code_fingerprint == code_fingerprint()
     assert all("api_key" not in k or k == "api_key_env" for s in doc["specs"].values()
                for k in s)  # the registry is pinned without secrets
     with pytest.raises(PlanMismatch, match=r"^shard 0 of run r1: the plan under the parts "
                                          r"store \(digest \w+\) is not the one the parent "
                                          r"planned \(digest 0+\); refusing to run$"):
         run_shard(parts, "r1", 0, plan_digest="0" * 24)
-    parts.put_json(plan_path("r1"), {**doc, "code_version": "0.1+g000000000000"})
+    # Other code is refused by its fingerprint; another version of the same code runs
+    # (e.g. a commit of documentation), and a plan without a fingerprint compares versions.
+    parts.put_json(plan_path("r1"), {**doc, "code_fingerprint": "0" * 16})
+    with pytest.raises(PlanMismatch, match=r"^shard 1 of run r1: this worker runs essaybench "
+                                         r".+ \(code \w{16}\), the plan was made with .+ "
+                                         r"\(code 0{16}\); deploy the same code"):
+        run_shard(parts, "r1", 1)
+    moved = ShardPlan.model_validate({**doc, "code_version": "0.1+g000000000000"})
+    assert check_pinned(moved, 1, None) == BenchmarkConfig.model_validate(doc["config"])
+    old = {k: v for k, v in doc.items() if k != "code_fingerprint"}
+    parts.put_json(plan_path("r1"), {**old, "code_version": "0.1+g000000000000"})
     with pytest.raises(PlanMismatch, match=r"^shard 1 of run r1: this worker runs essaybench "
                                          r".+, the plan was made with 0\.1\+g000000000000"):
         run_shard(parts, "r1", 1)

@@ -76,7 +76,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -86,6 +86,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import sparse
 
 from essaybench.core.contracts import Decision, StageOutput, ensure_columns, require_kept_input
+from essaybench.core.memory import release_free_memory
 from essaybench.curate.blocking import blocks, split_large
 from essaybench.curate.elbow import ELBOW_RULE, choose_elbow
 from essaybench.curate.minhash import MinhashResult, minhash_pass
@@ -102,6 +103,8 @@ _QUOTED = re.compile(r"《([^》]+)》|“([^”]+)”|「([^」]+)」|『([^』
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # A similarity block of rows × cluster members is computed at most this many floats at a time.
 _BLOCK_FLOATS = 4_000_000
+# Pair keys gathered from the blocks before their copies are merged away.
+_PAIRS_PENDING = 4_000_000
 
 
 class DedupParams(BaseModel):
@@ -243,11 +246,11 @@ def cluster(x: sparse.csr_matrix, params: DedupParams, timings: dict[str, float]
     n_comp = min(params.svd_components, fit.size - 1, n_features - 1)
     if n_comp >= 2:
         svd = TruncatedSVD(n_components=n_comp, random_state=params.seed)
-        if sampled:
+        if sampled:  # normalised in place: the transform is a new array
             svd.fit(x[fit])
-            reduced = normalize(svd.transform(x))
+            reduced = normalize(svd.transform(x), copy=False)
         else:
-            reduced = normalize(svd.fit_transform(x))
+            reduced = normalize(svd.fit_transform(x), copy=False)
     else:  # too few rows or features to reduce: cluster the TF-IDF rows themselves
         n_comp = 0
         reduced = x.toarray() if n_features else np.zeros((n, 1))
@@ -281,7 +284,9 @@ class Pairs:
     later: NDArray[np.int64]
     sim: NDArray[np.float64]
     compared: int  # pairs whose cosine was computed, counted once per shared block
-    vetoed: int  # distinct pairs at or above the threshold that the topic guard set aside
+    # pairs at or above the threshold a guard set aside, counted once per shared block too
+    # (their distinct count took a sort of tens of millions of keys at 10^6 raw records)
+    vetoed: int
 
 
 def candidate_pairs(
@@ -299,10 +304,8 @@ def candidate_pairs(
     """
     n = x.shape[0]
     quoting = np.asarray(topics.getnnz(axis=1) > 0) if topics is not None else None
-    found: list[NDArray[np.int64]] = []
-    found_sims: list[NDArray[np.float64]] = []
-    vetoed: list[NDArray[np.int64]] = []
-    compared = 0
+    found = _DistinctPairs()
+    compared = vetoed = 0
     for members in row_blocks:
         m = members.size
         if m < 2:
@@ -317,15 +320,48 @@ def candidate_pairs(
                 conflict |= quoting[e] & quoting[c] & ~shared
             if numbers is not None:
                 conflict |= (numbers[e] > 0) & (numbers[c] > 0) & (numbers[e] != numbers[c])
-            vetoed.append(e[conflict] * n + c[conflict])
-            found.append(e[~conflict] * n + c[~conflict])
-            found_sims.append(sims[~conflict])
-    keys = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-    all_sims = np.concatenate(found_sims) if found_sims else np.zeros(0)
-    # A pair met in two overlapping blocks has the same cosine in both; keep one.
-    keys, first = np.unique(keys, return_index=True)
-    n_vetoed = _count_distinct(np.concatenate(vetoed)) if vetoed else 0
-    return Pairs(keys // max(n, 1), keys % max(n, 1), all_sims[first], compared, n_vetoed)
+            vetoed += int(conflict.sum())
+            found.add(e[~conflict] * n + c[~conflict], sims[~conflict])
+    keys, all_sims = found.result()
+    return Pairs(keys // max(n, 1), keys % max(n, 1), all_sims, compared, vetoed)
+
+
+class _DistinctPairs:
+    """Pair keys (and their cosines) met in the blocks, each kept once, ascending.
+
+    A pair met in two overlapping blocks has the same cosine in both (computed from the
+    same row's terms in the same order), so any copy will do. The copies are merged
+    away every ``_PAIRS_PENDING`` keys instead of at the end: at 10^6 raw records the
+    blocks meet millions of pairs at or above the threshold, whose copies and one final
+    sort added to the stage's memory peak. Sorting, not ``np.unique``'s hash path (5.2
+    against 0.08 s on 4M keys here)."""
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.sims = np.zeros(0, dtype=np.float64)
+        self.pending: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
+        self.size = 0
+
+    def add(self, keys: NDArray[np.int64], sims: NDArray[np.float64]) -> None:
+        if keys.size:
+            self.pending.append((keys, sims))
+            self.size += keys.size
+            if self.size >= _PAIRS_PENDING:
+                self._merge()
+
+    def _merge(self) -> None:
+        keys = np.concatenate([self.keys, *(k for k, _ in self.pending)])
+        sims = np.concatenate([self.sims, *(s for _, s in self.pending)])
+        self.pending, self.size = [], 0
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        first = np.ones(keys.size, dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        self.keys, self.sims = keys[first], sims[order][first]
+
+    def result(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        self._merge()
+        return self.keys, self.sims
 
 
 def _block_pairs(x: sparse.csr_matrix, members: NDArray[np.int64], threshold: float
@@ -334,9 +370,16 @@ def _block_pairs(x: sparse.csr_matrix, members: NDArray[np.int64], threshold: fl
     a chunk of the block at a time."""
     m = members.size
     xb = x[members]
+    # Only the n-grams the block uses: the dense side is a few thousand columns, not the
+    # corpus vocabulary (~10^5 at 10^6 raw records, which made each chunk a few dozen
+    # rows wide and most of the pass zero-filling dense chunks). The map is monotone, so
+    # each row keeps its order of terms and every dot product sums in the same order.
+    used = np.unique(xb.indices)
+    xb = sparse.csr_matrix((xb.data, np.searchsorted(used, xb.indices), xb.indptr),
+                           shape=(m, used.size))
     # Sparse × dense is several times faster than sparse × sparse when, as here,
     # nearly every pair shares some n-gram; the dense side is bounded in size.
-    step = max(1, _BLOCK_FLOATS // max(m, x.shape[1]))
+    step = max(1, _BLOCK_FLOATS // max(m, used.size))
     for start in range(0, m, step):
         stop = min(m, start + step)
         sims = np.asarray(xb[:stop] @ xb[start:stop].toarray().T)  # earlier × chunk
@@ -344,15 +387,6 @@ def _block_pairs(x: sparse.csr_matrix, members: NDArray[np.int64], threshold: fl
         e, c = np.nonzero((sims >= threshold)
                           & (np.arange(stop)[:, None] < np.arange(start, stop)[None, :]))
         yield members[e], members[start + c], sims[e, c]
-
-
-def _count_distinct(keys: NDArray[np.int64]) -> int:
-    # np.unique (numpy 2.4, hash path) took 5.2 s on 4M int64 keys here; sort-and-count 0.08 s.
-    # A template-heavy corpus produces millions of vetoed pairs.
-    if keys.size == 0:
-        return 0
-    keys = np.sort(keys)
-    return int(1 + np.count_nonzero(keys[1:] != keys[:-1]))
 
 
 def greedy_keep(n: int, pairs: Pairs) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -433,11 +467,16 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
             detail[i] = (f"character {params.shingle_k}-gram Jaccard {sim:.3f} >= "
                          f"{params.jaccard_threshold} with row {kept_row} (MinHash LSH candidate)")
     timings["minhash"] = time.perf_counter() - t0
+    # Each pass's garbage goes back to the system before the next: at 10^6 raw records the
+    # MinHash buckets, the vectoriser's lists and the K-means copies each left hundreds of
+    # MB of free heap that raised the stage's peak.
+    release_free_memory()
     unique_rows = remaining  # the K-means pass compares what MinHash kept
 
     t0 = time.perf_counter()
     x = tfidf([texts[i] for i in unique_rows], params)
     timings["vectorise"] = time.perf_counter() - t0
+    release_free_memory()
     if unique_rows:
         clustering = cluster(x, params, timings)
     else:
@@ -445,9 +484,16 @@ def run_dedup(table: pl.DataFrame, params: DedupParams) -> StageOutput:
 
     t0 = time.perf_counter()
     row_blocks = blocks(clustering.distances, params.assign_clusters)
-    if clustering.reduced is not None:
-        row_blocks = split_large(row_blocks, clustering.reduced, params.assign_clusters,
+    # The centroid distances and then the reduced vectors have done their work once the
+    # blocks are made: not held through the passes after (~0.5 GB at 10^6 raw records,
+    # where the stage's memory peaks).
+    reduced = clustering.reduced
+    clustering = replace(clustering, distances=np.zeros((0, 1)), reduced=None)
+    if reduced is not None:
+        row_blocks = split_large(row_blocks, reduced, params.assign_clusters,
                                  params.max_block, params.seed)
+    del reduced
+    release_free_memory()
     topics = topic_matrix([texts[i] for i in unique_rows]) if params.quoted_topic_guard else None
     numbers = number_ids([texts[i] for i in unique_rows]) if params.number_guard else None
     pairs = candidate_pairs(x, row_blocks, params.near_dup_threshold, topics, numbers)

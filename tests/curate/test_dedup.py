@@ -472,3 +472,48 @@ def test_meta_has_curve_chosen_k_and_counts(corpus_result: StageOutput) -> None:
     assert {"vectorise", "svd", "sweep", "near_dup", "total"} <= set(meta["seconds"])
     counts = corpus_result.counts()
     assert counts[Decision.DUPLICATE.value] == meta["exact_duplicates"] + meta["near_duplicates"]
+
+
+def test_block_cosines_on_the_blocks_own_columns_equal_the_full_width_product() -> None:
+    # _block_pairs multiplies on the n-grams a block uses (dedup's speed at 10^6 records);
+    # the map keeps each row's term order, so every cosine must equal, bit for bit, the
+    # product over the whole vocabulary it replaced, and so every pair found.
+    from benchmarks.dedup_kmeans import make_corpus
+    from essaybench.curate.dedup import _block_pairs
+
+    texts = make_corpus(400, seed=4).texts
+    x = tfidf(texts, DedupParams())
+    rng = np.random.default_rng(0)
+    for size, threshold in ((400, 0.6), (257, 0.3), (40, 0.0)):
+        members = np.sort(rng.choice(len(texts), size, replace=False))
+        xb = x[members]
+        full = np.asarray(xb @ xb.toarray().T)  # earlier × later, whole vocabulary
+        e, c = np.nonzero((full >= threshold)
+                          & (np.arange(size)[:, None] < np.arange(size)[None, :]))
+        expected = set(zip(members[e].tolist(), members[c].tolist(), full[e, c].tolist(),
+                           strict=True))
+        got = {(a, b, s) for ea, ca, sa in _block_pairs(x, members, threshold)
+               for a, b, s in zip(ea.tolist(), ca.tolist(), sa.tolist(), strict=True)}
+        assert got == expected and len(expected) > 0
+
+
+def test_pairs_merged_as_they_come_equal_one_merge_at_the_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # candidate_pairs merges the copies of pairs met in overlapping blocks every
+    # _PAIRS_PENDING keys (its memory at 10^6 records): the same pairs, cosines and counts.
+    import essaybench.curate.dedup as dedup_module
+    from benchmarks.dedup_kmeans import make_corpus
+
+    texts = make_corpus(400, seed=4).texts
+    x = tfidf(texts, DedupParams())
+    rng = np.random.default_rng(1)
+    row_blocks = [np.sort(rng.choice(len(texts), 150, replace=False)) for _ in range(8)]
+    topics = topic_matrix(texts)
+    numbers = dedup_module.number_ids(texts)
+    whole = candidate_pairs(x, row_blocks, 0.3, topics, numbers)
+    monkeypatch.setattr(dedup_module, "_PAIRS_PENDING", 3)
+    merged = candidate_pairs(x, row_blocks, 0.3, topics, numbers)
+    for name in ("earlier", "later", "sim"):
+        assert np.array_equal(getattr(whole, name), getattr(merged, name))
+    assert (whole.compared, whole.vetoed) == (merged.compared, merged.vetoed)
+    assert whole.earlier.size > 20 and whole.vetoed > 0

@@ -30,15 +30,40 @@ again and superseded, must record nothing more (the same checks then hold).
 ``--disrupt partition kill`` does both on one stack, one sharded run each, against the same
 single-process reference (what ``tests/ops/test_scale_out.py`` runs: one stack, not two).
 
-Figures: wall time of each run (the flow run's start to end, from Prefect), the shards'
-start-up cost (flow run created → shard code running), and the ratio of the sharded wall
-to the single-process wall plus that cost.
+``--disrupt edit`` (or ``--edit-config``, with each disruption above) rewrites
+``models.yaml`` and ``benchmark.yaml`` while a shard runs (other model ids, writers,
+statistics) and puts them back after the run: nothing after planning may read them, so
+the same checks hold (nothing paid twice, snapshots equal the single-process run's).
+
+Figures: wall time of each run (the flow run's start to end, from Prefect: neither wall
+holds the stack's start, printed apart) and the shards' start-up (flow run created →
+shard code running).
+
+``--per-host-endpoints``: where more workers really add capacity. Self-hosted models,
+one server per worker host: a fake server in each worker's network namespace (on
+127.0.0.1 without namespaces), serving ``--capacity`` requests at once (more queue) with
+``--latency-ms`` each; every worker's ``ESSAYBENCH_ENDPOINTS`` (``llm.endpoints``) sends
+the registry's models (base_url ``http://self-hosted.invalid/v1``, which nothing can
+reach) to its own host's server, as the runbook's hosts do. ``--shards`` + 1 workers,
+each running one flow run at a time: worker-1 the pipeline (the store host), every
+other one shard. The single-process run has one host's capacity, the sharded run
+``--shards`` times that. Asserted, one formula::
+
+    T_n <= (1/n + 0.10) * T_1 + S      (n = 4: 0.35 * T_1 + S)
+
+T_1, T_n: the single-process and sharded walls; S: the sharded run's start-up, its
+slowest shard's (created → running): no shard computes before its process is up. Also
+checked: every call paid once over all hosts' servers, each shard host's server served
+its shard, none served more than its capacity at once.
 
     python benchmarks/scale_out.py [--prompts 48] [--models 4] [--shards 8]
                                    [--also-shards 2 4 16] [--latency-ms 50]
                                    [--concurrency 8] [--no-kill] [--varying] [--keep DIR]
                                    [--provider-ignores-idempotency] [--no-netns]
-                                   [--partition | --disrupt {kill,partition} ...]
+                                   [--partition | --disrupt {kill,partition,edit} ...]
+                                   [--edit-config]
+    python benchmarks/scale_out.py --per-host-endpoints [--shards 4] [--capacity 4]
+                                   [--latency-ms 1000] [--prompts 160] [--repeat 3]
 
 Paper scale (README table): --prompts 728 --models 15 --latency-ms 300 --concurrency 64.
 """
@@ -74,6 +99,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from benchmarks.pipeline_scale import synthetic_prompt_set
 from essaybench.core.paths import PROJECT_ROOT
 from essaybench.llm.client import idempotency_token, token_of_header
+from essaybench.llm.endpoints import ENDPOINTS_ENV
 from essaybench.llm.fake.scenario import FakeScenario
 from essaybench.llm.fake.server import FakeServerHandle, spawn_fake_server
 from essaybench.runs.shards import ledger_prefix, success_path
@@ -90,7 +116,9 @@ WEEKLY = "pipeline/pipeline-weekly"
 STALE_S = 20.0  # the sharded run's sharding.stale_after_s: a dead shard is re-sent after it
 PARTITION_S = STALE_S + 25.0  # --partition: the re-sent attempt runs while the old one lives
 GRACE_S = 90.0  # sharding.startup_grace_s: a shard killed before its first heartbeat
-DISRUPTIONS = ("kill", "partition")
+DISRUPTIONS = ("kill", "partition", "edit")
+SELF_HOSTED = "http://self-hosted.invalid/v1"  # --per-host-endpoints: the models' name only
+SLACK = 0.10  # T_n <= (1/n + SLACK) * T_1 + S: 0.35 at n = 4 (issue 31 item 7)
 
 
 class Failed(AssertionError):
@@ -113,17 +141,20 @@ def wait_for(ready: Callable[[], bool], timeout: float, what: str, poll: float =
 
 @contextmanager
 def stack(folder: Path, workers: int, pool_limit: int, env: dict[str, str],
-          net: netns.Netns | None) -> Iterator[str]:
+          net: netns.Netns | None, worker_env: dict[int, dict[str, str]] | None = None,
+          store_worker: bool = False) -> Iterator[str]:
     """The local stack (PostgreSQL, Prefect server, pool, workers, each worker in a network
-    namespace of ``net`` if given); its API URL. Stopped at the end, and checked to have
-    left nothing running (no process, namespace or link)."""
+    namespace of ``net`` if given, with ``worker_env[k]`` over ``env``; ``store_worker``:
+    the runbook's queues, only worker-1 runs the pipeline); its API URL. Stopped at the
+    end, and checked to have left nothing running (no process, namespace or link)."""
     state_dir = folder / "stack"
     try:
         # Each worker takes at most its share of the pool: the pipeline's worker cannot
         # take every shard too, so a disruption always finds one on another worker.
         state = local_stack.start(state_dir, workers, pool_limit, ui=False, timeout=240,
                                   env=env, netns=net if net is not None else False,
-                                  worker_limit=-(-pool_limit // workers))
+                                  worker_limit=-(-pool_limit // workers),
+                                  worker_env=worker_env, store_worker=store_worker)
         assert state.api_url is not None
         yield state.api_url
     finally:
@@ -213,10 +244,11 @@ Disrupt = Callable[[str], str]  # given the victim worker's name, disrupt it; sa
 
 def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
                           parts: PartStore, workers: dict[str, int],
-                          timeout: float, disrupt: Disrupt) -> dict[str, Any]:
-    """Wait until a worker other than the parent's runs a shard that has recorded calls,
-    then disrupt it (kill it, or cut it off); what was done and which calls its shards had
-    recorded."""
+                          timeout: float, disrupt: Disrupt,
+                          any_worker: bool = False) -> dict[str, Any]:
+    """Wait until a worker other than the parent's (``any_worker``: any worker, for a
+    disruption that spares the workers) runs a shard that has recorded calls, then disrupt
+    it (kill it, or cut it off); what was done and which calls its shards had recorded."""
     found: list[psutil.Process] = []
 
     def parent_running() -> bool:
@@ -242,7 +274,8 @@ def kill_one_shard_worker(client: SyncPrefectClient, parent: UUID, run_id: str,
             proc = running.get(str(run.id))
             worker = worker_of(proc, workers) if proc else None
             index = shard_index(run)
-            if index is not None and worker and worker != parent_worker and parts.list(
+            if index is not None and worker and (any_worker or worker != parent_worker) \
+                    and parts.list(
                     ledger_prefix(run_id, index), ".parquet"):
                 victim.update(worker=worker, shard=index, flow_run=run.id)
                 return True
@@ -277,24 +310,59 @@ def isolated_network(args: argparse.Namespace) -> netns.Netns | None:
     return netns.create(args.workers)
 
 
+class ConfigEdit:
+    """Rewrites the run's ``models.yaml`` and ``benchmark.yaml`` while it runs (other model
+    ids and limits, a writer fewer, other statistics and shards), and puts them back
+    (``restore``). Read after planning, either would change calls or tables."""
+
+    def __init__(self, folder: Path) -> None:
+        self.files = [folder / "models.yaml", folder / "benchmark.yaml"]
+        self.saved: dict[Path, str] = {}
+
+    def __call__(self) -> str:
+        self.saved = {path: path.read_text("utf-8") for path in self.files}
+        models, bench = (yaml.safe_load(text) for text in self.saved.values())
+        for spec in models["models"].values():
+            spec.update(model_id=f"{spec['model_id']}-edited", max_concurrency=1)
+        bench["generate"]["models"] = bench["generate"]["models"][:-1]
+        bench["stats"]["n_boot"] = 50
+        bench["sharding"]["shards"] += 1
+        for path, doc in zip(self.files, (models, bench), strict=True):
+            path.write_text(yaml.safe_dump(doc), "utf-8")
+        return ("edited models.yaml and benchmark.yaml (model ids, limits, a writer fewer, "
+                "n_boot, shards)")
+
+    def restore(self) -> None:
+        for path, text in self.saved.items():
+            path.write_text(text, "utf-8")
+        self.saved = {}
+
+
 def disruption(kind: str, workers: dict[str, int], net: netns.Netns | None,
-               healers: list[threading.Timer]) -> Disrupt:
+               healers: list[threading.Timer], edit: ConfigEdit | None) -> Disrupt:
     """``kill``: ``kill -9`` of a worker and what it started; ``partition``: its network
     link cut for PARTITION_S and then restored (the worker and its flow runs live on; the
-    timer that restores it goes to ``healers``)."""
+    timer that restores it goes to ``healers``); ``edit``: the config edited (``edit``),
+    which also goes with a kill or a partition when given."""
+    if kind == "edit":
+        assert edit is not None
+        return lambda name: edit()
     if kind == "kill":
-        return lambda name: f"killed {name} (pids {kill_worker(workers[name])})"
-    if net is None:
+        def act(name: str) -> str:
+            return f"killed {name} (pids {kill_worker(workers[name])})"
+    elif net is None:
         raise Failed("a partition needs the workers in network namespaces (root)")
-
-    def cut(name: str) -> str:
-        k = int(name.removeprefix("worker-"))
-        netns.cut(net, k)
-        healer = threading.Timer(PARTITION_S, netns.heal, (net, k))
-        healer.start()
-        healers.append(healer)
-        return f"cut {name} off the network for {PARTITION_S:g} s"
-    return cut
+    else:
+        def act(name: str) -> str:
+            k = int(name.removeprefix("worker-"))
+            netns.cut(net, k)
+            healer = threading.Timer(PARTITION_S, netns.heal, (net, k))
+            healer.start()
+            healers.append(healer)
+            return f"cut {name} off the network for {PARTITION_S:g} s"
+    if edit is None:
+        return act
+    return lambda name: f"{act(name)}; {edit()}"
 
 
 
@@ -315,11 +383,20 @@ def namespace_of(pid: int) -> str:
 Counts = dict[str, tuple[int, int]]  # per request body: completed (paid), replayed
 
 
-def fake_counts(server: FakeServerHandle) -> tuple[Counts, dict[str, int]]:
-    """The fake's counters per request body, and its arrivals per Idempotency-Key."""
-    stats = server.stats(per_key=True)
-    return ({k: (v.completed, v.replayed) for k, v in (stats.per_key or {}).items()},
-            dict(stats.per_token or {}))
+def fake_counts(servers: list[FakeServerHandle]) -> tuple[Counts, dict[str, int]]:
+    """The fakes' counters per request body, and their arrivals per Idempotency-Key, summed
+    over the servers (one per host with --per-host-endpoints: a call each of two hosts
+    answered was paid twice)."""
+    counts: Counts = {}
+    tokens: dict[str, int] = {}
+    for server in servers:
+        stats = server.stats(per_key=True)
+        for k, v in (stats.per_key or {}).items():
+            done, replayed = counts.get(k, (0, 0))
+            counts[k] = (done + v.completed, replayed + v.replayed)
+        for token, n in (stats.per_token or {}).items():
+            tokens[token] = tokens.get(token, 0) + n
+    return counts, tokens
 
 
 def snapshot(store: Store, run_id: str, stage: str) -> pl.DataFrame:
@@ -348,15 +425,32 @@ def startup_s(client: SyncPrefectClient, parts: PartStore, run_id: str) -> list[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prompts", type=int, default=48)
+    parser.add_argument("--prompts", type=int, default=None,
+                        help="default 48 (160 with --per-host-endpoints)")
     parser.add_argument("--models", type=int, default=4)
-    parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--latency-ms", type=int, default=50)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--shards", type=int, default=None,
+                        help="default 8 (4 with --per-host-endpoints)")
+    parser.add_argument("--latency-ms", type=int, default=None,
+                        help="default 50 (1000 with --per-host-endpoints)")
+    parser.add_argument("--per-host-endpoints", dest="per_host", action="store_true",
+                        help="self-hosted models, one server per worker host with a fixed "
+                             "capacity: asserts T_n <= (1/n + 0.10) T_1 + S (module doc)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="--per-host-endpoints: (single process, sharded) pairs on one "
+                             "stack; the formula is asserted on their medians")
+    parser.add_argument("--capacity", type=int, default=4,
+                        help="--per-host-endpoints: requests each host's server serves at "
+                             "once (more wait in its queue)")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="each model's max_concurrency (default 8; with "
+                             "--per-host-endpoints capacity x shards: split among the "
+                             "shards, each shard's share of the judge still fills its "
+                             "host's server)")
     parser.add_argument("--also-shards", type=int, nargs="*", default=[], metavar="N",
                         help="after the first sharded run, one more (no kill) per count, on "
                              "the same stack; prints a table of wall time by shard count")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="default 2 (shards + 1 with --per-host-endpoints)")
     parser.add_argument("--parallel", type=int, default=None,
                         help="shards running at once (default: 2 per worker)")
     parser.add_argument("--varying", action="store_true",
@@ -376,26 +470,46 @@ def main() -> int:
     parser.add_argument("--no-kill", dest="kill", action="store_false",
                         help="measure only: kill no worker")
     parser.add_argument("--disrupt", nargs="+", choices=DISRUPTIONS, default=None,
-                        metavar="{kill,partition}",
+                        metavar="{kill,partition,edit}",
                         help="one sharded run per disruption, in this order, on the same "
                              "stack against the same single-process run (default: kill; "
                              "partition with --partition; none with --no-kill)")
-    parser.add_argument("--limits", choices=("shared", "split"), default="shared",
+    parser.add_argument("--edit-config", action="store_true",
+                        help="every kill or partition also edits models.yaml and "
+                             "benchmark.yaml mid-run (restored after it)")
+    parser.add_argument("--limits", choices=("shared", "split"), default=None,
                         help="sharding.limits: each model's limits as Prefect global "
                              "concurrency limits all shards draw from (a killed or cut-off "
                              "shard's slots come back when their 60 s lease expires), or "
-                             "divided among the shards")
+                             "divided among the shards (default shared; split with "
+                             "--per-host-endpoints, where each host's server queues its "
+                             "own requests)")
     parser.add_argument("--timeout", type=float, default=1500.0,
                         help="seconds for each run to finish")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep everything in this folder (default: a temporary one, "
                              "deleted on PASS)")
     args = parser.parse_args()
+    per_host = args.per_host
+    args.prompts = args.prompts or (160 if per_host else 48)
+    args.shards = args.shards or (4 if per_host else 8)
+    args.latency_ms = args.latency_ms if args.latency_ms is not None else (
+        1000 if per_host else 50)
+    args.workers = args.workers or (args.shards + 1 if per_host else 2)
+    args.concurrency = args.concurrency or (args.capacity * args.shards if per_host else 8)
+    args.limits = args.limits or ("split" if per_host else "shared")
+    if args.repeat < 1 or (args.repeat > 1 and not per_host):
+        parser.error("--repeat: at least 1, and only with --per-host-endpoints")
+    if per_host and (args.disrupt or args.partition or args.also_shards or args.edit_config
+                     or args.parallel or args.workers != args.shards + 1):
+        parser.error("--per-host-endpoints measures one sharded run, one shard per worker "
+                     "host (--shards + 1 workers), with no disruption")
     if args.disrupt is None:
-        args.disrupt = ["partition"] if args.partition else ["kill"] if args.kill else []
+        args.disrupt = ([] if per_host else ["partition"] if args.partition
+                        else ["kill"] if args.kill else [])
     folder = (args.keep or Path(tempfile.mkdtemp(prefix="essaybench-scale-out-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    parallel = args.parallel or 2 * args.workers
+    parallel = args.parallel or (args.shards if per_host else 2 * args.workers)
     # SIGTERM (a caller's timeout, `kill`) ends the run through its finally blocks, so the
     # stack is stopped and nothing is left running (by default SIGTERM skips them)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -423,17 +537,23 @@ def run(args: argparse.Namespace, folder: Path, parallel: int, reaper: Reaper) -
         "latency_ms": args.latency_ms, "reply": "template",
         "template": "{model}第{n}次写道：{prompt}" if args.varying else "{model}写道：{prompt}",
         "structured": "schema",
-        "enforce_max_tokens": False}}})
+        "enforce_max_tokens": False}},
+        "capacity": args.capacity if args.per_host else None})
     print(f"scale-out: {args.prompts} prompts x {args.models} writers, one judge, "
           f"{args.latency_ms} ms latency, concurrency {args.concurrency}; "
-          f"{args.shards} shards on {args.workers} workers ({parallel} at once)", flush=True)
+          f"{args.shards} shards on {args.workers} workers ({parallel} at once)"
+          + (f"; one model server per worker host, {args.capacity} requests at once each"
+             if args.per_host else ""), flush=True)
     with ExitStack() as stack_:
         net = isolated_network(args)
         reaper.record(stack_dir=folder / "stack", netns=net)
         if net is not None:
             stack_.callback(netns_gone, net)
         host = "127.0.0.1" if net is None else net.host_address
-        server = stack_.enter_context(spawn_fake_server(scenario, host=host))
+        # One server every worker reaches over the bridge (a provider), or with
+        # --per-host-endpoints one per worker host, in its namespace, with a capacity
+        servers = hosts_servers(stack_, scenario, args.workers, net) if args.per_host else \
+            [stack_.enter_context(spawn_fake_server(scenario, host=host))]
         # A server that checks every request's signature (the runbook's object storage):
         # its one key, given to every worker, as on hosts with a bucket's credentials.
         s3 = stack_.enter_context(moto_s3(host, signed=True))
@@ -446,7 +566,8 @@ def run(args: argparse.Namespace, folder: Path, parallel: int, reaper: Reaper) -
         parts = PartStore(parts_url)
         store = Store(folder / "store")
         version = synthetic_prompt_set(store, args.prompts)
-        common = {"provider": "fake", "base_url": server.base_url, "family": "fake",
+        common = {"provider": "fake", "family": "fake",
+                  "base_url": SELF_HOSTED if args.per_host else servers[0].base_url,
                   "structured_output": "json_schema", "max_concurrency": args.concurrency,
                   "timeout_s": 60}
         (folder / "models.yaml").write_text(yaml.safe_dump({"models": {
@@ -465,66 +586,147 @@ def run(args: argparse.Namespace, folder: Path, parallel: int, reaper: Reaper) -
                "ESSAYBENCH_STORE": str(store.root), PARTS_URL_ENV: parts_url,
                "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
         if net is not None:  # a proxy in the environment must not take the bridge's traffic
-            bypass = ",".join(filter(None, [os.environ.get("NO_PROXY"), host]))
+            bypass = ",".join(filter(None, [os.environ.get("NO_PROXY"), host,
+                                            *(net.address(k) for k in net.indices)]))
             env.update(NO_PROXY=bypass, no_proxy=bypass)
+        # What differs between hosts: where each reaches the models (the runbook's variable)
+        worker_env = {k: {ENDPOINTS_ENV: f"{SELF_HOSTED}={servers[k - 1].base_url}"}
+                      for k in range(1, args.workers + 1)} if args.per_host else None
         t0 = time.perf_counter()
-        api = stack_.enter_context(stack(folder, args.workers, parallel + 1, env, net))
+        api = stack_.enter_context(stack(folder, args.workers, parallel + 1, env, net,
+                                         worker_env, store_worker=args.per_host))
         deploy(api, {**env, "PREFECT_HOME": str(folder / "stack" / "prefect-home")})
-        print(f"stack up and deployed in {time.perf_counter() - t0:.0f} s "
-              f"(PostgreSQL, Prefect server, {args.workers} workers, moto, fake server)",
-              flush=True)
+        stack_s = time.perf_counter() - t0
+        print(f"stack up and deployed in {stack_s:.0f} s (PostgreSQL, Prefect server, "
+              f"{args.workers} workers, moto, {len(servers)} fake server(s); in neither "
+              "wall below)", flush=True)
         state = local_stack.read_state(folder / "stack")
         assert state is not None
         workers = {n: p for n, p in state.processes.items() if n.startswith("worker-")}
         healers: list[threading.Timer] = []
         stack_.callback(join_all, healers)
+        edit = ConfigEdit(folder)
+        stack_.callback(edit.restore)
         if net is not None:
             spaces = {name: namespace_of(pid) for name, pid in workers.items()}
             check(len(set(spaces.values()) | {namespace_of(os.getpid())}) == len(workers) + 1,
                   f"each worker in a network namespace of its own ({', '.join(net.namespaces)}"
-                  f"; services on the bridge address {host})")
+                  f"; services on the bridge address {host}"
+                  f"{', each model server in its worker namespace' if args.per_host else ''})")
         with temporary_settings(updates={PREFECT_API_URL: api}), \
                 get_client(sync_client=True) as client:
-            single = final(client, trigger(client, curate=False, shards=0), args.timeout)
-            check(single.state is not None and single.state.is_completed(),
-                  f"single-process run {single.name}: {single.state_name}")
             table: list[tuple[int, float, int, float]] = []
             plan: list[tuple[int, str | None]] = [
                 *[(args.shards, kind) for kind in args.disrupt or [None]],
                 *[(n, None) for n in args.also_shards]]
-            for n_shards, kind in plan:
+            # --per-host-endpoints --repeat R: R (single process, sharded) pairs on one
+            # stack; the formula holds for the medians of T_1, T_n and S
+            figures: list[tuple[float, float, float, float]] = []
+            for n_shards, kind in [(0, None), *plan] * (args.repeat if args.per_host else 1):
+                if n_shards == 0:
+                    single = single_run(args, client, servers)
+                    continue
                 if healers:  # a partitioned worker: back on the network and polling first
                     join_all(healers)
                     wait_for(lambda: local_stack.online_workers(api, state.pool)
                              >= len(workers), 120, "every worker online again")
-                paid_before, _ = fake_counts(server)
+                paid_before, _ = fake_counts(servers)
+                served_before = served(servers)
                 sharded, run_id, killed, attempts, cost = sharded_run(
                     args, client, parts, workers, n_shards,
-                    None if kind is None else disruption(kind, workers, net, healers))
-                verify(args, store, parts, server, single.name, run_id, paid_before, killed,
+                    None if kind is None else disruption(
+                        kind, workers, net, healers,
+                        edit if kind == "edit" or args.edit_config else None),
+                    any_worker=kind == "edit")
+                edit.restore()
+                verify(args, store, parts, servers, single.name, run_id, paid_before, killed,
                        writers, attempts, n_shards)
                 wall_1, wall_n = seconds(single), seconds(sharded)
                 per_shard = statistics.median(cost) if cost else 0.0
-                startup_total = sum(cost) / parallel
                 print(f"wall: single process {wall_1:.1f} s; sharded {wall_n:.1f} s "
                       f"({len(attempts)} shards, {sum(attempts.values())} flow runs); shard "
-                      f"start-up median {per_shard:.1f} s (created → running), "
-                      f"{startup_total:.1f} s of wall at {parallel} at once")
-                ratio = wall_n / (wall_1 + startup_total)
-                how = "cut off" if kind == "partition" else "killed"
-                print(f"sharded / (single + start-up) = {ratio:.3f} (within 1.15x: "
-                      f"{ratio <= 1.15}){f' (a worker was {how})' if killed else ''}",
-                      flush=True)
+                      f"start-up (created → running) median {per_shard:.1f} s, slowest "
+                      f"{max(cost, default=0.0):.1f} s", flush=True)
+                if args.per_host:
+                    by_host = [a - b for a, b in zip(served(servers), served_before,
+                                                     strict=True)]
+                    check(all(by_host[1:]), f"each shard host's server served its shard: "
+                          f"calls per host {by_host} (host 1 runs the pipeline: only its own "
+                          f"calls, the judge's drift anchors after the assembly)")
+                    peaks = [server.stats().totals.in_service_peak for server in servers]
+                    check(max(peaks) <= args.capacity, f"no server served more than its "
+                          f"capacity of {args.capacity} at once (peaks {peaks})")
+                    figures.append((wall_1, wall_n, max(cost, default=0.0), per_shard))
+                    if args.repeat > 1:
+                        speedup(figures[-1:], n_shards, stack_s, final=False)
+                    if len(figures) == args.repeat:
+                        speedup(figures, n_shards, stack_s, final=True)
                 table.append((len(attempts), wall_n, sum(attempts.values()), per_shard))
-        if len(table) > 1:
+        if len(table) > 1 and not args.per_host:
             print(f"| shards | wall (single process {seconds(single):.0f} s) | flow runs | "
                   "start-up median |\n|---|---|---|---|")
             for n, wall, runs, startup in table:
                 print(f"| {n} | {wall:.0f} s | {runs} | {startup:.0f} s |")
 
 
+def hosts_servers(stack_: ExitStack, scenario: FakeScenario, workers: int,
+                  net: netns.Netns | None) -> list[FakeServerHandle]:
+    """One fake server per worker host (``--per-host-endpoints``): in worker k's network
+    namespace on its address there (this process reads its counters over the bridge), or
+    on 127.0.0.1 without namespaces; each on a port of its own."""
+    return [stack_.enter_context(spawn_fake_server(
+        scenario, host=net.address(k) if net is not None else "127.0.0.1",
+        prefix=net.exec_prefix(k) if net is not None else ()))
+        for k in range(1, workers + 1)]
+
+
+def served(servers: list[FakeServerHandle]) -> list[int]:
+    """Chat completions each server has answered (charged ones only)."""
+    return [server.stats().totals.completed for server in servers]
+
+
+def single_run(args: argparse.Namespace, client: SyncPrefectClient,
+               servers: list[FakeServerHandle]) -> FlowRun:
+    """The single-process reference run (``shards=0``), checked to have completed (with
+    --per-host-endpoints: on one host's server only)."""
+    served_before = served(servers)
+    single = final(client, trigger(client, curate=False, shards=0), args.timeout)
+    check(single.state is not None and single.state.is_completed(),
+          f"single-process run {single.name}: {single.state_name}")
+    if args.per_host:
+        by_host = [a - b for a, b in zip(served(servers), served_before, strict=True)]
+        check(by_host[0] > 0 and not any(by_host[1:]),
+              f"the single-process run used one host's server: calls served per host "
+              f"{by_host}")
+    return single
+
+
+def speedup(figures: list[tuple[float, float, float, float]], n: int, stack_s: float,
+            final: bool) -> None:
+    """The one formula (issue 31 item 7), on the medians of ``figures`` (T_1, T_n, S, the
+    median shard's start-up): T_n <= (1/n + SLACK) * T_1 + S; asserted when ``final``."""
+    wall_1, wall_n, startup, startup_median = (statistics.median(f[i] for f in figures)
+                                               for i in range(4))
+    factor = 1 / n + SLACK
+    bound = factor * wall_1 + startup
+    of = f"median of {len(figures)}: " if len(figures) > 1 else ""
+    print(f"{of}T_1 = {wall_1:.1f} s (single process, one host's server); T_{n} = "
+          f"{wall_n:.1f} s ({n} shards on {n} hosts); S = {startup:.1f} s (slowest shard's "
+          f"start-up, the median shard's {startup_median:.1f} s); stack start {stack_s:.0f} s "
+          f"(in neither); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
+          flush=True)
+    what = (f"{of}T_{n} <= (1/{n} + {SLACK:.2f}) * T_1 + S: {wall_n:.1f} <= {factor:.2f} * "
+            f"{wall_1:.1f} + {startup:.1f} = {bound:.1f} s (T_{n} / T_1 = "
+            f"{wall_n / wall_1:.3f}; (T_{n} - S) / T_1 = {(wall_n - startup) / wall_1:.3f})")
+    if final:
+        check(wall_n <= bound, what)
+    else:
+        print(f"  {'    ' if wall_n <= bound else 'over'} {what}", flush=True)
+
+
 def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: PartStore,
-                workers: dict[str, int], n_shards: int, disrupt: Disrupt | None
+                workers: dict[str, int], n_shards: int, disrupt: Disrupt | None,
+                any_worker: bool = False
                 ) -> tuple[FlowRun, str, dict[str, Any], dict[int, int], list[float]]:
     """One sharded weekly run (disrupting a worker mid-run, if ``disrupt``): the flow run,
     the run id, what was done, attempts per shard, shard start-up seconds."""
@@ -540,7 +742,7 @@ def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: Part
     killed: dict[str, Any] = {}
     if disrupt is not None:
         killed = kill_one_shard_worker(client, parent, run_id, parts, workers, args.timeout,
-                                       disrupt)
+                                       disrupt, any_worker)
         print(f"{killed['done']} while it ran shard(s) {killed['shards']}, "
               f"{len(killed['recorded'])} of their calls recorded", flush=True)
     sharded = final(client, parent, args.timeout)
@@ -554,8 +756,9 @@ def sharded_run(args: argparse.Namespace, client: SyncPrefectClient, parts: Part
     return sharded, run_id, killed, attempts, startup_s(client, parts, run_id)
 
 
-def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: FakeServerHandle,
-           single: str, sharded: str, paid_before: Counts, killed: dict[str, Any],
+def verify(args: argparse.Namespace, store: Store, parts: PartStore,
+           servers: list[FakeServerHandle], single: str, sharded: str, paid_before: Counts,
+           killed: dict[str, Any],
            writers: list[str], attempts: dict[int, int], n_shards: int) -> None:
     plan = read_plan(parts, sharded)
     assert plan is not None
@@ -575,7 +778,7 @@ def verify(args: argparse.Namespace, store: Store, parts: PartStore, server: Fak
         differs = first_difference(ours, theirs, ROW_KEYS[stage])
         check(differs is None, f"merged {stage} snapshot equals the single-process run's "
               f"({ours.height} rows){'' if differs is None else ': ' + differs}")
-    after, tokens = fake_counts(server)
+    after, tokens = fake_counts(servers)
     zero = (0, 0)
     delta = {k: tuple(a - b for a, b in zip(n, paid_before.get(k, zero), strict=True))
              for k, n in after.items()}

@@ -16,6 +16,8 @@ import polars as pl
 from essaybench.core.contracts import Decision, decision_counts
 
 CURATE_STAGES = ("collect", "filter", "dedup", "rouge", "classify")
+# What compute_funnel reads of a stage's table.
+FUNNEL_COLUMNS = ("decision", "reason", "pii")
 
 
 class FunnelImbalance(AssertionError):

@@ -16,7 +16,7 @@ import polars as pl
 from essaybench.core.errors import UserError
 from essaybench.core.version import code_version
 from essaybench.curate.config import CurateConfig
-from essaybench.curate.funnel import CURATE_STAGES, Funnel, compute_funnel
+from essaybench.curate.funnel import CURATE_STAGES, FUNNEL_COLUMNS, Funnel, compute_funnel
 from essaybench.curate.labeler import PromptLabeler
 from essaybench.curate.promptset import PromptSet, export_prompt_set, freeze_prompt_set
 from essaybench.stages.classify import classify_stage
@@ -79,7 +79,11 @@ class PublishedPromptSet:
 def publish_prompt_set(store: Store, run_id: str, classified: Snapshot) -> PublishedPromptSet:
     """Freeze the classify snapshot, check the funnel over its lineage, export and record."""
     lineage = store.lineage(classified.snapshot_id)
-    tables: dict[str, pl.DataFrame] = {stage: lineage[stage].read() for stage in CURATE_STAGES}
+    # The funnel reads decisions only: at 10^6 raw records the full collect and filter
+    # tables (raw and normalised text) were gigabytes read for a count.
+    tables: dict[str, pl.DataFrame] = {
+        stage: lineage[stage].read() if stage == "classify" else lineage[stage].read(
+            FUNNEL_COLUMNS) for stage in CURATE_STAGES}
     funnel = compute_funnel(tables)
     prompt_set = freeze_prompt_set(tables["classify"])
     if prompt_set.n_prompts == 0:

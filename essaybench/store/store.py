@@ -69,11 +69,15 @@ class Snapshot:
     meta: dict[str, Any]
     created_at: datetime
 
-    def read(self) -> pl.DataFrame:
+    def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        """The table, or only ``columns`` of it (those it has)."""
         if not self.path.is_file():
             raise FileNotFoundError(f"snapshot {self.snapshot_id} is in the catalog but its "
                                     f"file is missing: {self.path}")
-        return pl.read_parquet(self.path)
+        if columns is None:
+            return pl.read_parquet(self.path)
+        present = pl.read_parquet_schema(self.path)
+        return pl.read_parquet(self.path, columns=[c for c in columns if c in present])
 
     def require_stage(self, stage: str, reader: str) -> None:
         """A stage reads only its own upstream: ``reader`` names it in the error."""

@@ -29,6 +29,17 @@ def test_snapshot_roundtrip_and_meta(tmp_path: Path) -> None:
     assert b"essaybench.meta" in (pq.read_schema(snap.path).metadata or {})
 
 
+def test_snapshot_reads_only_the_columns_asked_for_that_it_has(tmp_path: Path) -> None:
+    # The publish step's funnel reads decisions only (at 10^6 raw records the collect and
+    # filter tables hold gigabytes of text); a column the table lacks is left out.
+    store = Store(tmp_path)
+    table = pl.DataFrame({"decision": ["kept", "filtered"], "reason": [None, "empty"],
+                          "text": ["写一篇作文", ""]})
+    snap = store.write_snapshot("filter", table)
+    assert snap.read(["decision", "reason", "pii"]).equals(table.select("decision", "reason"))
+    assert snap.read().equals(table)
+
+
 def test_snapshot_is_content_addressed_and_immutable(tmp_path: Path) -> None:
     store = Store(tmp_path)
     a = store.write_snapshot("dedup", _table(5))

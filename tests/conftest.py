@@ -30,10 +30,11 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 # --- parallel workers (pytest-xdist) ------------------------------------------------------
 # ``./dev test`` runs the suite on three workers (-n 3 --dist loadgroup;
 # ESSAYBENCH_TEST_WORKERS sets another number). Each worker is its own process: its own
-# PREFECT_HOME (above), temporary folders, session stores, S3 server and ports (free_port). These modules run whole stacks (Prefect servers, workers,
-# PostgreSQL) on a time budget: they go to one worker, one after another, so two of them
-# never share the two cores. Every other module stays on one worker (as --dist loadscope
-# would), so a module-scoped fixture (the demo's run, ~2 min) is built once, not per worker.
+# PREFECT_HOME (above), temporary folders, session stores, S3 server and ports (free_port).
+# These modules run whole stacks (Prefect servers, workers, PostgreSQL) on a time budget:
+# they go to one worker, one after another, so two of them never run at once. Every other
+# module stays on one worker (as --dist loadscope would), so a module-scoped fixture (the
+# demo's run, ~2 min) is built once, not per worker.
 STACKS = ("tests/ops/test_local_stack.py", "tests/ops/test_scale_out.py",
           "tests/flows/test_weekly_deployment.py", "tests/cli/test_temp_server.py",
           "tests/flows/test_batch_suspend.py", "tests/flows/test_weekly_project.py")

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from essaybench.core.paths import PROJECT_ROOT
 from ops import netns as ns
-from ops import postgres
+from ops import postgres, reaper
 from ops.netns import Netns
 from ops.postgres import PgCluster
 
@@ -140,12 +140,7 @@ def gone(state: StackState) -> str | None:
 def tagged(tag: str) -> list[psutil.Process]:
     """Live processes carrying the stack's tag (its own and every descendant, whatever
     session they moved to); PostgreSQL's included."""
-    found = []
-    for proc in psutil.process_iter():
-        with suppress(psutil.Error):
-            if proc.environ().get(TAG_ENV) == tag and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-    return found
+    return reaper.tagged(tag, TAG_ENV)
 
 
 class _Starter:

@@ -79,11 +79,13 @@ class Reaper:
         os.environ.pop(TAG_ENV, None)
 
 
-def tagged(tag: str) -> list[psutil.Process]:
+def tagged(tag: str, var: str = TAG_ENV) -> list[psutil.Process]:
+    """Live processes whose environment sets ``var`` to ``tag`` (a tag is inherited by every
+    descendant, whatever session it moved to)."""
     found = []
     for proc in psutil.process_iter():
         with suppress(psutil.Error):
-            if proc.environ().get(TAG_ENV) == tag and proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.environ().get(var) == tag and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
     return found
 

@@ -10,6 +10,7 @@ module of the package (flows and tasks included) and its SQL statements."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -52,27 +53,22 @@ def code_fingerprint() -> str:
 
 
 def fingerprint_of(package: Path, sql: Path) -> str:
-    """A hash of every ``*.py`` under ``package`` (following its linked folders) and every
-    ``*.sql`` under ``sql``, by path relative to each and content: 16 hex digits."""
+    """A hash of every ``*.py`` under ``package`` (following its linked folders: a
+    checkout's package links flows/ and tasks/) and every ``*.sql`` under ``sql``, by path
+    relative to each and content: 16 hex digits. The package's resources (configs, data,
+    rubrics, sql) hold no module: the rubrics are pinned on their own, the SQL is ``sql``."""
     digest = hashlib.sha256()
-    for label, root, pattern in (("py", package, "*.py"), ("sql", sql, "*.sql")):
-        files = sorted((f.relative_to(root).as_posix(), f) for f in _walk(root, pattern))
-        for name, path in files:
+    for label, root, suffix in (("py", package, ".py"), ("sql", sql, ".sql")):
+        files = []
+        for folder, dirs, names in os.walk(root, followlinks=True):
+            dirs[:] = [d for d in dirs if d not in _SKIP and not d.startswith(".")]
+            files += [Path(folder, n) for n in names if n.endswith(suffix)]
+        for path in sorted(files, key=lambda f: f.relative_to(root).as_posix()):
             data = path.read_bytes()
-            digest.update(f"{label}:{name}:{len(data)}\n".encode())
+            digest.update(f"{label}:{path.relative_to(root).as_posix()}:{len(data)}\n"
+                          .encode())
             digest.update(data)
     return digest.hexdigest()[:16]
-
-
-def _walk(root: Path, pattern: str) -> list[Path]:
-    # Path.rglob does not follow symbolic links to folders before Python 3.13, and a
-    # checkout's package links flows/ and tasks/. The resources (configs, data, rubrics,
-    # sql) hold no module: the rubrics are pinned on their own, the SQL is walked apart.
-    found = [p for p in root.glob(pattern) if p.is_file()]
-    for child in root.iterdir():
-        if child.is_dir() and child.name not in _SKIP and not child.name.startswith("."):
-            found.extend(_walk(child, pattern))
-    return found
 
 
 _SKIP = frozenset({"__pycache__", "resources"})

@@ -303,20 +303,18 @@ class Ledger:
             batch, self._pending = self._pending, []
             try:
                 await asyncio.to_thread(self.write_rows, [row for row, _ in batch])
-            except Exception as exc:
+            except BaseException as exc:
                 # Each caller whose row was in the commit gets the error (a superseded shard
                 # attempt's, a full disk's); rows queued meanwhile get their own attempt.
                 # Raised from this task, nobody would retrieve it: asyncio logs it at
                 # garbage collection, which (CPython 3.11.7) later broke the process's
-                # next compile with "AST constructor recursion depth mismatch".
+                # next compile with "AST constructor recursion depth mismatch". Only a
+                # cancellation ends the loop.
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(exc)
-                continue
-            except BaseException as exc:  # cancelled: the waiters learn it, the loop ends
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
+                if isinstance(exc, Exception):
+                    continue
                 raise
             for _, fut in batch:
                 if not fut.done():

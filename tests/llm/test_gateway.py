@@ -147,8 +147,8 @@ def test_the_last_call_in_flight_is_committed_without_waiting_out_the_linger(
                 gateway = Gateway(registry_of(fake_spec()), ledger,
                                   base_urls={"fake": server.base_url}, backoff=FAST)
                 started = time.monotonic()
-                for i in range(10):
-                    [result] = await gateway.run(_requests(i + 1)[i:])
+                for request in _requests(10):
+                    [result] = await gateway.run([request])
                     assert result.ok and not result.from_ledger
                 await gateway.aclose()
                 return time.monotonic() - started, ledger.commits
@@ -387,8 +387,6 @@ def test_the_ramp_does_not_wait_on_follow_ups_of_the_same_endpoint(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Follow-ups queue behind the primaries of their endpoint; the ramp advances on
     primary results alone, so it never waits for them (no stall until RAMP_S)."""
-    import time
-
     import essaybench.llm.batching as batching
 
     monkeypatch.setattr(batching, "RAMP_FIRST", 3)

@@ -23,12 +23,20 @@ class SourceSpec(BaseModel):
     name: str = Field(min_length=1, description="Unique name, stored as each record's source.")
     kind: SourceKind = Field(description="Format of the file.")
     path: str = Field(min_length=1, description="File path, relative to the config file.")
-    encoding: Encoding = Field("auto", description="Text encoding; auto detects BOM/UTF-8/GB18030.")
-    text_field: str = Field("query", description="chat_jsonl: field holding a single query.")
-    messages_field: str = Field("messages", description="chat_jsonl: field holding a conversation.")
-    id_field: str = Field("id", description="chat_jsonl: field holding the record's own id.")
-    text_column: str | None = Field(None, description="csv/parquet: column holding the prompt.")
-    id_column: str | None = Field(None, description="csv/parquet: column holding the record id.")
+    # default= by keyword: type checkers (dataclass_transform) see a positional default as
+    # none, and the field as required in SourceSpec(...) calls.
+    encoding: Encoding = Field(
+        default="auto", description="Text encoding; auto detects BOM/UTF-8/GB18030.")
+    text_field: str = Field(
+        default="query", description="chat_jsonl: field holding a single query.")
+    messages_field: str = Field(
+        default="messages", description="chat_jsonl: field holding a conversation.")
+    id_field: str = Field(
+        default="id", description="chat_jsonl: field holding the record's own id.")
+    text_column: str | None = Field(
+        default=None, description="csv/parquet: column holding the prompt.")
+    id_column: str | None = Field(
+        default=None, description="csv/parquet: column holding the record id.")
 
     @model_validator(mode="after")
     def _columns_for_tables(self) -> SourceSpec:

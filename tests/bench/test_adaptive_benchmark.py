@@ -75,7 +75,12 @@ def test_main_hands_every_other_option_to_the_e2e_module(
     from benchmarks import cost_at_equal_power as cost
 
     seen: list[list[str]] = []
-    monkeypatch.setattr(cost, "e2e", lambda argv: seen.append(argv) or 3)
+
+    def fake_e2e(argv: list[str]) -> int:
+        seen.append(argv)
+        return 3
+
+    monkeypatch.setattr(cost, "e2e", fake_e2e)
     assert cost.main(["--weeks", "5", "--e2e", "--workdir", "w"]) == 3
     assert seen == [["--weeks", "5", "--workdir", "w"]]
 

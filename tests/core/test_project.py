@@ -101,5 +101,6 @@ def test_settings_default_to_the_project_and_the_variables_still_win(tmp_path: P
     assert _settings(root / "deep", **env) == {"bench": "/b.yaml", "curate": "/c.yaml",
                                                 "store": "/s", "reports": str(root / "reports")}
     outside = _settings(tmp_path)  # no project: the package's configs, the checkout's store
+    assert outside["bench"] is not None
     assert outside["bench"].endswith("configs/benchmark.yaml") and outside["reports"] is None
     assert not outside["bench"].startswith(str(tmp_path))

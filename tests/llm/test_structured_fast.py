@@ -26,7 +26,7 @@ def test_agrees_with_jsonschema_on_judge_answers() -> None:
     rubric = load_rubric()
     schema = rubric.answer_schema("narrative", 20)
     ids = rubric.question_ids("narrative")
-    good = {"analysis": "分析", "scores": dict.fromkeys(ids, 7)}
+    good: dict[str, Any] = {"analysis": "分析", "scores": dict.fromkeys(ids, 7)}
     variants: list[Any] = [good, [], "x", None, {"analysis": "a" * 21, "scores": good["scores"]},
                            {"scores": good["scores"]}, {**good, "extra": 1}]
     for value in (0, 11, 7.0, True, "7", None):
@@ -63,8 +63,10 @@ def test_the_nonce_schema_takes_the_quick_path() -> None:
     paper-scale run's largest cost), and agree with jsonschema on what it takes."""
     rubric = load_rubric()
     schema = rubric.answer_schema("narrative", 20, nonce="9f86d081884c7d65")
-    good = {"nonce": "9f86d081884c7d65", "analysis": "分析",
-            "scores": dict.fromkeys(rubric.question_ids("narrative"), 7)}
+    good: dict[str, Any] = {"nonce": "9f86d081884c7d65", "analysis": "分析",
+                            "scores": dict.fromkeys(rubric.question_ids("narrative"), 7)}
+    value: Any
+    enum_schema: dict[str, Any]
     assert surely_valid(good, schema)
     for nonce in ("9f86d081884c7d66", "", 9, None, ["9f86d081884c7d65"], True):
         value = {**good, "nonce": nonce}

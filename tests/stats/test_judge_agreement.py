@@ -52,8 +52,9 @@ def test_essay_agreement_over_the_essays_both_judges_scored() -> None:
 
 
 def test_leaderboard_agreement_is_spearman_over_common_models() -> None:
-    boards = {"j1": {"a": 80.0, "b": 70.0, "c": 60.0, "d": 65.0, "e": None},
-              "j2": {"a": 75.0, "b": 76.0, "c": 50.0, "d": 55.0, "f": 90.0}}
+    boards: dict[str, dict[str, float | None]] = {
+        "j1": {"a": 80.0, "b": 70.0, "c": 60.0, "d": 65.0, "e": None},
+        "j2": {"a": 75.0, "b": 76.0, "c": 50.0, "d": 55.0, "f": 90.0}}
     [row] = leaderboard_agreement(boards).to_dicts()
     assert row["n_models"] == 4
     assert row["spearman_rho"] == pytest.approx(

@@ -3,23 +3,28 @@
 A record that cannot be read as a prompt is yielded with a ``reason`` (and no
 text) so it is quarantined, never silently skipped; only a file that cannot be
 opened or decoded at all is fatal (``SourceReadError``).
+
+Every reader streams: a file is read a chunk (a Parquet file a batch of rows) at a time,
+so a raw source of any size costs the memory of one record's lines, not of the file.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from essaybench.sources.config import SourceSpec
-from essaybench.sources.encoding import SourceReadError, decode, read_bytes
+from essaybench.sources.encoding import SourceReadError, check_file, iter_lines
 
 EXCERPT_CHARS = 120
 
@@ -46,8 +51,10 @@ def _bad(locator: str, reason: str, detail: str, source_ref: str | None = None) 
 
 
 def read_chat_jsonl(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
-    text, _ = decode(read_bytes(path), path, spec.encoding)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    """Every line of a JSON Lines file, streamed. Lines end at \\n, \\r\\n or \\r only: a
+    JSON string may hold U+2028 or U+0085 unescaped, and the line goes on there."""
+    for lineno, physical in enumerate(iter_lines(path, spec.encoding), start=1):
+        line = physical.rstrip("\r\n")
         if not line.strip():
             continue  # blank lines hold no record
         loc = f"line {lineno}"
@@ -111,11 +118,10 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
     closed, or closed rows later by a stray quote) is reported line by line, each physical
     line quarantined with its own number: one missing quote must not turn 49 rows into
     one error record."""
-    text, _ = decode(read_bytes(path), path, spec.encoding)
-    # The lines exactly as the csv module counts them (universal newlines, kept as read):
-    # reader.line_num indexes this list.
-    lines = io.StringIO(text, newline="").readlines()
-    reader = csv.reader(iter(lines), strict=True)
+    # The lines exactly as the csv module counts them (universal newlines, kept as read),
+    # streamed; the window keeps those of the record being read, for its evidence.
+    lines = _LineWindow(iter_lines(path, spec.encoding))
+    reader = csv.reader(lines, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -134,6 +140,7 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
     row_no = 0
     while True:
         first = reader.line_num + 1
+        lines.forget_before(first)
         try:
             row = next(reader)
         except StopIteration:
@@ -158,19 +165,43 @@ def read_csv(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
             reason = "wrong_field_count" if row else "csv_error"
             ref = row[id_idx] if row and id_idx is not None and id_idx < len(row) else None
             yield _bad(f"row {row_no} (line {first})", reason,
-                       f"{problem}: {_excerpt(_line(lines, first))}", ref)
+                       f"{problem}: {_excerpt(lines.line(first))}", ref)
         else:
             for item in _broken_span(lines, first, last, row_no, problem, unclosed=not row):
                 row_no += 1
                 yield item
 
 
-def _line(lines: list[str], lineno: int) -> str:
-    """Physical line ``lineno`` (1-based) without its line break."""
-    return lines[lineno - 1].rstrip("\r\n")
+class _LineWindow:
+    """An iterator over a file's lines that keeps those not yet forgotten, by number
+    (1-based): the csv module reads a record's lines from it, and a broken record's
+    evidence quotes them. Memory: the lines of one record (the csv module's field size
+    limit ends a quote that never closes)."""
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._kept: deque[str] = deque()
+        self._first = 1  # the number of self._kept[0]
+
+    def __iter__(self) -> _LineWindow:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self._kept.append(line)
+        return line
+
+    def forget_before(self, lineno: int) -> None:
+        while self._kept and self._first < lineno:
+            self._kept.popleft()
+            self._first += 1
+
+    def line(self, lineno: int) -> str:
+        """Physical line ``lineno`` without its line break."""
+        return self._kept[lineno - self._first].rstrip("\r\n")
 
 
-def _broken_span(lines: list[str], first: int, last: int, rows_before: int, problem: str,
+def _broken_span(lines: _LineWindow, first: int, last: int, rows_before: int, problem: str,
                  *, unclosed: bool) -> Iterator[RawItem]:
     """Lines ``first``..``last`` (1-based) of one broken multi-line record, quarantined one
     by one (blank lines hold no record). ``unclosed``: the csv module failed inside a
@@ -181,7 +212,7 @@ def _broken_span(lines: list[str], first: int, last: int, rows_before: int, prob
               "each line it spans is quarantined")
     row_no = rows_before
     for lineno in range(first, last + 1):
-        line = _line(lines, lineno)
+        line = lines.line(lineno)
         if not line.strip():
             continue
         row_no += 1
@@ -201,8 +232,14 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s|[一二三四五六七八九十]{1,3}\s*
 _NOTE = re.compile(r"^\s*[（(].*[)）]\s*$")
 
 
+def _text_lines(path: Path, encoding: str) -> Iterator[str]:
+    """The decoded file's ``str.splitlines()``, streamed (a booklet's lines end where
+    Python's do, U+2028 and the like included, as when the file was read whole)."""
+    for physical in iter_lines(path, encoding):
+        yield from physical.splitlines()
+
+
 def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
-    text, _ = decode(read_bytes(path), path, spec.encoding)
     current: list[str] = []
     start = 0
     number = 0
@@ -212,7 +249,7 @@ def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
         yield RawItem(f"item {number} (line {start})", body)
 
     previous_blank = False
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_text_lines(path, spec.encoding), start=1):
         item = _ITEM.match(line)
         is_note = previous_blank and bool(_NOTE.match(line))
         previous_blank = not line.strip()
@@ -233,25 +270,46 @@ def read_numbered_text(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
 # -- Parquet ------------------------------------------------------------------
 
 
+PARQUET_BATCH_ROWS = 50_000
+
+
 def read_parquet(path: Path, spec: SourceSpec) -> Iterator[RawItem]:
-    read_bytes(path)  # same clear error for a missing or unreadable file
+    """Every row of a Parquet file, read ``PARQUET_BATCH_ROWS`` rows (of the text and id
+    columns only) at a time."""
+    check_file(path)  # same clear error for a missing or unreadable file
+    assert spec.text_column is not None
     try:
-        frame = pl.read_parquet(path)
+        columns = pq.read_schema(path).names
     except Exception as exc:
         raise SourceReadError(f"{path}: not a readable Parquet file: {exc}") from exc
-    assert spec.text_column is not None
-    if spec.text_column not in frame.columns:
+    if spec.text_column not in columns:
         raise SourceReadError(
-            f"{path}: text column {spec.text_column!r} not in Parquet columns {frame.columns}")
-    ids = (frame[spec.id_column].cast(pl.Utf8).to_list()
-           if spec.id_column and spec.id_column in frame.columns else [None] * frame.height)
-    for i, (value, ref) in enumerate(zip(frame[spec.text_column].to_list(), ids, strict=True)):
-        loc = f"row {i + 1}"
-        if isinstance(value, str):
-            yield RawItem(loc, value, ref)
-        else:
-            yield _bad(loc, "bad_field_type",
-                       f"{spec.text_column!r} is {type(value).__name__}, not a string", ref)
+            f"{path}: text column {spec.text_column!r} not in Parquet columns {columns}")
+    id_column = spec.id_column if spec.id_column and spec.id_column in columns else None
+    wanted = [spec.text_column] + ([id_column] if id_column else [])
+    row = 0
+    for frame in _parquet_batches(path, wanted):
+        ids = (frame[id_column].cast(pl.Utf8).to_list() if id_column
+               else [None] * frame.height)
+        for value, ref in zip(frame[spec.text_column].to_list(), ids, strict=True):
+            row += 1
+            loc = f"row {row}"
+            if isinstance(value, str):
+                yield RawItem(loc, value, ref)
+            else:
+                yield _bad(loc, "bad_field_type",
+                           f"{spec.text_column!r} is {type(value).__name__}, not a string", ref)
+
+
+def _parquet_batches(path: Path, columns: list[str]) -> Iterator[pl.DataFrame]:
+    try:
+        batches = pq.ParquetFile(path).iter_batches(PARQUET_BATCH_ROWS, columns=columns)
+        for batch in batches:
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise SourceReadError(f"{path}: not a readable Parquet file: {exc}") from exc
 
 
 READERS: dict[str, Callable[[Path, SourceSpec], Iterator[RawItem]]] = {

@@ -10,15 +10,16 @@ import polars as pl
 import pytest
 
 from essaybench.bench.alerts import (
+    Alert,
     AlertParams,
     alert_lines,
     alerts_frame,
     alerts_of_frame,
     compute_alerts,
-    is_off_language,
     model_metrics,
     shown_url,
 )
+from essaybench.bench.compliance import is_off_language
 from essaybench.bench.config import BenchmarkConfigError, load_benchmark_config
 from essaybench.bench.flagged_rule import FlaggedRule
 
@@ -57,7 +58,7 @@ BASE_SCORES = [60.0 + (i % 5) * 3 for i in range(N)]
 
 
 def kinds(e_now: pl.DataFrame, e_before: pl.DataFrame, j_now: pl.DataFrame | None = None,
-          j_before: pl.DataFrame | None = None, **params: Any) -> dict[str, Any]:
+          j_before: pl.DataFrame | None = None, **params: Any) -> dict[str, Alert]:
     found = compute_alerts(e_now, e_before, j_now if j_now is not None else judged(BASE_SCORES),
                            j_before if j_before is not None else judged(BASE_SCORES),
                            AlertParams(n_boot=500, **params))
@@ -72,7 +73,8 @@ def test_quality_drop_whose_ci_excludes_zero_beyond_threshold_fires() -> None:
     now = judged([s - 8 for s in BASE_SCORES])
     alert = kinds(essays(), essays(), now)["quality_drop"]
     assert alert.severity == "critical" and alert.judge == "judge"
-    assert alert.now == pytest.approx(alert.before - 8)  # type: ignore[operator]
+    assert alert.before is not None
+    assert alert.now == pytest.approx(alert.before - 8)
     assert "CI [" in alert.message and "20 common prompts" in alert.message
 
 
@@ -121,7 +123,9 @@ def test_failure_rate_increase() -> None:
 
 def test_p95_latency_increase() -> None:
     found = kinds(essays(latency=3.0), essays(latency=1.0))
-    assert found["p95_latency"].now > 3.0 and found["p95_latency"].before < 1.3  # type: ignore[operator]
+    p95 = found["p95_latency"]
+    assert p95.now is not None and p95.before is not None
+    assert p95.now > 3.0 and p95.before < 1.3
     assert "p95_latency" not in kinds(essays(latency=1.2), essays(latency=1.0))
     # Twice a fast endpoint's p95 (0.38 → 0.78 s) is under the 1 s floor: noise, not an alert ...
     assert "p95_latency" not in kinds(essays(latency=0.6), essays(latency=0.2))

@@ -39,7 +39,7 @@ def test_essays_table_feeds_the_judge_and_the_compliance_check(tmp_path: Path) -
     ) as session:
         essays = run_generate(PROMPTS, GenerateParams(models=("writer-a", "writer-b")),
                               session, "ps-test").table
-        judged = run_judge(essays, JudgeParams(judges=("judge",)), session).table
+        judged = run_judge(essays, JudgeParams(judges=["judge"]), session).table
     assert essays.height == 4
     assert sorted(essays.filter(pl.col("status") == "ok")["model"].to_list()) == ["writer-a"] * 2
     assert judged.height == 4
@@ -68,7 +68,7 @@ def test_chain_ends_in_table5(tmp_path: Path) -> None:
             base_urls={"writer": server.base_url, "judge": server.base_url}) as session:
         essays = run_generate(PROMPTS, GenerateParams(models=("writer",), samples=2),
                               session, "ps-test").table
-        judged = run_judge(essays, JudgeParams(judges=("judge",)), session).table
+        judged = run_judge(essays, JudgeParams(judges=["judge"]), session).table
     t5 = table5(judged)
     row = t5.row(0, named=True)
     assert (row["judge"], row["model"]) == ("judge", "writer")

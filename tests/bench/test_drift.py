@@ -3,6 +3,8 @@ difference, ρ and τ are recomputed from ranks by hand, and each rule decides a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 import pytest
@@ -19,7 +21,7 @@ from essaybench.bench.drift import (
 PARAMS = DriftParams(min_anchors=6, n_boot=1000)
 
 
-def table(scores: list[float | None], judge: str = "j") -> pl.DataFrame:
+def table(scores: Sequence[float | None], judge: str = "j") -> pl.DataFrame:
     return pl.DataFrame({
         "prompt_id": [f"a{i}" for i in range(len(scores))], "judge": [judge] * len(scores),
         "status": ["ok" if s is not None else "parse_error" for s in scores],

@@ -62,6 +62,7 @@ def test_a_sharded_pipeline_assembles_from_the_plan_and_never_replays(
                 run_shard(parts, run_id, k, plan_digest=plan_digest)
             if damage:
                 done = parts.read_json(success_path(run_id, "judge", 1))
+                assert done is not None
                 parts.remove_status(done["parts"]["judge"])
             by_shards["sent"] = fake.stats().totals.received
             return dict.fromkeys(range(n), 1)
@@ -81,8 +82,9 @@ def test_a_sharded_pipeline_assembles_from_the_plan_and_never_replays(
         return
     assert state.is_completed()
     assert sorted((r.stage, r.status) for r in rows) == [("generate", "ok"), ("judge", "ok")]
-    essays = curated_copy.get_snapshot(next(r.snapshot_id for r in rows
-                                            if r.stage == "generate"))
+    generated = next(r.snapshot_id for r in rows if r.stage == "generate")
+    assert generated is not None
+    essays = curated_copy.get_snapshot(generated)
     assert essays.meta["params"]["temperature"] == 0.8  # the plan's, not the edited file's
     assert set(essays.read()["model_id"]) == {"writer"}
     health = run_health(curated_copy, rows[0].run_id)  # the aggregate's, after the shards

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -140,7 +141,7 @@ def test_embedded_spec_pins_model_id_and_keeps_the_endpoint() -> None:
 
 def test_missing_runtime_names_the_install_command(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    real = embedded.find_spec
+    real = importlib.util.find_spec  # what essaybench.llm.embedded imported as find_spec
     monkeypatch.setattr(embedded, "find_spec",
                         lambda name: None if name == "xllamacpp" else real(name))
     srv = EmbeddedServer(tmp_path)

@@ -72,8 +72,11 @@ def prefect_variables() -> frozenset[str]:
 
 @cache
 def aws_variables() -> frozenset[str]:
-    from botocore.configprovider import BOTOCORE_DEFAUT_SESSION_VARIABLES
-    from botocore.credentials import EnvProvider
+    # botocore has no annotations (no py.typed; botocore-stubs is not a dependency).
+    from botocore.configprovider import (  # type: ignore[import-untyped]
+        BOTOCORE_DEFAUT_SESSION_VARIABLES,
+    )
+    from botocore.credentials import EnvProvider  # type: ignore[import-untyped]
 
     region = BOTOCORE_DEFAUT_SESSION_VARIABLES["region"][1]
     return frozenset({EnvProvider.ACCESS_KEY, EnvProvider.SECRET_KEY, *EnvProvider.TOKENS,

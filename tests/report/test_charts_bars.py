@@ -21,8 +21,9 @@ def _pixels(draw_new: bool, widths: list[float]) -> np.ndarray:
     ax.set_xlim(0, 10)
     ax.set_ylim(-0.6, len(widths) - 0.4)
     canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    return np.asarray(canvas.buffer_rgba()).astype(int)
+    # matplotlib's backend_agg has no annotations (no .pyi, as of 3.11).
+    canvas.draw()  # type: ignore[no-untyped-call]
+    return np.asarray(canvas.buffer_rgba()).astype(int)  # type: ignore[no-untyped-call]
 
 
 def test_hbars_draws_the_same_pixels_as_barh_a_nan_drawing_nothing() -> None:

@@ -241,23 +241,23 @@ def test_the_report_in_chromium_offline(chromium: Browser, report_pages: dict[st
                 for i in range(listed.count())} == {"gpt-writer vs qwen-writer"}
         # Opened: both essays side by side (qwen-writer's hostile text stays text), each
         # order's verdict and the analyses of its chunk.
-        shown = listed.first
-        shown.locator("summary").click()
-        shown.locator(".pair-order-ba").wait_for()
-        assert "position-inconsistent" in shown.locator("summary").inner_text()
-        texts = shown.locator(".pair-essays .essay-text")
+        opened = listed.first
+        opened.locator("summary").click()
+        opened.locator(".pair-order-ba").wait_for()
+        assert "position-inconsistent" in opened.locator("summary").inner_text()
+        texts = opened.locator(".pair-essays .essay-text")
         assert texts.count() == 2
         assert ENGLISH in texts.nth(0).inner_text()
         assert texts.nth(1).inner_text().startswith(HOSTILE)
         left, right = (texts.nth(i).bounding_box() for i in range(2))
         assert left and right and left["x"] + left["width"] <= right["x"]  # side by side
         for order in ("ab", "ba"):
-            analysis = shown.locator(f".pair-order-{order} .analysis").inner_text()
+            analysis = opened.locator(f".pair-order-{order} .analysis").inner_text()
             assert analysis  # the fake judge's (checked against the table in test_pairs)
         k = wanted[0]
         said = {0: "gpt-writer better", 1: "qwen-writer better", 2: "tie"}
-        assert said[prows[k]["ab"]] in shown.locator(".pair-order-ab h4").inner_text()
-        assert said[prows[k]["ba"]] in shown.locator(".pair-order-ba h4").inner_text()
+        assert said[prows[k]["ab"]] in opened.locator(".pair-order-ab h4").inner_text()
+        assert said[prows[k]["ba"]] in opened.locator(".pair-order-ba h4").inner_text()
         page.uncheck("#pair-inconsistent")
         page.select_option("#pair-filter-pair", "")
         assert page.locator("#pair-count").inner_text() == "48 of 48 comparisons"

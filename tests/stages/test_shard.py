@@ -275,6 +275,7 @@ def test_a_shard_refuses_another_plan_or_other_code_or_rubrics(
         curated: Store, tmp_path: Path, server: FakeServerHandle) -> None:
     _, parts, plan = planned(curated, tmp_path, 2)
     doc = parts.read_json(plan_path("r1"))
+    assert doc is not None
     assert plan.code_version == code_version() and set(plan.pins) == {"rubric",
                                                                        "judge_prompt"}
     assert plan.code_fingerprint == code_fingerprint()

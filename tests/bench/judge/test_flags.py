@@ -154,7 +154,7 @@ def _outliers_by_definition(table: pl.DataFrame, rule: OutlierRule) -> set[int]:
     median of the other models' scores on the prompt."""
     ok = table.with_row_index("_row").filter(pl.col("status") == "ok")
     rows = ok.rows(named=True)
-    relative = {}
+    relative: dict[int, float | None] = {}
     for r in rows:
         others = [o["score_weighted"] for o in rows
                   if o["prompt_id"] == r["prompt_id"] and o["model"] != r["model"]]
@@ -172,10 +172,12 @@ def _outliers_by_definition(table: pl.DataFrame, rule: OutlierRule) -> set[int]:
         if len(mine) - 1 < rule.min_others:
             continue
         for r in mine:
-            others = np.array([value[o["_row"]] for o in mine if o["_row"] != r["_row"]])
-            median = float(np.median(others))
-            gap = value[r["_row"]] - median
-            scale = max(1.4826 * float(np.median(np.abs(others - median))), rule.scale_floor)
+            rest = np.array([value[o["_row"]] for o in mine if o["_row"] != r["_row"]])
+            median = float(np.median(rest))
+            own = value[r["_row"]]
+            assert own is not None  # ok rows are scored; relative only when all of mine are
+            gap = own - median
+            scale = max(1.4826 * float(np.median(np.abs(rest - median))), rule.scale_floor)
             if gap >= rule.points and (scale == 0 or gap / scale > rule.z):
                 found.add(r["_row"])
     return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import polars as pl
 import pytest
@@ -20,6 +21,7 @@ from essaybench.bench.judge.request import (
     load_scoring,
     make_renderer,
 )
+from essaybench.bench.rubrics import Rubric
 from essaybench.llm.types import CallStatus, ChatRequest, ChatResult, Message
 
 PROMPT = "描写家乡的秋天。"
@@ -60,6 +62,7 @@ def _prefetched(params: JudgeParams, text: str = ESSAY,
 def _reply(params: JudgeParams, request: ChatRequest, score: int) -> ChatResult:
     """A well-formed judgment of ``request`` (its nonce echoed), every sub-score ``score``."""
     rubric = load_scoring(params)
+    assert isinstance(rubric, Rubric)  # JudgeParams' default mode, not align_score
     renderer = make_renderer(params, rubric)
     keys = renderer.reply_keys("descriptive") or rubric.question_ids("descriptive")
     nonce = renderer.expected_nonce("descriptive", PROMPT, ESSAY)
@@ -89,10 +92,11 @@ def test_requests_built_from_other_inputs_are_never_served(change: str) -> None:
     params = JudgeParams(judges=["j1"])
     sent = _prefetched(params)
     essays = _essays("另一篇：秋天的家乡。" if change == "essay" else ESSAY)
-    update = {"temperature": {"temperature": 0.9},
-              "judge_prompt": {"judge_prompt": "judge_prompt.v1.yaml"},
-              "judges": {"judges": ["j2"]}}.get(change, {})
-    asked = params.model_copy(update=update)
+    updates: dict[str, dict[str, Any]] = {
+        "temperature": {"temperature": 0.9},
+        "judge_prompt": {"judge_prompt": "judge_prompt.v1.yaml"},
+        "judges": {"judges": ["j2"]}}
+    asked = params.model_copy(update=updates.get(change, {}))
     rubric = load_scoring(asked)
     built = build_judge_requests(essays, asked, rubric)
     assert built == build_judge_requests(essays, asked, rubric, memo=None)

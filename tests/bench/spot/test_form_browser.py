@@ -21,7 +21,7 @@ pytestmark = [
 
 
 def test_form_saves_a_csv_the_importer_reads(tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Dialog, Request, sync_playwright
 
     key, folder = _pack(tmp_path)
     problems: list[str] = []
@@ -30,9 +30,17 @@ def test_form_saves_a_csv_the_importer_reads(tmp_path: Path) -> None:
         try:
             context = browser.new_context(offline=True, accept_downloads=True)
             page = context.new_page()
-            page.on("dialog", lambda d: (problems.append(f"dialog {d.message}"), d.dismiss()))
-            page.on("request", lambda r: None if r.url.startswith(("file:", "blob:"))
-                    else problems.append(f"request {r.url}"))
+
+            def on_dialog(d: Dialog) -> None:
+                problems.append(f"dialog {d.message}")
+                d.dismiss()
+
+            def on_request(r: Request) -> None:
+                if not r.url.startswith(("file:", "blob:")):
+                    problems.append(f"request {r.url}")
+
+            page.on("dialog", on_dialog)
+            page.on("request", on_request)
             page.goto((folder / "form.html").as_uri(), wait_until="load")
             page.fill("#annotator", "wang, \"q\"")  # quoted in the CSV
             inputs = page.locator("input[type=number]")

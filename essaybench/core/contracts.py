@@ -2,12 +2,14 @@
 
 A stage returns a :class:`StageOutput`: a table with one row per input row and its
 :class:`Decision` (curation), or one row per result with a status (benchmark), plus
-facts stored with the snapshot. ``GENRES`` and the Table 5 cell layout (``overall`` and
+facts stored with the snapshot; a stage that streams returns a :class:`StreamedOutput`, the
+same rows a batch at a time. ``GENRES`` and the Table 5 cell layout (``overall`` and
 ``<genre>/<prompt_set>``) are shared by the prompt set, aggregation and statistics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -46,6 +48,23 @@ class StageOutput:
 
     def counts(self) -> dict[str, int]:
         return decision_counts(self.table)
+
+
+@dataclass
+class StreamedOutput:
+    """A ``StageOutput`` a batch of rows at a time, for a stage whose table need not be
+    held whole (collect, filter): ``batches`` yields every row, in order, all batches of
+    one schema (at least one, maybe empty); ``meta`` is complete once the last batch has
+    been taken (the producer fills it in as it goes)."""
+
+    batches: Iterator[pl.DataFrame]
+    meta: dict[str, Any] = field(default_factory=dict)
+    run_meta: dict[str, Any] = field(default_factory=dict)
+
+    def collect(self) -> StageOutput:
+        """The whole table: for callers that want it in memory (tests, small inputs)."""
+        table = pl.concat(list(self.batches), rechunk=True)
+        return StageOutput(table, self.meta, self.run_meta)
 
 
 def kept_rows(table: pl.DataFrame) -> pl.DataFrame:

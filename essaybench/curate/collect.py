@@ -10,18 +10,23 @@ Personal data is replaced by typed placeholders here, before anything is stored
 (``curate/pii``): in each record's text, its source id and a quarantined record's
 excerpt. ``pii`` names the kinds a record held; the stage's meta counts them.
 
-Records become table rows ``batch_rows`` at a time, so the Python objects alive at once
-are one batch's, not one per record of every source.
+The stage streams (``stream_collect``): sources are read a chunk at a time
+(``sources.readers``) and records leave as table batches of ``batch_rows`` rows, written
+to the snapshot as they come; what stays for the whole run is 8 bytes per record (the
+check that no two records share an id) and the counts.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import polars as pl
 
-from essaybench.core.contracts import Decision, StageOutput
+from essaybench.core.contracts import Decision, StageOutput, StreamedOutput
 from essaybench.core.errors import UserError
 from essaybench.core.hashing import content_hash
 from essaybench.curate.pii import Deidentified, DeidParams, deidentify
@@ -40,10 +45,23 @@ MEMO_TEXTS = 100_000  # distinct texts whose de-identification is remembered
 
 def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
                 batch_rows: int = BATCH_ROWS) -> StageOutput:
+    """``stream_collect``'s table, whole."""
+    return stream_collect(config, deid, batch_rows=batch_rows).collect()
+
+
+def stream_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
+                   batch_rows: int = BATCH_ROWS) -> StreamedOutput:
+    """Every record of every source, ``batch_rows`` rows at a time; the meta is complete
+    after the last batch."""
+    meta: dict[str, Any] = {}
+    return StreamedOutput(_batches(config, deid or DeidParams(), batch_rows, meta), meta)
+
+
+def _batches(config: SourcesConfig, deid: DeidParams, batch_rows: int,
+             meta: dict[str, Any]) -> Iterator[pl.DataFrame]:
     started = time.perf_counter()
-    deid = deid or DeidParams()
     rows: list[dict[str, str | None]] = []
-    batches: list[pl.DataFrame] = []
+    ids = _RecordIds()
     per_source: dict[str, dict[str, int]] = {}
     found: Counter[str] = Counter()
     with_pii = 0
@@ -76,23 +94,45 @@ def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
                 "pii": ",".join(sorted(text.counts)) or None,  # what the prompt held
             })
             if len(rows) >= batch_rows:
-                batches.append(pl.DataFrame(rows, schema=RECORD_COLUMNS))
+                yield ids.checked(pl.DataFrame(rows, schema=RECORD_COLUMNS))
                 rows = []
         per_source[spec.name] = {"records": kept + quarantined, "quarantined": quarantined}
     if not any(counts["records"] > counts["quarantined"] for counts in per_source.values()):
         what = "; ".join(f"{spec.name} ({config.resolve(spec)}): "
                          + _counted(per_source[spec.name]) for spec in config.sources)
         raise NoRecordsError(f"nothing to curate: the sources gave no usable record ({what})")
-    table = pl.concat([*batches, pl.DataFrame(rows, schema=RECORD_COLUMNS)], rechunk=True)
-    duplicated = table.filter(pl.col("record_id").is_duplicated())
-    if duplicated.height:
-        first = duplicated.row(0, named=True)
-        raise ValueError(f"two records share a locator: {first['source']} {first['locator']}")
-    return StageOutput(table, {"per_source": per_source,
-                               "personal_data": {"mode": deid.mode,
-                                                 "records": with_pii,
-                                                 "replaced": dict(sorted(found.items()))},
-                               "seconds": round(time.perf_counter() - started, 3)})
+    yield ids.checked(pl.DataFrame(rows, schema=RECORD_COLUMNS))
+    ids.check_all()
+    meta.update({"per_source": per_source,
+                 "personal_data": {"mode": deid.mode, "records": with_pii,
+                                   "replaced": dict(sorted(found.items()))},
+                 "seconds": round(time.perf_counter() - started, 3)})
+
+
+class _RecordIds:
+    """Checks that no two records share an id (a locator read twice: a bug in a reader),
+    at 8 bytes per record (the id's 60 hash bits as an integer), not the whole table."""
+
+    def __init__(self) -> None:
+        self._parts: list[np.ndarray] = []
+
+    def checked(self, batch: pl.DataFrame) -> pl.DataFrame:
+        duplicated = batch.filter(pl.col("record_id").is_duplicated())
+        if duplicated.height:
+            first = duplicated.row(0, named=True)
+            raise ValueError(f"two records share a locator: {first['source']} "
+                             f"{first['locator']}")
+        self._parts.append(np.array([int(r[1:], 16) for r in batch["record_id"]],
+                                    dtype=np.uint64))
+        return batch
+
+    def check_all(self) -> None:
+        if not self._parts:
+            return
+        every = np.sort(np.concatenate(self._parts))
+        same = np.flatnonzero(every[1:] == every[:-1])
+        if same.size:
+            raise ValueError(f"two records share a locator: record id r{int(every[same[0]]):015x}")
 
 
 def _deidentify(text: str | None, deid: DeidParams, memo: dict[str, Deidentified]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from essaybench.constraints import extract_constraints
 from essaybench.constraints.requirement import combine_lengths
-from essaybench.core.contracts import Decision, StageOutput, ensure_columns
+from essaybench.core.contracts import Decision, StageOutput, StreamedOutput, ensure_columns
 from essaybench.core.hashing import prompt_id
 from essaybench.core.matching import matching_text
 from essaybench.core.paths import checkout_root
@@ -235,29 +236,43 @@ MEMO_TEXTS = 100_000  # distinct raw texts whose outcome is remembered
 
 def run_filter(table: pl.DataFrame, params: FilterParams, *,
                drop_personal_data: bool = False, batch_rows: int = BATCH_ROWS) -> StageOutput:
-    """Every input row, in order, with ``text``/``prompt_id`` set and kept or filtered;
-    ``drop_personal_data`` (the curate config's ``deid.mode: drop``): a record collect
-    found personal data in is filtered first, reason ``personal_data``. Rows are decided
-    ``batch_rows`` at a time (the Python objects alive at once are one batch's); the
-    result does not depend on it."""
-    if "raw_text" not in table.columns:
-        raise ValueError("filter: input lacks column 'raw_text'; run collect first")
+    """``stream_filter`` over ``table`` (``batch_rows`` rows at a time), whole."""
+    slices = (table.slice(start, batch_rows)
+              for start in range(0, max(table.height, 1), batch_rows))
+    return stream_filter(slices, params, drop_personal_data=drop_personal_data).collect()
+
+
+def stream_filter(batches: Iterable[pl.DataFrame], params: FilterParams, *,
+                  drop_personal_data: bool = False) -> StreamedOutput:
+    """Every row of ``batches`` (the upstream's kept rows, in order), with ``text`` and
+    ``prompt_id`` set and kept or filtered, a batch out for each batch in (the Python
+    objects alive at once are one batch's); the meta is complete after the last batch.
+    ``drop_personal_data`` (the curate config's ``deid.mode: drop``): a record collect found
+    personal data in is filtered first, reason ``personal_data``."""
+    meta: dict[str, Any] = {}
+    return StreamedOutput(_filtered(batches, params, drop_personal_data, meta), meta)
+
+
+def _filtered(batches: Iterable[pl.DataFrame], params: FilterParams, drop_personal_data: bool,
+              meta: dict[str, Any]) -> Iterator[pl.DataFrame]:
     rules = params.load_rules()
     counts: Counter[str | None] = Counter()
     memo: dict[str, _Seen] = {}
-    parts = [_filter_batch(table.slice(start, batch_rows), params, rules, drop_personal_data,
-                           counts, memo)
-             for start in range(0, max(table.height, 1), batch_rows)]
-    table = pl.concat(parts, rechunk=True)
+    rows = 0
+    for batch in batches:
+        if "raw_text" not in batch.columns:
+            raise ValueError("filter: input lacks column 'raw_text'; run collect first")
+        rows += batch.height
+        yield _filter_batch(batch, params, rules, drop_personal_data, counts, memo)
     filtered = {reason: n for reason, n in counts.items() if reason is not None}
     order = [*CHECK_ORDER[:6], *(f"not_essay:{k}" for k in rules.kinds), "no_essay_cue"]
     if SHORT_TEXT not in order:
         order.insert(-1, SHORT_TEXT)
-    return StageOutput(table, {
+    meta.update({
         "params": params.model_dump(mode="json"),
         "rules": _rules_meta(rules),
         "check_order": order,
-        "rows": table.height,
+        "rows": rows,
         "kept": counts[None],
         "filtered": sum(filtered.values()),
         "reasons": {reason: filtered[reason] for reason in order if filtered.get(reason)},

@@ -3,13 +3,14 @@ snapshot's kept rows, and running the step against the store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import polars as pl
 from pydantic import BaseModel
 
-from essaybench.core.contracts import StageOutput, kept_rows
+from essaybench.core.contracts import StageOutput, StreamedOutput
 from essaybench.core.errors import NotFoundError
+from essaybench.curate.filter import BATCH_ROWS
 from essaybench.curate.funnel import CURATE_STAGES
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
@@ -42,6 +43,19 @@ def run_curate_step(store: Store, run_id: str, stage: str, upstream: Snapshot | 
                     compute: Callable[[pl.DataFrame], StageOutput]) -> Snapshot:
     """Run ``compute`` over the kept rows of ``upstream`` and record it as ``stage``."""
     snapshot = check_upstream(stage, upstream)
-    table = kept_rows(snapshot.read())
+    table = snapshot.read_kept()
     return run_stage(store, run_id=run_id, stage=stage, upstream=[snapshot], params=params,
                      compute=lambda: compute(table), rows_in=table.height)
+
+
+def stream_curate_step(store: Store, run_id: str, stage: str, upstream: Snapshot | None,
+                       params: BaseModel,
+                       compute: Callable[[Iterator[pl.DataFrame]], StreamedOutput],
+                       batch_rows: int = BATCH_ROWS) -> Snapshot:
+    """``run_curate_step`` for a stage that streams: ``compute`` gets the kept rows of
+    ``upstream`` ``batch_rows`` rows of the file at a time, and its batches are written as
+    they come."""
+    snapshot = check_upstream(stage, upstream)
+    return run_stage(store, run_id=run_id, stage=stage, upstream=[snapshot], params=params,
+                     compute=lambda: compute(snapshot.iter_kept(batch_rows)),
+                     rows_in=snapshot.count_kept())

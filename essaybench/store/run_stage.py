@@ -1,6 +1,7 @@
 """Run one stage against the store: catalog bookkeeping around a pure computation.
 
-The stage's computation is a function returning a ``StageOutput``; this module
+The stage's computation is a function returning a ``StageOutput`` (or a
+``StreamedOutput``, written a batch at a time); this module
 records the run as ``running`` before it starts (with its pid and host), refreshes its
 heartbeat while it computes, writes the snapshot, and marks the run ``ok`` or ``failed``
 with the error text, so a crashed or failed stage is visible in the catalog and can be
@@ -11,13 +12,15 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import polars as pl
 from pydantic import BaseModel
 
 from essaybench.core.activity import doing
-from essaybench.core.contracts import StageOutput
+from essaybench.core.contracts import StageOutput, StreamedOutput, decision_counts
 from essaybench.core.errors import user_error_of
 from essaybench.core.gcfreeze import frozen_heap
 from essaybench.core.redact import redact
@@ -56,7 +59,7 @@ def run_stage(
     stage: str,
     upstream: Sequence[Snapshot],
     params: BaseModel | dict[str, Any] | None,
-    compute: Callable[[], StageOutput],
+    compute: Callable[[], StageOutput | StreamedOutput],
     rows_in: int | None = None,
 ) -> Snapshot:
     with frozen_heap():
@@ -64,7 +67,8 @@ def run_stage(
 
 
 def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapshot],
-               params: BaseModel | dict[str, Any] | None, compute: Callable[[], StageOutput],
+               params: BaseModel | dict[str, Any] | None,
+               compute: Callable[[], StageOutput | StreamedOutput],
                rows_in: int | None) -> Snapshot:
     upstream_ids = [s.snapshot_id for s in upstream]
     stage_run_id = store.start_stage_run(run_id, stage, upstream_ids, params_dict(params),
@@ -75,7 +79,14 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
         with liveness.Heartbeat(lambda: store.heartbeat_stage_run(stage_run_id),
                                 liveness.HEARTBEAT_S), doing(stage):  # a display names it
             output = compute()
-            snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
+            if isinstance(output, StreamedOutput):
+                counted = _Tally(output.batches)
+                snapshot = store.write_snapshot_batches(stage, counted, upstream_ids,
+                                                        lambda: output.meta)
+                counts, rows = dict(counted.counts), snapshot.n_rows
+            else:
+                snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
+                counts, rows = output.counts(), output.table.height
     except Exception as exc:
         # An exception's text is untrusted: stored and printed only redacted of secrets.
         error = redact(f"{type(exc).__name__}: {exc}")
@@ -89,11 +100,23 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
         mistake = user_error_of(exc)
         raise StageFailed(f"stage {stage!r} of run {run_id} failed: {error}", run_id, stage,
                           None if mistake is None else redact(str(mistake))) from exc
-    counts = output.counts()
     store.finish_stage_run(
         stage_run_id, status="ok", snapshot_id=snapshot.snapshot_id,
-        rows_in=output.table.height, rows_out=counts.get("kept", 0),
+        rows_in=rows, rows_out=counts.get("kept", 0),
         meta={"decisions": counts, "seconds": round(time.perf_counter() - started, 3),
               **output.run_meta},
     )
     return snapshot
+
+
+class _Tally:
+    """The batches of a streamed output, passed on unchanged, counted by decision."""
+
+    def __init__(self, batches: Iterator[pl.DataFrame]) -> None:
+        self._batches = batches
+        self.counts: Counter[str] = Counter()
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        for batch in self._batches:
+            self.counts.update(decision_counts(batch))
+            yield batch

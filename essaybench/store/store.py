@@ -14,39 +14,39 @@ on the same file and a rerun that changes nothing writes nothing new.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
 import secrets
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from essaybench.core.contracts import Decision
 from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
 from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.attach import attached
+from essaybench.store.batches import META_KEY, SNAPSHOT_KEY, write_batches
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
+from essaybench.store.table_hash import table_hash
 
 __all__ = [
     "META_KEY", "SNAPSHOT_KEY", "Snapshot", "StageRun", "Store", "WrongUpstreamError",
     "new_run_id", "table_hash",
 ]
 
-META_KEY = b"essaybench.meta"
-SNAPSHOT_KEY = b"essaybench.snapshot_id"
 _MIGRATED: set[Path] = set()  # catalogs this process has brought up to the schema
 
 
@@ -71,13 +71,43 @@ class Snapshot:
 
     def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
         """The table, or only ``columns`` of it (those it has)."""
-        if not self.path.is_file():
-            raise FileNotFoundError(f"snapshot {self.snapshot_id} is in the catalog but its "
-                                    f"file is missing: {self.path}")
+        self._require_file()
         if columns is None:
             return pl.read_parquet(self.path)
         present = pl.read_parquet_schema(self.path)
         return pl.read_parquet(self.path, columns=[c for c in columns if c in present])
+
+    def read_kept(self) -> pl.DataFrame:
+        """The rows whose decision is ``kept``, the filter pushed into the scan: the other
+        rows' columns (a filter snapshot's dropped raw and normalised texts) are never
+        loaded whole."""
+        self._require_file()
+        return pl.scan_parquet(self.path).filter(
+            pl.col("decision") == Decision.KEPT.value).collect()
+
+    def count_kept(self) -> int:
+        self._require_file()
+        return int(pl.scan_parquet(self.path).filter(
+            pl.col("decision") == Decision.KEPT.value).select(pl.len()).collect().item())
+
+    def iter_kept(self, batch_rows: int) -> Iterator[pl.DataFrame]:
+        """The kept rows, in order, at most ``batch_rows`` rows of the file read at once
+        (at least one batch, maybe empty)."""
+        self._require_file()
+        schema = pl.read_parquet_schema(self.path)
+        yielded = False
+        for batch in pq.ParquetFile(self.path).iter_batches(batch_rows):
+            frame = pl.from_arrow(batch, schema_overrides=schema)
+            assert isinstance(frame, pl.DataFrame)
+            yielded = True
+            yield frame.filter(pl.col("decision") == Decision.KEPT.value)
+        if not yielded:
+            yield pl.DataFrame(schema=schema)
+
+    def _require_file(self) -> None:
+        if not self.path.is_file():
+            raise FileNotFoundError(f"snapshot {self.snapshot_id} is in the catalog but its "
+                                    f"file is missing: {self.path}")
 
     def require_stage(self, stage: str, reader: str) -> None:
         """A stage reads only its own upstream: ``reader`` names it in the error."""
@@ -107,34 +137,6 @@ class StageRun:
 def new_run_id() -> str:
     """Sortable and readable: UTC time plus a random suffix."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def table_hash(stage: str, table: pl.DataFrame, upstream: Sequence[str]) -> str:
-    header = canonical_json({"stage": stage, "upstream": list(upstream),
-                             "schema": {k: str(v) for k, v in table.schema.items()}})
-    # NDJSON of the rows is a stable, library-version-independent rendering of the data,
-    # hashed as polars writes it (in ~10 MB pieces): the whole text of a paper-scale
-    # essays table, held at once and copied twice, was the run's memory peak.
-    digest = _Sha256Sink(header.encode() + b"\n")
-    table.write_ndjson(cast(IO[bytes], digest))
-    return digest.hexdigest()
-
-
-class _Sha256Sink:
-    """A write-only file that only hashes what is written to it."""
-
-    def __init__(self, first: bytes) -> None:
-        self._hash = hashlib.sha256(first)
-
-    def write(self, data: bytes) -> int:
-        self._hash.update(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def hexdigest(self) -> str:
-        return self._hash.hexdigest()
 
 
 @functools.cache
@@ -223,11 +225,32 @@ class Store:
         path = self.root / rel
         if not path.is_file():
             self._write_parquet_atomically(path, table, snapshot_id, meta)
+        return self._record_snapshot(snapshot_id, stage, rel, content_hash, table.height,
+                                     upstream, meta)
+
+    def write_snapshot_batches(
+        self,
+        stage: str,
+        batches: Iterable[pl.DataFrame],
+        upstream: Sequence[str] = (),
+        meta: Callable[[], dict[str, Any]] = dict,
+    ) -> Snapshot:
+        """``write_snapshot`` for a table that comes a batch at a time (never held whole;
+        the same id as the whole table would get). ``meta`` is asked for after the last
+        batch."""
+        written = write_batches(self.root, stage, batches, upstream, meta)
+        return self._record_snapshot(written.snapshot_id, stage, written.rel,
+                                     written.content_hash, written.rows, upstream,
+                                     written.meta)
+
+    def _record_snapshot(self, snapshot_id: str, stage: str, rel: Path, content_hash: str,
+                         n_rows: int, upstream: Sequence[str], meta: dict[str, Any]
+                         ) -> Snapshot:
         created = datetime.now(UTC)
         with self.connect() as con:  # one catalog connection (~20 ms each) for both
             con.execute(statement("insert_snapshot"), {
                 "snapshot_id": snapshot_id, "stage": stage, "path": str(rel),
-                "content_hash": content_hash, "n_rows": table.height,
+                "content_hash": content_hash, "n_rows": n_rows,
                 "upstream_snapshot_ids": list(upstream), "meta": canonical_json(meta),
                 "created_at": created,
             })

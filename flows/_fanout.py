@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from prefect import get_run_logger
@@ -55,9 +56,10 @@ def _stale(beat: object, running_since: datetime | None, now: datetime,
             else None)
 
 
-def refusal(state: State[object] | None) -> str | None:
+def refusal(state: State[Any] | None) -> str | None:
     """The refusal's line when a shard's flow run ended ``Refused`` (final: never sent
-    again); None for any other state."""
+    again); None for any other state. State[Any]: any flow's state (State is invariant in its
+    result type: a State[dict[str, Any]] is no State[object])."""
     if state is None or not state.is_failed() or state.name != REFUSED_STATE:
         return None
     return state.message or "refused to run"

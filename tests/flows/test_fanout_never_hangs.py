@@ -17,6 +17,7 @@ from prefect import flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
 from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+from prefect.client.schemas.objects import FlowRun
 from prefect.states import Failed
 
 from essaybench.bench.sharding import ShardingParams
@@ -43,7 +44,7 @@ def _deployment(client: SyncPrefectClient, pool_limit: int | None = None,
     return f"shard-{tag}/shard", deployment_id
 
 
-def _runs(client: SyncPrefectClient, deployment_id: UUID) -> list[object]:
+def _runs(client: SyncPrefectClient, deployment_id: UUID) -> list[FlowRun]:
     return list(client.read_flow_runs(deployment_filter=DeploymentFilter(
         id=DeploymentFilterId(any_=[deployment_id]))))
 
@@ -63,15 +64,14 @@ def test_a_shard_that_never_starts_fails_the_run_in_one_line_and_is_cancelled(
     assert state.is_failed()
     message = state.message or ""
     assert "\n" not in message
-    ids = sorted(str(r.id) for r in runs)  # type: ignore[attr-defined]
+    ids = sorted(str(r.id) for r in runs)
     assert len(ids) == 2  # one attempt each: a shard that never started is not sent again
     assert re.search(r"run r1: 2 shard\(s\) never started in \d+ s \(shard 0: flow run "
                      r"\S+ (Scheduled|Late); shard 1: flow run \S+ (Scheduled|Late)\); "
                      r"cancelled them\. Check that a worker is running and serves the "
                      r"work queue 'shards' of the work pool 'pool-\w+'", message), message
     assert all(i in message for i in ids)
-    assert all(r.state is not None and r.state.is_cancelled()  # type: ignore[attr-defined]
-               for r in runs)
+    assert all(r.state is not None and r.state.is_cancelled() for r in runs)
 
 
 def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
@@ -84,9 +84,9 @@ def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
         def refuse() -> None:  # what shard 0's flow run ends in on a worker (below)
             for _ in range(100):
                 runs = [r for r in _runs(client, deployment_id)
-                        if r.parameters["index"] == 0]  # type: ignore[attr-defined]
+                        if r.parameters["index"] == 0]
                 if runs:
-                    client.set_flow_run_state(runs[0].id, Failed(  # type: ignore[attr-defined]
+                    client.set_flow_run_state(runs[0].id, Failed(
                         name=REFUSED_STATE, message=line), force=True)
                     return
                 time.sleep(0.05)
@@ -98,8 +98,9 @@ def test_a_refused_shard_fails_the_run_at_once_and_is_not_sent_again(
         runs = _runs(client, deployment_id)
     assert state.is_failed()
     assert (state.message or "").endswith(f": {line} (not sent again)")
-    by_index = {r.parameters["index"]: r for r in runs}  # type: ignore[attr-defined]
+    by_index = {r.parameters["index"]: r for r in runs}
     assert len(runs) == 2 == len(by_index)  # retries=2, yet one attempt each
+    assert by_index[0].state is not None and by_index[1].state is not None
     assert by_index[0].state.name == REFUSED_STATE
     assert by_index[1].state.is_cancelled()  # never started: cancelled with the run
 

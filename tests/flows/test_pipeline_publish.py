@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -86,7 +87,7 @@ def run(failed_run: FailedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                      failed_run.lenient)
 
 
-def rerun_aggregate(run: FailedRun, config: str, **params: object) -> dict[str, object]:
+def rerun_aggregate(run: FailedRun, config: str, **params: Any) -> dict[str, object]:
     from essaybench.flows.pipeline import pipeline_flow
 
     result: dict[str, object] = pipeline_flow(

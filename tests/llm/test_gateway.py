@@ -391,7 +391,8 @@ def test_the_ramp_does_not_wait_on_follow_ups_of_the_same_endpoint(
 
     monkeypatch.setattr(batching, "RAMP_FIRST", 3)
     monkeypatch.setattr(batching, "RAMP_S", 30.0)
-    spec, log = fake_spec(max_concurrency=20), []
+    spec = fake_spec(max_concurrency=20)
+    log: list[str] = []
 
     async def main() -> list[ChatResult]:
         with Ledger(tmp_path / "l.duckdb") as ledger:

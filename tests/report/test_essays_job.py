@@ -65,4 +65,5 @@ def test_a_child_never_sent_its_job_is_stopped_on_exit() -> None:
         child = job._proc
         assert child is not None and child.poll() is None
         raise KeyError("the run could not be read")
+    assert child is not None
     assert child.poll() is not None

@@ -65,8 +65,8 @@ def test_every_comparison_once_with_its_essays_and_verdicts(
         if want["status"] == "ok":
             assert want["consistent"] == (row["ab"] == row["ba"])
             assert CODE[want["verdict"]] == (row["ab"] if row["ab"] == row["ba"] else 2)
-        chunk = chunk_data(view.chunks[row["chunk"]].body)[1]
-        assert chunk["first"] <= k < chunk["first"] + len(chunk["pairs"])
+        held = chunk_data(view.chunks[row["chunk"]].body)[1]
+        assert held["first"] <= k < held["first"] + len(held["pairs"])
         for order in ("ab", "ba"):
             assert detail[order]["status"] == want[f"status_{order}"]
             assert detail[order].get("analysis") == want[f"analysis_{order}"]

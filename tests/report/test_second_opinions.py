@@ -49,6 +49,13 @@ def _answers(score: int) -> list[dict[str, object]]:
                                  ensure_ascii=False)} for g in GENRES]
 
 
+def _mean(values: pl.Series) -> float:
+    """The series' mean as a float (polars types Series.mean as any Python scalar or None)."""
+    mean = values.mean()
+    assert isinstance(mean, (int, float))
+    return float(mean)
+
+
 def _judged(store: Store) -> tuple[BenchmarkConfig, Snapshot]:
     config = BenchmarkConfig(per_genre=2, genres=GENRES,
                              generate=GenerateParams(models=("clean", "hostile")),
@@ -97,7 +104,8 @@ def test_the_second_opinion_ranks_the_attacked_writer(attacked: tuple[Store, Sna
     board = {r.model: r for r in section.leaderboard}
     assert section.leaderboard[0].model == "clean"
     # independent: the mean of the second judge's scores of the hostile essays
-    assert board["hostile"].mean == pytest.approx(float(hostile["second_score"].mean()))
+    assert board["hostile"].mean == pytest.approx(_mean(hostile["second_score"]))
+    assert board["hostile"].mean is not None
     assert board["hostile"].mean < 50  # all threes, not the obeyed tens
     assert board["hostile"].flagged == "8 flagged, 8 ranked on the second opinion (judge-2)"
     assert "⚑ 8 flagged, 8 ranked on the second opinion (judge-2)" in page
@@ -115,7 +123,7 @@ def test_the_second_opinion_ranks_the_attacked_writer(attacked: tuple[Store, Sna
     [row] = [r for r in section.second_opinions if r["model"] == "hostile"]
     assert row["first_mean"] == 100.0
     assert row["mean_second_minus_first"] == pytest.approx(
-        float((hostile["second_score"] - hostile["score_weighted"]).mean()))
+        _mean(hostile["second_score"] - hostile["score_weighted"]))
     # Table 5 (the aggregate's) and the CI table (the stats') rank the same way
     t5 = pl.read_parquet(store.root / "reports" / "r1" / "table5_weighted.parquet")
     assert t5.sort("overall", descending=True)["model"][0] == "clean"

@@ -45,9 +45,11 @@ def _run(store: Store, run_id: str, config: BenchmarkConfig,
 
 def _scores_duckdb(judged: Snapshot, prompts: list[str]) -> np.ndarray:
     """Per-prompt mean ok score of each writer, read from the judge snapshot's file."""
-    rows = duckdb.sql(
+    relation = duckdb.sql(
         f"SELECT prompt_id, model, avg(score_weighted) FROM read_parquet('{judged.path}') "
-        "WHERE status = 'ok' AND score_weighted IS NOT NULL GROUP BY ALL").fetchall()
+        "WHERE status = 'ok' AND score_weighted IS NOT NULL GROUP BY ALL")
+    assert relation is not None  # None only for a statement that returns no rows
+    rows = relation.fetchall()
     out = np.full((len(prompts), len(WRITERS)), np.nan)
     for pid, model, mean in rows:
         if pid in prompts:
@@ -228,7 +230,8 @@ def test_after_an_adaptive_week_changes_are_decided_on_its_prefix(curated_copy: 
     assert sampled[:len(first)] == first
     table = week2["adaptive"].read()
     changes = table.filter(table["kind"] == "change")
-    assert changes["n_obs"].max() <= len(first)
+    most_obs = changes["n_obs"].max()
+    assert isinstance(most_obs, int) and most_obs <= len(first)
     now = _scores_duckdb(week2["judge"], sampled)
     before = _scores_duckdb(week1["judge"], sampled[:len(first)])
     ends = [r["n_prompts"] for r in meta["rounds"]]

@@ -125,6 +125,7 @@ def test_gold_references_are_secondary_figures_in_meta_and_report(
     writer = ref["models"]["writer"]
     identical, unrelated = rouge_l(first["essay_text"], first["essay_text"]), rouge_l(
         second["essay_text"], UNRELATED)
+    assert identical is not None and unrelated is not None
     assert writer["n_essays"] == 2
     assert writer["median_rouge_l"] == pytest.approx(statistics.median([identical, unrelated]))
     page = render_report(load_run(store, "g1"))

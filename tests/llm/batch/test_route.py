@@ -120,7 +120,7 @@ def test_calls_a_batch_of_the_run_answered_are_never_submitted_again(
     # A new run is a new measurement: it submits them again.
     with _open(registry, tmp_path, ["w"], scope=ReuseScope.of_run("run-2")) as session:
         session.run(requests(3, model="w"))
-    assert fake.stats().batch.batches_created == 2  # type: ignore[union-attr]
+    assert fake.stats().batch.batches_created == 2
 
 
 def test_follow_ups_of_a_batched_entry_wait_for_its_batch(serve: Any, tmp_path: Path) -> None:

@@ -56,8 +56,10 @@ def _stable(snapshot: Snapshot) -> pl.DataFrame:
 
 def _ledger(store: Store) -> pl.DataFrame:
     with duckdb.connect(str(store.root / "ledger.duckdb"), read_only=True) as con:
-        return con.sql("SELECT key, model, stage, status, batched, cost_usd, reasks "
-                       "FROM llm_calls ORDER BY key").pl()
+        ledger: pl.DataFrame = con.sql(
+            "SELECT key, model, stage, status, batched, cost_usd, reasks "
+            "FROM llm_calls ORDER BY key").pl()
+        return ledger
 
 
 @pytest.fixture

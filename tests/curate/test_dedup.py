@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from essaybench.core.contracts import Decision, StageOutput
 from essaybench.core.hashing import prompt_id
+from essaybench.curate.blocking import blocks
 from essaybench.curate.dedup import (
     DedupParams,
     Pairs,
-    blocks,
     candidate_pairs,
     greedy_keep,
     number_key,

@@ -12,9 +12,10 @@ from essaybench.core.contracts import Decision, kept_rows
 from essaybench.core.hashing import prompt_id
 from essaybench.core.paths import resource
 from essaybench.curate.collect import run_collect
-from essaybench.curate.filter import FilterParams, find_personal_data, run_filter, valid_resident_id
+from essaybench.curate.filter import FilterParams, find_personal_data, run_filter
 from essaybench.curate.filter_rules import FilterRulesError, default_rules_path, load_rules
 from essaybench.curate.normalize import normalize_text
+from essaybench.curate.pii.formatted import valid_resident_id
 from essaybench.sources.config import load_sources
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"

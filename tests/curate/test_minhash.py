@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from itertools import combinations
+from typing import TypedDict
 
 import numpy as np
 import polars as pl
@@ -19,7 +20,26 @@ from essaybench.curate.funnel import compute_funnel
 from essaybench.curate.minhash import crc32, jaccard, minhash_pass, shingles, signatures
 from tests.curate.test_dedup import DISTINCT, REWORDINGS, TEMPLATE_TWINS
 
-PARAMS = {"k": 3, "num_perm": 128, "lsh_threshold": 0.5, "jaccard_threshold": 0.7, "seed": 0}
+
+class MinhashArgs(TypedDict):
+    """minhash_pass's keyword parameters, spans and numbers aside."""
+
+    k: int
+    num_perm: int
+    lsh_threshold: float
+    jaccard_threshold: float
+    seed: int
+
+
+class KMeansArgs(TypedDict):
+    """The DedupParams of a fast K-means pass."""
+
+    k_points: int
+    svd_components: int
+
+
+PARAMS: MinhashArgs = {"k": 3, "num_perm": 128, "lsh_threshold": 0.5, "jaccard_threshold": 0.7,
+                       "seed": 0}
 EDITS = [("写一篇", "撰写一篇"), ("不少于", "至少"), ("左右", "上下"), ("。", "！"),
          ("要求", "需要"), ("文章", "作文")]
 
@@ -120,7 +140,7 @@ def test_every_drop_points_at_an_earlier_kept_row_at_or_above_the_threshold() ->
 
 def test_a_pair_quoting_disjoint_topics_is_never_dropped() -> None:
     for first, second in TEMPLATE_TWINS:
-        with_guard = minhash_pass([first, second], **{**PARAMS, "jaccard_threshold": 0.5},
+        with_guard = minhash_pass([first, second], **(PARAMS | {"jaccard_threshold": 0.5}),
                                   spans=[quoted_spans(first), quoted_spans(second)])
         assert with_guard.dup_of.tolist() == [-1, -1]
     first, second = TEMPLATE_TWINS[1]  # Jaccard 0.83: a duplicate without the guard
@@ -139,7 +159,7 @@ def test_short_texts_and_ties() -> None:
     # c goes to the earlier row
     common, q, r = "以环保为题写一篇议论文要求观点明确", "结构清晰语言生动", "论据充分字迹工整"
     a, b, c = common + q, common + r, common + "。"
-    args = {**PARAMS, "jaccard_threshold": 0.5, "lsh_threshold": 0.3}
+    args: MinhashArgs = {**PARAMS, "jaccard_threshold": 0.5, "lsh_threshold": 0.3}
     sa, sb, sc = (shingles(t, 3) for t in (a, b, c))
     assert jaccard(sa, sb) < 0.5 <= jaccard(sc, sa) == jaccard(sc, sb)
     assert minhash_pass([a, b, c], **args).dup_of.tolist() == [-1, -1, 0]
@@ -180,7 +200,7 @@ def test_dedup_runs_minhash_first_then_kmeans_on_what_is_left() -> None:
 
 def test_minhash_off_is_the_kmeans_pass_alone_and_runs_are_deterministic() -> None:
     texts = _corpus(seed=5)
-    fast = {"k_points": 2, "svd_components": 16}
+    fast: KMeansArgs = {"k_points": 2, "svd_components": 16}
     off = run_dedup(_table(texts), DedupParams(minhash=False, **fast))
     assert "minhash_duplicate" not in off.table["reason"].to_list()
     assert off.meta["minhash_duplicates"] == 0 and off.meta["n_after_minhash"] == len(texts)

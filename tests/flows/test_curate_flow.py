@@ -87,7 +87,7 @@ def test_rerun_from_rouge_recomputes_nothing_upstream(
     assert strict_rows["rouge"][2] == (first_rows["dedup"][1],)
     assert strict_rows["rouge"][1] != first_rows["rouge"][1]
     assert stricter["funnel"]["rouge_duplicates"] > first["funnel"]["rouge_duplicates"]  # type: ignore[index]
-    assert stricter["funnel"]["balanced"] is True  # type: ignore[index]
+    assert stricter["funnel"]["balanced"] is True
 
 
 def test_single_stage_flow_and_cli_rerun(first_run: tuple[Store, dict[str, object]]) -> None:

@@ -13,6 +13,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import polars as pl
 import pytest
@@ -35,8 +36,14 @@ _HOLD = textwrap.dedent("""
     """)
 
 
+class Holds(Protocol):
+    """What the ``hold`` fixture gives: ``lock`` has another process take a lock."""
+
+    def lock(self, path: Path) -> int: ...
+
+
 @pytest.fixture
-def hold() -> Iterator[type[object]]:
+def hold() -> Iterator[Holds]:
     procs: list[subprocess.Popen[str]] = []
 
     class Hold:
@@ -67,7 +74,7 @@ def test_the_holder_writes_who_it_is_and_since_when(tmp_path: Path) -> None:
 
 
 def test_a_writer_says_who_holds_the_lock_while_it_waits_and_when_it_gives_up(
-        tmp_path: Path, hold: type, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, hold: Holds, caplog: pytest.LogCaptureFixture) -> None:
     pid = hold.lock(tmp_path / "catalog.lock")
     holder = f"process pid {pid} (-c {tmp_path / 'catalog.lock'} --as-a-writer)"
     caplog.set_level(logging.INFO, logger="essaybench.store.lock")
@@ -93,7 +100,7 @@ def test_a_short_wait_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixt
 
 
 def test_the_stages_wait_for_the_ledger_as_long_as_for_the_catalog(tmp_path: Path,
-                                                                   hold: type) -> None:
+                                                                   hold: Holds) -> None:
     """The store's lock timeout is the call ledger's (open_gateway's ledger_lock_timeout_s):
     it used to be 120 s whatever the store's."""
     store = Store(tmp_path / "store", lock_timeout_s=1.0)

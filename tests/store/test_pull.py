@@ -56,6 +56,7 @@ def test_a_manifest_naming_paths_outside_the_store_is_refused(store: Store,
     parts = PartStore(tmp_path / "shared")
     publish(store, parts)
     manifest = parts.read_json(LATEST)
+    assert manifest is not None
     manifest["files"]["../../escape.txt"] = {"bytes": 1, "sha256": "0" * 64}
     parts.put_json(LATEST, manifest)
     with pytest.raises(UserError, match="is not an essaybench store manifest"):

@@ -120,18 +120,21 @@ def test_finders_skipped_for_missing_characters_change_nothing() -> None:
     import re
 
     from essaybench.core.paths import resource
-    from essaybench.curate.pii.formatted import FINDERS, fold, formatted_spans
+    from essaybench.curate.pii.formatted import FINDERS, Span, fold, formatted_spans
 
-    def every_finder(folded: str) -> list[object]:
-        taken: list = []
+    def every_finder(folded: str) -> list[Span]:
+        taken: list[Span] = []
         for _, finder in FINDERS:
             for span in finder(folded):
                 if not any(span.start < t.end and t.start < span.end for t in taken):
                     taken.append(span)
         return sorted(taken)
 
-    texts = [p[0] for p in test_each_kind_is_found.pytestmark[0].args[1]]
-    texts += test_numbers_that_are_no_identifier_stay.pytestmark[0].args[1]
+    kinds: list[pytest.Mark] = getattr(test_each_kind_is_found, "pytestmark", [])
+    numbers: list[pytest.Mark] = getattr(test_numbers_that_are_no_identifier_stay,
+                                         "pytestmark", [])
+    texts = [p[0] for p in kinds[0].args[1]]
+    texts += numbers[0].args[1]
     labelled = resource("data") / "deid" / "labelled.v1.jsonl"
     texts += [json.loads(line)["text"] for line in labelled.read_text(encoding="utf-8")
               .splitlines() if line.strip()]

@@ -38,18 +38,24 @@ class StageCost:
     stage: str
     seconds: float
     peak_bytes: int
+    start_bytes: int  # the first sample inside the stage: its peak less this is its own
+
+    @property
+    def growth_bytes(self) -> int:
+        return max(self.peak_bytes - self.start_bytes, 0)
 
 
 def stage_costs(store: Store, samples: list[tuple[float, int]]) -> list[StageCost]:
-    """Each curation stage's wall time (from the catalog) and the largest process-tree
-    RSS sampled while it ran."""
+    """Each curation stage's wall time (from the catalog), the largest process-tree RSS
+    sampled while it ran and the first."""
     runs = {r.stage: r for r in store.stage_runs(limit=50) if r.status == "ok"}
     out = []
     for stage in CURATE_STAGES:
         run = runs[stage]
         t0, t1 = _epoch(run.started_at), _epoch(run.ended_at or run.started_at)
         inside = [rss for t, rss in samples if t0 <= t <= t1]
-        out.append(StageCost(stage, t1 - t0, max(inside, default=0)))
+        out.append(StageCost(stage, t1 - t0, max(inside, default=0),
+                             inside[0] if inside else 0))
     return out
 
 

@@ -12,7 +12,8 @@ store, as a newcomer's first run would be.
   of the whole run, the recall of the planted duplicates, and an exact check that no
   pair of published prompts reaches ROUGE-L 0.7 (``curate_check``). Targets (issue 29,
   2 cores): 50,000 records ≤ 90 s, 1,000,000 ≤ 15 min, ≤ 4 GiB; recall ≥ 98%;
-  0 published pairs at or above 0.7.
+  0 published pairs at or above 0.7; collect and filter stream, so each adds at most
+  512 MiB over the memory it started with, at any size.
 
     python benchmarks/curate_flow.py --repeats 3
     python benchmarks/curate_flow.py --records 50000
@@ -46,6 +47,10 @@ TARGET_S = 60.0
 TARGET_50K_S = 90.0
 TARGET_1M_S = 15 * 60.0
 TARGET_BYTES = 4 * 1024**3
+# Collect and filter stream (issue 29 item 1): what each adds over the memory it started
+# with is one batch and its memos, whatever the number of records.
+STREAM_GROWTH_BYTES = 512 * 1024**2
+STREAMED = ("collect", "filter")
 RECALL_TARGET = 0.98
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -156,8 +161,10 @@ def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> boo
           f"({run.cpu:.0f} CPU-s; load average {os.getloadavg()[0]:.1f}), peak memory "
           f"{run.peak / gib:.2f} GiB (process tree)")
     in_stages = sum(c.seconds for c in costs)
+    mib = 1024**2
     for c in costs:
-        print(f"  {c.stage:<9} {c.seconds:7.1f} s   peak {c.peak_bytes / gib:5.2f} GiB")
+        print(f"  {c.stage:<9} {c.seconds:7.1f} s   peak {c.peak_bytes / gib:5.2f} GiB "
+              f"(+{c.growth_bytes / mib:5.0f} MiB over its start)")
     print(f"  {'other':<9} {run.seconds - in_stages:7.1f} s   (Prefect start-up, publish)")
     dedup, rouge = (store.latest_ok_snapshot(s) for s in ("dedup", "rouge"))
     if dedup is not None and rouge is not None:
@@ -197,14 +204,20 @@ def report(records: int, seed: int, log: ChatLog, store: Store, run: Run) -> boo
         "memory": run.peak <= memory_target,
         "recall": found["recall"] >= RECALL_TARGET,
         "rouge": check["at_or_above"] == 0 and check["reference_mismatches"] == 0,
+        "streamed": all(c.growth_bytes <= STREAM_GROWTH_BYTES for c in costs
+                        if c.stage in STREAMED),
     }
+    growth = ", ".join(f"{c.stage} +{c.growth_bytes / mib:.0f} MiB" for c in costs
+                       if c.stage in STREAMED)
     shown = how if time_target is None else f"≤ {time_target:.0f} s, {how}"
     print(f"targets: time {run.seconds:.1f} s ({shown}) {_ok(verdicts['time'])}; peak "
           f"{run.peak / gib:.2f} GiB (≤ {memory_target / gib:.0f} GiB) {_ok(verdicts['memory'])};"
           f" planted-duplicate recall {found['recall']:.2%} (near duplicates alone "
           f"{found['near_recall']:.2%}; copy itself dropped {found['strict']:.2%}; "
           f"≥ {RECALL_TARGET:.0%}) {_ok(verdicts['recall'])}; "
-          f"published pairs ≥ 0.7: {check['at_or_above']} (0) {_ok(verdicts['rouge'])}")
+          f"published pairs ≥ 0.7: {check['at_or_above']} (0) {_ok(verdicts['rouge'])}; "
+          f"streamed stages' own memory {growth} (≤ {STREAM_GROWTH_BYTES / mib:.0f} MiB "
+          f"each, at any size) {_ok(verdicts['streamed'])}")
     ok = all(verdicts.values())
     print("PASS" if ok else "FAIL")
     return ok

@@ -13,6 +13,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from essaybench.llm.client import ChatBackend
@@ -105,9 +106,11 @@ class BatchHost(Protocol):
         ``llm.part_ledger``); checked before each send, so it must be cheap."""
         ...
 
-    def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
+    def lookup_ok(self, keys: Sequence[str],
+                  failed_since: datetime | None = None) -> dict[str, ChatResult]:
         """The stored successful result of each key that has one, among the calls the
-        host's reuse scope allows (blocking: runs in a thread)."""
+        host's reuse scope allows, and a failure finished at or after ``failed_since``
+        (``Gateway.run``'s ``reuse_failed_since``) (blocking: runs in a thread)."""
         ...
 
     async def record(self, call: Call, result: ChatResult) -> None:
@@ -215,8 +218,12 @@ class FollowUps:
     (one query per bunch, off the event loop) and sent through the same pools when
     not stored."""
 
-    def __init__(self, gateway: BatchHost, follow_up: FollowUp | None, seen: set[str]) -> None:
+    def __init__(self, gateway: BatchHost, follow_up: FollowUp | None, seen: set[str],
+                 failed_since: datetime | None = None) -> None:
         self.gateway = gateway
+        # the batch's reuse_failed_since: a follow-up the run already attempted and saw
+        # fail is served as stored, as a primary is (a round or an entry asked again)
+        self.failed_since = failed_since
         self.follow_up = follow_up
         self.on_settled = follow_up.settled if isinstance(follow_up, SettledHook) else None
         self.seen = seen  # keys of this batch: a follow-up repeating one is not sent again
@@ -348,7 +355,8 @@ class FollowUps:
                     return
                 continue
             batch, self.pending = self.pending, []
-            stored = await asyncio.to_thread(self.gateway.lookup_ok, [c.key for c in batch])
+            stored = await asyncio.to_thread(self.gateway.lookup_ok, [c.key for c in batch],
+                                             self.failed_since)
             self.from_ledger += len(stored)
             for call in batch:
                 if call.key not in stored:

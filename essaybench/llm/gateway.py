@@ -169,8 +169,9 @@ class Gateway:
     def flush_soon(self) -> None:
         self.ledger.flush_soon()
 
-    def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
-        return self.ledger.lookup_ok(keys, scope=self.scope)
+    def lookup_ok(self, keys: Sequence[str],
+                  failed_since: datetime | None = None) -> dict[str, ChatResult]:
+        return self.ledger.lookup_ok(keys, failed_since, self.scope)
 
     def hold(self, call: Call, result: ChatResult) -> None:
         """Keep a follow-up's result for a later batch of this gateway (_take_settled)."""
@@ -247,7 +248,7 @@ class Gateway:
         total = len(first)
         done = 0
         results: dict[str, ChatResult] = dict(stored)
-        follow = FollowUps(self, follow_up, seen=set(keys))
+        follow = FollowUps(self, follow_up, seen=set(keys), failed_since=reuse_failed_since)
         by_batch = [] if direct else [c for c in first.values() if self.batched(c.request.model)]
         handle: BatchHandle | None = None
         observer = self.observer or current_progress()

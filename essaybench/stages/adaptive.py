@@ -56,7 +56,7 @@ from essaybench.core.errors import UserError
 from essaybench.llm.session import GatewaySession
 from essaybench.llm.types import ChatRequest
 from essaybench.runs.comparable import Baseline, last_comparable_of
-from essaybench.stages.judge import judge_output
+from essaybench.stages.judge import generate_start, judge_output
 from essaybench.store import Snapshot, Store
 from essaybench.store.run_stage import run_stage
 
@@ -89,7 +89,9 @@ class AdaptiveSampler:
         params = self.config.sampling
         order = adaptive_order(strata_of(selected), params)
         writers = list(self.config.generate.models)
-        since = datetime.now(UTC)  # failures from here on are the run's: served, not re-sent
+        # Failures since the run's first generate entry are the run's: served, not re-sent
+        # (a run entered again after waiting for batches replays its rounds).
+        since = generate_start(self.store, self.run_id) or datetime.now(UTC)
         self.candidates = selected.height
         rule = self.config.flagged_essays
         asking = [params.ask]  # the questions of the loop under way

@@ -31,10 +31,21 @@ from essaybench.store.run_stage import run_stage
 
 
 def same_run_start(store: Store, run_id: str, upstream: Snapshot) -> datetime | None:
-    """When ``upstream`` was written by ``run_id`` itself: the start of that stage run."""
-    starts = [r.started_at for r in store.stage_runs(run_id, 1000)
-              if r.snapshot_id == upstream.snapshot_id and r.status == "ok"]
-    return min(starts) if starts else None
+    """When ``upstream`` was written by ``run_id`` itself: the start of the run's first
+    generate stage run (:func:`generate_start`)."""
+    runs = store.stage_runs(run_id, 1000)
+    if not any(r.snapshot_id == upstream.snapshot_id and r.status == "ok" for r in runs):
+        return None
+    return generate_start(store, run_id)
+
+
+def generate_start(store: Store, run_id: str) -> datetime | None:
+    """When run ``run_id``'s first generate stage run started, whatever its status: an
+    entry that waited for provider batches (``waiting``, entered again) or was killed
+    made calls of the same run, failures included (an adaptive run judges in its
+    generate stage, so the judgments of its earlier entries are among them)."""
+    return min((r.started_at for r in store.stage_runs(run_id, 1000)
+                if r.stage == "generate"), default=None)
 
 
 def judge_output(essays: pl.DataFrame, config: BenchmarkConfig,

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import pytest
@@ -114,7 +115,8 @@ class FakeHost:
                                       text="stored", from_ledger=True, tag=request.tag)
         return key
 
-    def lookup_ok(self, keys: Sequence[str]) -> dict[str, ChatResult]:
+    def lookup_ok(self, keys: Sequence[str],
+                  failed_since: datetime | None = None) -> dict[str, ChatResult]:
         self.lookups.append(list(keys))
         self.lookup_threads.add(threading.get_ident())
         return {k: self.ledger[k] for k in keys if k in self.ledger and self.ledger[k].ok}

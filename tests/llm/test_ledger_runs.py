@@ -137,6 +137,40 @@ def test_a_failure_is_settled_for_its_own_run_only(tmp_path: Path) -> None:
         assert server.stats().totals.received == 8 and all(r.ok for r in other)
 
 
+
+def test_a_failed_follow_up_is_settled_for_its_run_too(tmp_path: Path) -> None:
+    """A follow-up that failed is attempted once within the run as well: asked again (its
+    primary served from the ledger: a later round, an entry after waiting for batches),
+    it is served under the same reuse_failed_since as a primary, not re-sent."""
+    scenario = FakeScenario.model_validate(
+        {"faults": [{"kind": "status", "status": 400, "first_attempts": 1,
+                     "models": ["judge-id"]}]})
+    path = tmp_path / "ledger.duckdb"
+
+    def judged(server: FakeServerHandle, run_id: str, since: datetime) -> int:
+        async def main() -> None:
+            with Ledger(path) as ledger:
+                registry = registry_of(fake_spec(max_retries=0),
+                                       fake_spec("judge", model_id="judge-id", max_retries=0))
+                await Gateway(registry, ledger, base_urls=dict.fromkeys(
+                    ("fake", "judge"), server.base_url), backoff=FAST, seed=0,
+                    scope=ReuseScope.of_run(run_id)).run(
+                    _requests(4), follow_up=_judge_each, reuse_failed_since=since)
+        asyncio.run(main())
+        return server.stats().per_model["judge-id"].received
+
+    with run_fake_server(scenario) as server:
+        started = datetime.now(UTC)
+        assert judged(server, "r1", started) == 4  # each judge call failed
+        assert judged(server, "r1", started) == 4  # served, not re-sent
+        # another run (the same window) attempts them again
+        assert judged(server, "r2", started) == 8
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute("select run_id, status, count(*) from llm_calls where model = "
+                           "'judge' group by all order by all").fetchall()
+    assert rows == [("r1", "api_error", 4), ("r2", "ok", 4)]
+
+
 # The llm_calls table as ledgers created before calls carried their run had it.
 OLD_SCHEMA = """
 CREATE TABLE llm_calls (

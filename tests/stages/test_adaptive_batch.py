@@ -277,3 +277,52 @@ def test_a_process_killed_between_rounds_resubmits_nothing_and_decides_the_same(
     resumed, _ = _until_done(store, "r1", config, _registry(fake.base_url, MIXED))
     _same(resumed, direct.snapshots)
     _paid_once(store, fake, direct, MIXED)  # the open batch was adopted, not made again
+
+
+
+# Some of the judge's calls fail (HTTP 400: an api_error, not retried).
+JUDGE_FAULTS = [{"kind": "status", "status": 400, "rate": 0.1, "seed": 3, "models": ["judge"]}]
+
+
+def _failed(store: Store) -> int:
+    with duckdb.connect(str(store.root / "ledger.duckdb"), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM llm_calls WHERE status != 'ok'").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def test_a_failed_direct_call_is_attempted_once_across_rounds_and_entries(
+        curated: Store, tmp_path: Path) -> None:
+    """The writers batched, the judge direct, some of its calls failing. Within a run a
+    failed call stays a failure: the direct run asks its first round twice (the baseline
+    probe, then the loop), the batched run replays its rounds at every entry, and the
+    judge calls are follow-ups of essays served from the ledger — none is sent again
+    (they were: five failed judge calls twice and one three times in the batched run,
+    two twice in the direct run, and the decisions moved)."""
+    config = BenchmarkConfig.model_validate(_config())
+    faulty = FakeScenario.model_validate({**scenario().model_dump(), "faults": JUDGE_FAULTS,
+                                          "batch": {"in_progress_polls": 1}})
+    direct_store = copy_store(curated, tmp_path / "direct")
+    store = copy_store(curated, tmp_path / "batch")
+    with run_fake_server(faulty) as server:
+        record_run(direct_store, "r1")
+        direct = run_stages(direct_store, "r1", config, STAGES, None,
+                            registry=_registry(server.base_url, {}))
+        direct_stats = server.stats()
+        server.reset()
+        record_run(store, "r1")
+        batched, entries = _until_done(store, "r1", config,
+                                       _registry(server.base_url,
+                                                 dict.fromkeys(WRITERS, "openai")))
+        stats = server.stats()
+    failed = _failed(direct_store)
+    assert failed > 0 and _failed(store) == failed
+    assert direct_stats.received_per_key == {"1": direct_stats.totals.received}
+    _same(batched, direct)
+    assert entries > len(batched["adaptive"].meta["rounds"])  # each round's writers waited
+    paid = direct_stats.per_model["judge"].received
+    assert {m: c.received for m, c in stats.per_model.items()} == {"judge": paid}
+    assert stats.received_per_key == {"1": paid}
+    assert stats.batch is not None
+    assert stats.batch.batches_per_custom_id == {"1": 3 * len(
+        batched["adaptive"].meta["sampled_prompts"])}

@@ -29,6 +29,7 @@ import polars as pl
 from essaybench.core.contracts import Decision, StageOutput, StreamedOutput
 from essaybench.core.errors import UserError
 from essaybench.core.hashing import content_hash
+from essaybench.core.text_memo import TextMemo
 from essaybench.curate.pii import Deidentified, DeidParams, deidentify
 from essaybench.curate.table import RECORD_COLUMNS
 from essaybench.sources.config import SourcesConfig
@@ -40,7 +41,6 @@ class NoRecordsError(UserError, ValueError):
 
 
 BATCH_ROWS = 50_000
-MEMO_TEXTS = 100_000  # distinct texts whose de-identification is remembered
 
 
 def run_collect(config: SourcesConfig, deid: DeidParams | None = None, *,
@@ -65,7 +65,8 @@ def _batches(config: SourcesConfig, deid: DeidParams, batch_rows: int,
     per_source: dict[str, dict[str, int]] = {}
     found: Counter[str] = Counter()
     with_pii = 0
-    memo: dict[str, Deidentified] = {}
+    memo: TextMemo[Deidentified] = TextMemo(lambda text: deidentify(text, deid),
+                                            lambda text, found: len(text) + len(found.text))
     for spec in config.sources:
         path = config.resolve(spec)
         kept = quarantined = 0
@@ -135,19 +136,13 @@ class _RecordIds:
             raise ValueError(f"two records share a locator: record id r{int(every[same[0]]):015x}")
 
 
-def _deidentify(text: str | None, deid: DeidParams, memo: dict[str, Deidentified]
-                ) -> Deidentified:
-    """``deidentify``, once per distinct text: a chat log asks the same things again and
-    again (greetings, repeated prompts, a conversation's earlier turns), and the finders
-    and name cues cost more than the rest of a record. At most ``MEMO_TEXTS`` entries."""
+def _deidentify(text: str | None, deid: DeidParams,
+                memo: TextMemo[Deidentified]) -> Deidentified:
+    """``deidentify``, through ``memo`` (once per distinct text while it holds it: the
+    finders and name cues cost more than the rest of a record)."""
     if not text:
         return deidentify(text, deid)
-    found = memo.get(text)
-    if found is None:
-        if len(memo) >= MEMO_TEXTS:
-            memo.clear()
-        found = memo[text] = deidentify(text, deid)
-    return found
+    return memo(text)
 
 
 def _counted(counts: dict[str, int]) -> str:

@@ -51,6 +51,7 @@ from essaybench.core.contracts import Decision, StageOutput, StreamedOutput, ens
 from essaybench.core.hashing import prompt_id
 from essaybench.core.matching import matching_text
 from essaybench.core.paths import checkout_root
+from essaybench.core.text_memo import TextMemo
 from essaybench.curate.filter_rules import CompiledRules, default_rules_path, load_rules
 from essaybench.curate.markup import markup_found
 from essaybench.curate.normalize import normalize_text
@@ -205,20 +206,16 @@ class _Seen:
     markup: tuple[str, ...]
 
 
-def _seen(raw: str | None, params: FilterParams, rules: CompiledRules,
-          memo: dict[str, _Seen]) -> _Seen:
-    """Normalised text, id, rule verdict and stripped markup of ``raw``, once per distinct
-    raw text (a chat log repeats its greetings and prompts; the rules cost most of the
-    stage). At most ``MEMO_TEXTS`` entries."""
-    key = raw or ""
-    found = memo.get(key)
-    if found is None:
-        if len(memo) >= MEMO_TEXTS:
-            memo.clear()
-        text = normalize_text(raw)
-        found = memo[key] = _Seen(text, prompt_id(text), judge(text, params, rules),
-                                  tuple(markup_found(raw)))
-    return found
+def _seen(raw: str, params: FilterParams, rules: CompiledRules) -> _Seen:
+    """Normalised text, id, rule verdict and stripped markup of ``raw`` (what the stage
+    remembers per distinct raw text: a chat log repeats its greetings and prompts, and the
+    rules cost most of the stage)."""
+    text = normalize_text(raw)
+    return _Seen(text, prompt_id(text), judge(text, params, rules), tuple(markup_found(raw)))
+
+
+def _seen_chars(raw: str, seen: _Seen) -> int:
+    return len(raw) + len(seen.text) + len(seen.verdict.detail)
 
 
 def _rules_meta(rules: CompiledRules) -> dict[str, Any]:
@@ -231,7 +228,6 @@ PERSONAL_DATA = "personal_data"
 
 
 BATCH_ROWS = 50_000
-MEMO_TEXTS = 100_000  # distinct raw texts whose outcome is remembered
 
 
 def run_filter(table: pl.DataFrame, params: FilterParams, *,
@@ -257,7 +253,7 @@ def _filtered(batches: Iterable[pl.DataFrame], params: FilterParams, drop_person
               meta: dict[str, Any]) -> Iterator[pl.DataFrame]:
     rules = params.load_rules()
     counts: Counter[str | None] = Counter()
-    memo: dict[str, _Seen] = {}
+    memo: TextMemo[_Seen] = TextMemo(lambda raw: _seen(raw, params, rules), _seen_chars)
     rows = 0
     for batch in batches:
         if "raw_text" not in batch.columns:
@@ -281,9 +277,9 @@ def _filtered(batches: Iterable[pl.DataFrame], params: FilterParams, drop_person
 
 def _filter_batch(table: pl.DataFrame, params: FilterParams, rules: CompiledRules,
                   drop_personal_data: bool, counts: Counter[str | None],
-                  memo: dict[str, _Seen]) -> pl.DataFrame:
+                  memo: TextMemo[_Seen]) -> pl.DataFrame:
     raw = table["raw_text"].to_list()
-    seen = [_seen(r, params, rules, memo) for r in raw]
+    seen = [memo(r or "") for r in raw]
     pii = table["pii"].to_list() if "pii" in table.columns else [None] * table.height
     verdicts = [Verdict(PERSONAL_DATA, f"held personal data ({kinds}; deid mode drop)")
                 if drop_personal_data and kinds else one.verdict

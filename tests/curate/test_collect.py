@@ -61,7 +61,7 @@ def test_remembered_texts_make_the_same_table(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # collect de-identifies each distinct text once (a chat log repeats itself); with the
     # memo cleared at every record the table and the counts must be the same.
-    import essaybench.curate.collect as collect
+    import essaybench.core.text_memo as text_memo
 
     texts = ["以“第{i}次尝试”为题写一篇记叙文，电话13812345678", "你好", "写一篇议论文",
              "我女儿叫王梓涵，帮她写一篇作文", "发到wang.xm-2008@163.com就行"]
@@ -69,7 +69,7 @@ def test_remembered_texts_make_the_same_table(tmp_path: Path,
              for i in range(40)]
     sources = _sources(tmp_path, logs="\n".join(lines) + "\n")
     remembered = run_collect(sources)
-    monkeypatch.setattr(collect, "MEMO_TEXTS", 1)
+    monkeypatch.setattr(text_memo, "MAX_ENTRIES", 1)
     fresh = run_collect(sources)
     assert fresh.table.equals(remembered.table)
     assert fresh.meta["personal_data"] == remembered.meta["personal_data"]

@@ -589,7 +589,7 @@ def test_a_poem_request_quoting_its_topic_is_still_a_poem(text: str) -> None:
 def test_remembered_texts_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     # The filter decides each distinct raw text once; with the memo cleared at every row
     # the rows (text, id, decision, reason, detail) and counts must be the same.
-    import essaybench.curate.filter as filter_module
+    import essaybench.core.text_memo as text_memo
 
     texts = [None, "", "写一篇关于春天的作文，不少于600字。", "帮我写一份年终工作总结",
              "<b>写一篇</b>关于秋天的作文，不少于600字。", "你好", "写十条评语"] * 3
@@ -597,7 +597,7 @@ def test_remembered_texts_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) ->
                           "pii": [None, None, "phone", *[None] * (len(texts) - 3)]},
                          schema={"record_id": pl.Utf8, "raw_text": pl.Utf8, "pii": pl.Utf8})
     remembered = run_filter(table, FilterParams(), drop_personal_data=True)
-    monkeypatch.setattr(filter_module, "MEMO_TEXTS", 1)
+    monkeypatch.setattr(text_memo, "MAX_ENTRIES", 1)
     fresh = run_filter(table, FilterParams(), drop_personal_data=True)
     assert fresh.table.equals(remembered.table) and fresh.meta == remembered.meta
     assert remembered.table["reason"][2] == "personal_data"

@@ -62,6 +62,10 @@ def message_params(spec: ModelSpec, item: BatchItem) -> dict[str, Any]:
     if "stop" in body:
         stop = body.pop("stop")
         params["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+    # The Messages API has no seed (nor does Anthropic's OpenAI-compatible endpoint use one).
+    # The seed stays in the call's key, so a writer's or a repeated judge's samples remain
+    # distinct calls, each mapped back to its own row; only its wire request lacks it.
+    body.pop("seed", None)
     unknown = sorted(set(body) - _PASSED)
     if unknown:
         raise ValueError(f"model {spec.name!r}: Anthropic batches take no "

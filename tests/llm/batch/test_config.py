@@ -62,9 +62,16 @@ def test_anthropic_params_need_max_tokens_and_take_no_unknown_parameter() -> Non
     spec = fake_spec("w", default_params={})
     with pytest.raises(ValueError, match="need max_tokens"):
         message_params(spec, BatchItem("k", req))
-    spec = fake_spec("w", default_params={"max_tokens": 9, "seed": 3, "temperature": 0.2})
-    with pytest.raises(ValueError, match="take no seed"):
+    spec = fake_spec("w", default_params={"max_tokens": 9, "logprobs": True,
+                                          "temperature": 0.2})
+    with pytest.raises(ValueError, match="take no logprobs"):
         message_params(spec, BatchItem("k", req))
+    # a seed (every essay request and judge repeat has one) is not sent: the Messages API
+    # has none; it stays in the call's key
+    spec = fake_spec("w", default_params={"max_tokens": 9, "seed": 3, "temperature": 0.2})
+    assert message_params(spec, BatchItem("k", req)) == {
+        "model": "gpt-x", "system": "你是作文老师。", "max_tokens": 9, "temperature": 0.2,
+        "messages": [{"role": "user", "content": "写一篇作文0"}]}
     params = message_params(fake_spec("w"), BatchItem("k", req))
     assert params == {"model": "gpt-x", "system": "你是作文老师。", "max_tokens": 256,
                       "messages": [{"role": "user", "content": "写一篇作文0"}]}

@@ -13,6 +13,7 @@ a raw source is never held whole.
 from __future__ import annotations
 
 import codecs
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,7 +128,7 @@ def _first_bad_byte(path: Path, codec: str) -> tuple[int, str] | None:
         with path.open("rb") as fh:
             skip = len(codecs.BOM_UTF8) if fh.read(3) == codecs.BOM_UTF8 else 0
         codec = "utf-8"
-    decoder = codecs.getincrementaldecoder(codec)("strict")
+    decoder = codecs.getincrementaldecoder(_stream_codec(path, codec))("strict")
     offset = skip
     with path.open("rb") as fh:
         fh.seek(skip)
@@ -147,6 +148,19 @@ def iter_lines(path: Path, encoding: str = "auto") -> Iterator[str]:
     """The file's lines, terminators kept, split at \\n, \\r\\n and \\r only (as
     ``io.StringIO(text, newline="").readlines()`` splits the decoded text), read a
     chunk at a time after ``detect_encoding`` has checked the whole file."""
-    codec = detect_encoding(path, encoding)
+    codec = _stream_codec(path, detect_encoding(path, encoding))
     with path.open(encoding=codec, errors="strict", newline="") as fh:
         yield from fh
+
+
+def _stream_codec(path: Path, codec: str) -> str:
+    """The codec that decodes the file a chunk at a time as ``bytes.decode(codec)`` decodes
+    it whole: UTF-16's incremental decoder refuses a file without a byte-order mark (a
+    bare UnicodeError), which ``bytes.decode`` reads in the machine's byte order."""
+    if codec != "utf-16":
+        return codec
+    with path.open("rb") as fh:
+        head = fh.read(2)
+    if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return codec
+    return "utf-16-le" if sys.byteorder == "little" else "utf-16-be"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_detection_and_errors_equal_decoding_the_whole_file(
     data = data[:at] + junk + data[at:]
     path = tmp_path / "f.txt"
     path.write_bytes(data)
-    for asked in ("auto", "utf-8", "gb18030"):
+    for asked in ("auto", "utf-8", "gb18030", "utf-16"):
         whole = _outcome(lambda asked=asked: decode(data, path, asked)[1])
         streamed = _outcome(lambda asked=asked: detect_encoding(path, asked))
         assert streamed == whole
@@ -60,6 +61,19 @@ def test_detection_and_errors_equal_decoding_the_whole_file(
 
 def _spec(kind: str, **kw: str) -> SourceSpec:
     return SourceSpec.model_validate({"name": "s", "kind": kind, "path": "x", **kw})
+
+
+def test_utf16_asked_for_reads_a_file_without_a_byte_order_mark(tmp_path: Path) -> None:
+    # bytes.decode("utf-16") reads a file without a mark in the machine's byte order; the
+    # incremental decoder alone raised a bare UnicodeError ("does not start with BOM")
+    path = tmp_path / "log.jsonl"
+    path.write_bytes('{"query": "写一篇作文"}\n'.encode(
+        "utf-16-le" if sys.byteorder == "little" else "utf-16-be"))
+    items = list(read_chat_jsonl(path, _spec("chat_jsonl", encoding="utf-16")))
+    assert [(i.locator, i.text) for i in items] == [("line 1", "写一篇作文")]
+    path.write_bytes(path.read_bytes() + b"\x00")  # odd length: the clear error as before
+    with pytest.raises(SourceReadError, match="not valid utf-16 at byte 38: truncated data"):
+        list(read_chat_jsonl(path, _spec("chat_jsonl", encoding="utf-16")))
 
 
 def test_a_json_line_holding_u2028_or_nel_is_one_record(tmp_path: Path) -> None:

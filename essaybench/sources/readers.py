@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+from polars.exceptions import PanicException, PolarsError
 
 from essaybench.sources.config import SourceSpec
 from essaybench.sources.encoding import SourceReadError, check_file, iter_lines
@@ -308,7 +309,9 @@ def _parquet_batches(path: Path, columns: list[str]) -> Iterator[pl.DataFrame]:
             frame = pl.from_arrow(batch)
             assert isinstance(frame, pl.DataFrame)
             yield frame
-    except (OSError, ValueError, pa.ArrowException) as exc:
+    # A column polars cannot hold (e.g. a decimal of 50 digits) makes from_arrow panic: a
+    # PanicException, a BaseException that would pass the stage's error handling by.
+    except (OSError, ValueError, pa.ArrowException, PolarsError, PanicException) as exc:
         raise SourceReadError(f"{path}: not a readable Parquet file: {exc}") from exc
 
 

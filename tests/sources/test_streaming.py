@@ -11,6 +11,8 @@ import tracemalloc
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -97,6 +99,18 @@ def test_numbered_text_keeps_pythons_line_numbers(tmp_path: Path) -> None:
     items = list(read_numbered_text(path, _spec("numbered_text")))
     assert [i.locator for i in items] == ["item 1 (line 1)", "item 2 (line 3)",
                                           "item 3 (line 5)"]
+
+
+def test_a_parquet_column_polars_cannot_hold_is_a_read_error(tmp_path: Path) -> None:
+    # a 50-digit decimal: polars' from_arrow panics (a BaseException, not an Exception)
+    # where the whole-file read said "precision must be between 1 and 38"
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.decimal256(50, 2)), "prompt": ["写"]}),
+                   path)
+    for spec in (_spec("parquet", text_column="id"),
+                 _spec("parquet", text_column="prompt", id_column="id")):
+        with pytest.raises(SourceReadError, match="not a readable Parquet file"):
+            list(read_parquet(path, spec))
 
 
 def test_parquet_source_in_batches_keeps_row_numbers(tmp_path: Path,

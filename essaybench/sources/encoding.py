@@ -149,8 +149,12 @@ def iter_lines(path: Path, encoding: str = "auto") -> Iterator[str]:
     ``io.StringIO(text, newline="").readlines()`` splits the decoded text), read a
     chunk at a time after ``detect_encoding`` has checked the whole file."""
     codec = _stream_codec(path, detect_encoding(path, encoding))
-    with path.open(encoding=codec, errors="strict", newline="") as fh:
-        yield from fh
+    try:
+        with path.open(encoding=codec, errors="strict", newline="") as fh:
+            yield from fh
+    except UnicodeError as exc:  # the file changed after detection checked it
+        raise SourceReadError(f"{path}: changed while it was read: no longer valid {codec} "
+                              f"({exc}); read it again once it is complete") from exc
 
 
 def _stream_codec(path: Path, codec: str) -> str:

@@ -160,3 +160,17 @@ def test_a_reader_never_holds_the_file(tmp_path: Path, kind: str) -> None:
     peak = _peak_python_bytes(reader(path, spec))
     assert path.stat().st_size > 15_000_000
     assert peak < 4_000_000, f"{kind}: {peak / 1e6:.1f} MB of Python objects at once"
+
+
+def test_a_file_spoilt_after_detection_is_a_read_error(tmp_path: Path) -> None:
+    """Detection checks the whole file, then its lines are read: bytes appended in between
+    that do not decode are one clear error naming the file, not a traceback."""
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"query": "写一篇作文"}\n' * 3, encoding="utf-8")
+    lines = iter_lines(path)
+    first = next(lines)  # detection has run; the file is open
+    with path.open("ab") as fh:
+        fh.write(b"\xff\xfe bad\n" * 5000)
+    with pytest.raises(SourceReadError, match=r"log\.jsonl: changed while it was read"):
+        list(lines)
+    assert first.startswith('{"query"')

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import polars as pl
+from polars.exceptions import PanicException
 from pydantic import BaseModel
 
 from essaybench.core.activity import doing
@@ -87,7 +88,8 @@ def _run_stage(store: Store, run_id: str, stage: str, upstream: Sequence[Snapsho
             else:
                 snapshot = store.write_snapshot(stage, output.table, upstream_ids, output.meta)
                 counts, rows = output.counts(), output.table.height
-    except Exception as exc:
+    except (Exception, PanicException) as exc:  # a panic in polars' Rust code is a
+        # BaseException: without it the stage run would stay "running" until abandoned.
         # An exception's text is untrusted: stored and printed only redacted of secrets.
         error = redact(f"{type(exc).__name__}: {exc}")
         waiting = getattr(exc, "stage_status", None)

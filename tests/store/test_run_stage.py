@@ -19,7 +19,7 @@ from essaybench.store import Store, StoreBusyError
 from essaybench.store.run_stage import StageFailed, run_stage
 
 
-def _fail(store: Store, exc: Exception) -> StageFailed:
+def _fail(store: Store, exc: BaseException) -> StageFailed:
     def compute() -> StageOutput:
         raise exc
 
@@ -75,3 +75,16 @@ def test_a_stage_is_named_as_what_runs_while_it_computes(tmp_path: Path) -> None
     assert seen == ["aggregate"] and current() is None
     _fail(store, ZeroDivisionError("division by zero"))  # a failed one ends it too
     assert current() is None
+
+
+def test_a_panic_in_polars_fails_the_stage_like_any_error(tmp_path: Path) -> None:
+    """polars' PanicException (a Rust panic) derives from BaseException, not Exception: the
+    stage run is marked failed with its text, and the caller gets a StageFailed."""
+    from polars.exceptions import PanicException
+
+    store = Store(tmp_path)
+    failed = _fail(store, PanicException("called `Option::unwrap()` on a `None` value"))
+    assert failed.user_error is None
+    (run,) = store.stage_runs()
+    assert run.status == "failed"
+    assert run.error is not None and run.error.startswith("PanicException: called")

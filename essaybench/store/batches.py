@@ -25,6 +25,8 @@ from essaybench.store.table_hash import TableHasher
 
 META_KEY = b"essaybench.meta"
 SNAPSHOT_KEY = b"essaybench.snapshot_id"
+# The largest row group of a snapshot written whole (a streamed one has a group per batch).
+ROW_GROUP_ROWS = 50_000
 
 
 class BatchSchemaError(ValueError):

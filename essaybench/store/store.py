@@ -36,7 +36,7 @@ from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.attach import attached
-from essaybench.store.batches import META_KEY, SNAPSHOT_KEY, write_batches
+from essaybench.store.batches import META_KEY, ROW_GROUP_ROWS, SNAPSHOT_KEY, write_batches
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
@@ -271,7 +271,9 @@ class Store:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
         os.close(fd)
         try:
-            pq.write_table(arrow, tmp)
+            # row groups of ROW_GROUP_ROWS, as streamed snapshots have: a reader in batches
+            # (Snapshot.iter_kept) holds one group, not the whole file
+            pq.write_table(arrow, tmp, row_group_size=ROW_GROUP_ROWS)
             os.replace(tmp, path)  # atomic: readers never see a half-written snapshot
         finally:
             if os.path.exists(tmp):

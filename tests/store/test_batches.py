@@ -130,3 +130,17 @@ def test_kept_rows_read_whole_in_batches_and_counted_agree(tmp_path: Path, size:
     none = Store(tmp_path / "e").write_snapshot("filter", table.clear())
     (only,) = list(none.iter_kept(size))
     assert only.height == 0 and only.schema == table.schema
+
+
+def test_a_snapshot_written_whole_is_read_in_batches_of_bounded_groups(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow's default would be one group of up to 1Mi rows: iter_kept would hold it whole
+    from essaybench.store import store as store_module
+
+    monkeypatch.setattr(store_module, "ROW_GROUP_ROWS", 8)
+    table = _table(30)
+    snap = Store(tmp_path).write_snapshot("filter", table)
+    parquet = pq.ParquetFile(snap.path)
+    assert parquet.num_row_groups == 4
+    assert max(parquet.metadata.row_group(i).num_rows for i in range(4)) == 8
+    assert pl.concat(list(snap.iter_kept(5))).equals(kept_rows(table))

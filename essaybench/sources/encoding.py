@@ -5,9 +5,8 @@ a BOM decides; otherwise valid UTF-8 is UTF-8 (GB18030 text with any non-ASCII
 character is almost never valid UTF-8); otherwise GB18030, whose decoder also
 rejects invalid byte sequences.
 
-``decode`` works on bytes in memory; the readers use ``iter_lines``, which makes the same
-choice with the same errors by decoding the file a chunk at a time, then streams its lines:
-a raw source is never held whole.
+``detect_encoding`` makes that choice by decoding the file a chunk at a time, and
+``iter_lines`` then streams its lines: a raw source is never held whole.
 """
 
 from __future__ import annotations
@@ -24,61 +23,11 @@ class SourceReadError(UserError, OSError):
     """A raw file cannot be read or decoded; the message names the file."""
 
 
-def read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise SourceReadError(f"raw source file not found: {path}")
-    if not path.is_file():
-        raise SourceReadError(f"raw source path is not a file: {path}")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise SourceReadError(f"raw source file unreadable: {path}: {exc.strerror}") from exc
-
-
-def decode(data: bytes, path: Path, encoding: str = "auto") -> tuple[str, str]:
-    """Return (text, encoding used)."""
-    if encoding != "auto":
-        try:
-            return data.decode(encoding), encoding
-        except UnicodeDecodeError as exc:
-            raise SourceReadError(
-                f"{path}: not valid {encoding} at byte {exc.start}: {exc.reason}"
-            ) from exc
-    if data.startswith(codecs.BOM_UTF8):
-        return _strict(data, "utf-8-sig", path), "utf-8-sig"
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return _strict(data, "utf-16", path), "utf-16"
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    try:
-        return data.decode("gb18030"), "gb18030"
-    except UnicodeDecodeError as exc:
-        raise SourceReadError(
-            f"{path}: neither UTF-8 nor GB18030 (first bad byte at offset {exc.start}); "
-            "set the source's encoding explicitly"
-        ) from exc
-
-
-def _strict(data: bytes, encoding: str, path: Path) -> str:
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        # utf-8-sig counts from after its mark; the file's offset is what a user looks up
-        start = exc.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" else 0)
-        raise SourceReadError(
-            f"{path}: has a {encoding} byte-order mark but is not valid {encoding} "
-            f"at byte {start}: {exc.reason}"
-        ) from exc
-
-
 CHUNK_BYTES = 1 << 18  # what the streaming readers decode at once (a 256 KiB piece)
 
 
 def check_file(path: Path) -> None:
-    """The same clear error as ``read_bytes`` for a missing or unreadable file, without
-    reading it."""
+    """A clear error naming a missing or unreadable file, before anything is read."""
     if not path.exists():
         raise SourceReadError(f"raw source file not found: {path}")
     if not path.is_file():
@@ -91,9 +40,9 @@ def check_file(path: Path) -> None:
 
 
 def detect_encoding(path: Path, encoding: str = "auto") -> str:
-    """The codec ``decode`` would choose for the file at ``path``, found by strict
-    decoding a chunk at a time (memory: one chunk, whatever the file's size), with the
-    same errors as ``decode``."""
+    """The codec of the file at ``path`` (``encoding``, checked, or the first of a BOM's,
+    UTF-8 and GB18030 that decodes the whole file strictly), found a chunk at a time
+    (memory: one chunk, whatever the file's size)."""
     check_file(path)
     if encoding != "auto":
         bad = _first_bad_byte(path, encoding)
@@ -158,8 +107,8 @@ def iter_lines(path: Path, encoding: str = "auto") -> Iterator[str]:
 
 
 def _stream_codec(path: Path, codec: str) -> str:
-    """The codec that decodes the file a chunk at a time as ``bytes.decode(codec)`` decodes
-    it whole: UTF-16's incremental decoder refuses a file without a byte-order mark (a
+    """The codec that decodes the file a chunk at a time as ``bytes.decode(codec)`` would
+    decode it whole: UTF-16's incremental decoder refuses a file without a byte-order mark (a
     bare UnicodeError), which ``bytes.decode`` reads in the machine's byte order."""
     if codec != "utf-16":
         return codec

@@ -9,7 +9,7 @@ import pytest
 
 from essaybench.curate.collect import run_collect
 from essaybench.sources.config import SourceConfigError, SourcesConfig, SourceSpec, load_sources
-from essaybench.sources.encoding import SourceReadError, decode
+from essaybench.sources.encoding import SourceReadError, detect_encoding, iter_lines
 from essaybench.sources.readers import read_chat_jsonl, read_csv, read_numbered_text, read_parquet
 
 
@@ -99,18 +99,21 @@ def test_numbered_text_does_not_split_decimals() -> None:
 
 @pytest.mark.parametrize("encoding,bom", [("utf-8", b""), ("utf-8-sig", b""),
                                           ("gb18030", b""), ("utf-16", b"")])
-def test_encoding_detection(encoding: str, bom: bytes) -> None:
+def test_encoding_detection(tmp_path: Path, encoding: str, bom: bytes) -> None:
     text = "以《堃》为题，写一篇不少于800字的文章。"
-    data = bom + text.encode(encoding)
-    decoded, used = decode(data, Path("f.txt"))
+    path = tmp_path / "f.txt"
+    path.write_bytes(bom + text.encode(encoding))
+    decoded, used = "".join(iter_lines(path)), detect_encoding(path)
     assert decoded.lstrip("\ufeff") == text
     assert used == ("utf-16" if encoding == "utf-16" else
                     "utf-8-sig" if encoding == "utf-8-sig" else encoding)
 
 
-def test_undecodable_file_is_named() -> None:
+def test_undecodable_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"\x81\x30\xff\xff\xfe")
     with pytest.raises(SourceReadError, match=r"bad\.txt.*neither UTF-8 nor GB18030"):
-        decode(b"\x81\x30\xff\xff\xfe", Path("bad.txt"))
+        detect_encoding(path)
 
 
 def test_missing_file_is_named(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from essaybench.sources import encoding
 from essaybench.sources.config import SourceSpec
-from essaybench.sources.encoding import SourceReadError, decode, detect_encoding, iter_lines
+from essaybench.sources.encoding import SourceReadError, detect_encoding, iter_lines
 from essaybench.sources.readers import read_chat_jsonl, read_csv, read_numbered_text, read_parquet
+from tests.sources.whole_file import decode
 
 # Texts with what a chunk boundary can split: multi-byte characters, \r\n, a BOM, bad bytes.
 _PIECES = st.sampled_from(["写", "一篇", "作文", "\n", "\r\n", "\r", "a", "“", "€", "\u2028",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -67,7 +67,11 @@ class StreamedOutput:
         return StageOutput(table, self.meta, self.run_meta)
 
 
-def kept_rows(table: pl.DataFrame) -> pl.DataFrame:
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def kept_rows(table: Frame) -> Frame:
+    """The rows whose decision is ``kept`` (of a table, or of a scan: then pushed into it)."""
     return table.filter(pl.col("decision") == Decision.KEPT.value)
 
 

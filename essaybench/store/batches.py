@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -49,44 +50,59 @@ def write_batches(root: Path, stage: str, batches: Iterable[pl.DataFrame],
     after the last batch. An exception from the batches leaves no file behind."""
     folder = root / "snapshots" / stage
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".parquet")
-    os.close(fd)
     writer: pq.ParquetWriter | None = None
-    try:
-        hasher: TableHasher | None = None
-        schema: pl.Schema | None = None
-        rows = 0
-        for batch in batches:
-            if schema is None:
-                schema = batch.schema
-                hasher = TableHasher(stage, schema, upstream)
-                writer = pq.ParquetWriter(tmp, batch.to_arrow().schema)
-            elif batch.schema != schema:
-                raise BatchSchemaError(f"stage {stage!r} yielded a batch of schema "
-                                       f"{dict(batch.schema)} after {dict(schema)}")
-            assert hasher is not None and writer is not None
-            if batch.height:
-                batch.write_ndjson(cast(IO[bytes], hasher))
-                writer.write_table(batch.to_arrow())
-                rows += batch.height
-        if hasher is None or writer is None:
-            raise BatchSchemaError(f"stage {stage!r} yielded no batch (not even an empty one)")
-        content_hash = hasher.hexdigest()
-        snapshot_id = f"{stage}-{content_hash[:16]}"
-        facts = meta()
-        writer.add_key_value_metadata({META_KEY: canonical_json(facts).encode(),
-                                       SNAPSHOT_KEY: snapshot_id.encode()})
-        writer.close()
-        writer = None
+    with temporary_beside(folder) as tmp:
+        try:
+            hasher: TableHasher | None = None
+            schema: pl.Schema | None = None
+            rows = 0
+            for batch in batches:
+                if schema is None:
+                    schema = batch.schema
+                    hasher = TableHasher(stage, schema, upstream)
+                    writer = pq.ParquetWriter(tmp, batch.to_arrow().schema)
+                elif batch.schema != schema:
+                    raise BatchSchemaError(f"stage {stage!r} yielded a batch of schema "
+                                           f"{dict(batch.schema)} after {dict(schema)}")
+                assert hasher is not None and writer is not None
+                if batch.height:
+                    batch.write_ndjson(cast(IO[bytes], hasher))
+                    writer.write_table(batch.to_arrow())
+                    rows += batch.height
+            if hasher is None or writer is None:
+                raise BatchSchemaError(f"stage {stage!r} yielded no batch (not even an empty "
+                                       "one)")
+            content_hash = hasher.hexdigest()
+            snapshot_id = f"{stage}-{content_hash[:16]}"
+            facts = meta()
+            writer.add_key_value_metadata(footer_of(snapshot_id, facts))
+            writer.close()
+            writer = None
+        finally:
+            if writer is not None:
+                writer.close()
         rel = Path("snapshots") / stage / f"{snapshot_id}.parquet"
         if not (root / rel).is_file():
             os.replace(tmp, root / rel)  # atomic: readers never see a half-written snapshot
         return WrittenBatches(snapshot_id, content_hash, rel, rows, facts)
+
+
+@contextmanager
+def temporary_beside(folder: Path) -> Iterator[str]:
+    """A temporary file's name in ``folder`` (to be renamed into place there, atomically),
+    removed on the way out unless it was renamed."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".parquet")
+    os.close(fd)
+    try:
+        yield tmp
     finally:
-        if writer is not None:
-            writer.close()
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def footer_of(snapshot_id: str, meta: dict[str, Any]) -> dict[bytes, bytes]:
+    """What a snapshot file's key-value metadata holds: its meta and its id."""
+    return {META_KEY: canonical_json(meta).encode(), SNAPSHOT_KEY: snapshot_id.encode()}
 
 
 def footer(path: Path) -> dict[bytes, bytes]:

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,13 +29,20 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from essaybench.core.contracts import Decision
+from essaybench.core.contracts import kept_rows
 from essaybench.core.errors import NotFoundError, UnknownNameError, UserError
 from essaybench.core.hashing import canonical_json
 from essaybench.core.settings import DEFAULT_LOCK_TIMEOUT_S
 from essaybench.core.sql import statement
 from essaybench.store.attach import attached
-from essaybench.store.batches import META_KEY, ROW_GROUP_ROWS, SNAPSHOT_KEY, write_batches
+from essaybench.store.batches import (
+    META_KEY,
+    ROW_GROUP_ROWS,
+    SNAPSHOT_KEY,
+    footer_of,
+    temporary_beside,
+    write_batches,
+)
 from essaybench.store.liveness import listed_status, this_host
 from essaybench.store.lock import exclusive_lock
 from essaybench.store.readonly import older_schema, read_only
@@ -82,13 +88,11 @@ class Snapshot:
         rows' columns (a filter snapshot's dropped raw and normalised texts) are never
         loaded whole."""
         self._require_file()
-        return pl.scan_parquet(self.path).filter(
-            pl.col("decision") == Decision.KEPT.value).collect()
+        return kept_rows(pl.scan_parquet(self.path)).collect()
 
     def count_kept(self) -> int:
         self._require_file()
-        return int(pl.scan_parquet(self.path).filter(
-            pl.col("decision") == Decision.KEPT.value).select(pl.len()).collect().item())
+        return int(kept_rows(pl.scan_parquet(self.path)).select(pl.len()).collect().item())
 
     def iter_kept(self, batch_rows: int) -> Iterator[pl.DataFrame]:
         """The kept rows, in order, at most ``batch_rows`` rows of the file read at once
@@ -100,7 +104,7 @@ class Snapshot:
             frame = pl.from_arrow(batch, schema_overrides=schema)
             assert isinstance(frame, pl.DataFrame)
             yielded = True
-            yield frame.filter(pl.col("decision") == Decision.KEPT.value)
+            yield kept_rows(frame)
         if not yielded:
             yield pl.DataFrame(schema=schema)
 
@@ -263,21 +267,13 @@ class Store:
     ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         arrow = table.to_arrow()
-        arrow = arrow.replace_schema_metadata({
-            **(arrow.schema.metadata or {}),
-            META_KEY: canonical_json(meta).encode(),
-            SNAPSHOT_KEY: snapshot_id.encode(),
-        })
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
-        os.close(fd)
-        try:
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}),
+                                               **footer_of(snapshot_id, meta)})
+        with temporary_beside(path.parent) as tmp:
             # row groups of ROW_GROUP_ROWS, as streamed snapshots have: a reader in batches
             # (Snapshot.iter_kept) holds one group, not the whole file
             pq.write_table(arrow, tmp, row_group_size=ROW_GROUP_ROWS)
             os.replace(tmp, path)  # atomic: readers never see a half-written snapshot
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
     def get_snapshot(self, snapshot_id: str) -> Snapshot:
         with self.connect() as con:

@@ -65,15 +65,16 @@ def test_the_meta_is_asked_for_after_the_last_batch(tmp_path: Path) -> None:
     assert snap.meta == {"rows": 5}
 
 
+def _failing_after_a_batch(error: Exception) -> Iterator[pl.DataFrame]:
+    yield _table(5)
+    raise error
+
+
 def test_a_failing_stream_leaves_no_file_and_no_catalog_row(tmp_path: Path) -> None:
     store = Store(tmp_path)
-
-    def batches() -> Iterator[pl.DataFrame]:
-        yield _table(5)
-        raise RuntimeError("source gone")
-
     with pytest.raises(RuntimeError, match="source gone"):
-        store.write_snapshot_batches("filter", batches())
+        store.write_snapshot_batches("filter",
+                                     _failing_after_a_batch(RuntimeError("source gone")))
     assert not list((tmp_path / "snapshots" / "filter").iterdir())
     assert store.latest_ok_snapshot("filter") is None
 
@@ -105,14 +106,10 @@ def test_a_streamed_stage_is_counted_like_a_whole_one(tmp_path: Path) -> None:
 
 def test_a_stream_that_fails_fails_its_stage(tmp_path: Path) -> None:
     store = Store(tmp_path)
-
-    def batches() -> Iterator[pl.DataFrame]:
-        yield _table(5)
-        raise ValueError("two records share a locator: s line 3")
-
+    failing = _failing_after_a_batch(ValueError("two records share a locator: s line 3"))
     with pytest.raises(StageFailed, match="two records share a locator"):
         run_stage(store, run_id="r1", stage="collect", upstream=[], params=None,
-                  compute=lambda: StreamedOutput(batches()))
+                  compute=lambda: StreamedOutput(failing))
     (run,) = store.stage_runs()
     assert run.status == "failed" and run.snapshot_id is None
 
